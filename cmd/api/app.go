@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/diode"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+)
+
+// version is stamped by the build (-ldflags "-X main.version=...").
+var version = "dev"
+
+type app struct {
+	cfg       config.Config
+	log       zerolog.Logger
+	logs      io.Closer
+	transport *transport.Transport
+	router    chi.Router
+}
+
+func newApp(cfg config.Config, logOut io.Writer) (*app, error) {
+	logger, logs, err := newLogger(cfg, logOut)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := handlers.NewToolRegistry(cfg.ToolNameSeparator)
+	if err != nil {
+		return nil, err
+	}
+	srv := handlers.NewServer(handlers.Options{
+		Name: "mcp-runtime", Title: "mcp-runtime", Version: version,
+		Instructions: "mcp-runtime gives agents durable shared state. Call runtime_info to see what this server offers.",
+		PageSize:     cfg.Transport.PageSize,
+	}, tools)
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
+	}
+	tr, err := transport.New(srv, transport.Options{
+		AllowedOrigins:     cfg.AllowedOrigins,
+		LoopbackOnly:       isLoopback(host),
+		MaxBodyBytes:       cfg.Transport.MaxBodyBytes,
+		SessionIdleTimeout: cfg.Transport.SessionIdleTimeout(),
+		KeepAliveInterval:  cfg.Transport.KeepAliveInterval(),
+		EventLogSize:       cfg.Transport.EventLogSize,
+		MaxSessions:        cfg.Transport.MaxSessions,
+		Logger:             logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = builtin.Register(srv, builtin.Info{
+		Name: "mcp-runtime", Version: version, Started: time.Now(),
+		Sessions: func() int { return tr.Sessions().Len() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := chi.NewRouter()
+	tr.Mount(r, "/mcp")
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	})
+	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newLogger writes JSON lines through a non-blocking buffer, so a slow log
+// sink never stalls a request; console format is for people at a terminal.
+func newLogger(cfg config.Config, out io.Writer) (zerolog.Logger, io.Closer, error) {
+	level, err := zerolog.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return zerolog.Logger{}, nil, fmt.Errorf("logLevel: %w", err)
+	}
+	if cfg.LogFormat == "console" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: out}).Level(level).With().Timestamp().Logger(), io.NopCloser(nil), nil
+	}
+	w := diode.NewWriter(out, 8192, 10*time.Millisecond, func(missed int) {
+		fmt.Fprintf(out, `{"level":"warn","message":"log buffer full: %d lines dropped"}`+"\n", missed)
+	})
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), w, nil
+}
+
+// serve listens and serves until ctx ends, then shuts down: it stops
+// accepting, ends the standalone SSE streams with a retry hint so clients
+// reconnect (to another replica, in a deployment), lets in-flight requests
+// finish within the grace period, and ends every client session.
+func (a *app) serve(ctx context.Context) error {
+	defer a.logs.Close()
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           a.router,
+		ReadHeaderTimeout: a.cfg.Transport.ReadHeaderTimeout(),
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
+	}
+	a.log.Info().Str("addr", ln.Addr().String()).Str("version", version).
+		Msg("mcp-runtime listening; embedded in-memory state: nothing survives a restart")
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	a.log.Info().Msg("shutting down")
+	grace, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace())
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(grace) }()
+	a.transport.CloseStreams(1000)
+	err = <-shut
+	if cerr := a.transport.Close(grace); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		_ = hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}

@@ -1,0 +1,102 @@
+// Package builtin holds the tools and resources every mcp-runtime serves
+// regardless of storage: runtime introspection for agents and operators.
+// The stateful tools (memory, session, agent, trace) live beside the store.
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Info describes the running server.
+type Info struct {
+	Name    string
+	Version string
+	Started time.Time
+	// Sessions reports the number of live client sessions.
+	Sessions func() int
+}
+
+// infoDoc is the JSON of runtime.info and runtime://info.
+type infoDoc struct {
+	Name              string   `json:"name"`
+	Version           string   `json:"version"`
+	UptimeSeconds     int64    `json:"uptimeSeconds"`
+	ProtocolVersion   string   `json:"protocolVersion"`
+	SupportedVersions []string `json:"supportedVersions"`
+	ClientSessions    int      `json:"clientSessions"`
+}
+
+func (in Info) doc(s handlers.Session) infoDoc {
+	return infoDoc{
+		Name: in.Name, Version: in.Version,
+		UptimeSeconds:     int64(time.Since(in.Started).Seconds()),
+		ProtocolVersion:   s.ProtocolVersion(),
+		SupportedVersions: protocol.SupportedVersions(),
+		ClientSessions:    in.Sessions(),
+	}
+}
+
+const infoOutputSchema = `{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"},"uptimeSeconds":{"type":"integer"},"protocolVersion":{"type":"string"},"supportedVersions":{"type":"array","items":{"type":"string"}},"clientSessions":{"type":"integer"}},"required":["name","version","uptimeSeconds","protocolVersion","supportedVersions","clientSessions"]}`
+
+func yes() *bool { v := true; return &v }
+func no() *bool  { v := false; return &v }
+
+// Register adds the runtime tools and the runtime://info resource.
+func Register(srv *handlers.Server, in Info) error {
+	readOnly := &protocol.ToolAnnotations{ReadOnlyHint: yes(), DestructiveHint: no(), IdempotentHint: yes(), OpenWorldHint: no()}
+	type echoArgs struct {
+		Text string `json:"text"`
+	}
+	err := srv.Tools().Add(
+		handlers.Tool{
+			Name:        "runtime.echo",
+			Title:       "Echo",
+			Description: "Returns the given text unchanged. Use it to check that the server is reachable and to measure round-trip latency through it.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"Text to return.","maxLength":100000}},"required":["text"],"additionalProperties":false}`),
+			Annotations: readOnly,
+			Handler: handlers.Typed(func(_ context.Context, _ *handlers.ToolCall, a echoArgs) (*protocol.CallToolResult, error) {
+				return handlers.TextResult(a.Text), nil
+			}),
+		},
+		handlers.Tool{
+			Name:         "runtime.info",
+			Title:        "Server information",
+			Description:  "Describes this mcp-runtime server: name, version, uptime, the protocol version of your client session, the versions it supports, and how many client sessions are open.",
+			OutputSchema: json.RawMessage(infoOutputSchema),
+			Annotations:  readOnly,
+			Handler: func(_ context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+				body, err := json.Marshal(in.doc(call.Session))
+				if err != nil {
+					return nil, fmt.Errorf("encode runtime info: %w", err)
+				}
+				return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(string(body))}, StructuredContent: body}, nil
+			},
+		},
+	)
+	if err != nil {
+		return fmt.Errorf("register runtime tools: %w", err)
+	}
+	err = srv.AddResource(handlers.Resource{
+		Resource: protocol.Resource{
+			URI: "runtime://info", Name: "runtime-info", Title: "Server information",
+			Description: "The same document as the runtime_info tool.", MimeType: "application/json",
+		},
+		Read: func(_ context.Context, s handlers.Session) ([]protocol.ResourceContents, error) {
+			body, err := json.Marshal(in.doc(s))
+			if err != nil {
+				return nil, fmt.Errorf("encode runtime info: %w", err)
+			}
+			return []protocol.ResourceContents{{URI: "runtime://info", MimeType: "application/json", Text: string(body)}}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("register runtime resource: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Session is the client session a request belongs to.
+type Session interface {
+	ID() string
+	ProtocolVersion() string
+	ClientInfo() protocol.Implementation
+	ClientCapabilities() protocol.ClientCapabilities
+	// LogLevel is the minimum level of notifications/message the client
+	// asked for with logging/setLevel.
+	LogLevel() protocol.LoggingLevel
+	SetLogLevel(protocol.LoggingLevel)
+	// Subscribe records interest in notifications/resources/updated for uri.
+	Subscribe(uri string) error
+	Unsubscribe(uri string)
+}
+
+// Peer sends messages to the client over the connection of one request:
+// on that request's SSE stream when the client accepts one, otherwise on
+// the client session's GET stream (basic/transports).
+type Peer interface {
+	Notify(ctx context.Context, method string, params any) error
+	// Request sends a server-to-client request (sampling/createMessage,
+	// elicitation/create, roots/list) and waits for the client's answer.
+	// A JSON-RPC error answer is returned as *protocol.Error.
+	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
+	// CloseStream ends the request's SSE stream now, asking the client to
+	// reconnect with Last-Event-ID after retry (SEP-1699 polling). Messages
+	// sent afterwards wait in the stream's log. A no-op without a stream.
+	CloseStream(retryMs int)
+}
+
+// Request is one JSON-RPC request as the transport hands it over.
+type Request struct {
+	Method  string
+	ID      protocol.ID
+	Params  json.RawMessage
+	Session Session
+	Peer    Peer
+	// Tool and ToolError are filled in by tools/call for the request log.
+	Tool      string
+	ToolError bool
+}

@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+func (s *Server) listTools(params []byte) (any, error) {
+	var p protocol.PaginatedParams
+	if perr := decodeParams(params, &p); perr != nil {
+		return nil, perr
+	}
+	all := s.tools.snap.Load().listed
+	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &protocol.ListToolsResult{Tools: all[start:end], NextCursor: next}, nil
+}
+
+func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
+	var p protocol.CallToolParams
+	if perr := decodeParams(req.Params, &p); perr != nil {
+		return nil, perr
+	}
+	if p.Name == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" is required`)
+	}
+	t := s.tools.lookup(p.Name)
+	if t == nil {
+		// Unknown tool is a protocol error, not a tool result (server/tools).
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", p.Name)
+	}
+	req.Tool = t.Name
+	// 2025-11-25: input validation failures are tool results the model can
+	// correct, not protocol errors.
+	if msg := t.schema.validate(p.Arguments); msg != "" {
+		req.ToolError = true
+		return protocol.ToolError(fmt.Sprintf("%s: %s", t.exposed, msg)), nil
+	}
+	call := &ToolCall{Name: t.Name, Arguments: p.Arguments, Session: req.Session, Peer: req.Peer}
+	if p.Meta != nil {
+		call.progressToken = p.Meta.ProgressToken
+	}
+	res, err := t.Handler(ctx, call)
+	if err != nil {
+		var perr *protocol.Error
+		if errors.As(err, &perr) {
+			return nil, perr
+		}
+		res = protocol.ToolError(err.Error())
+	}
+	if res == nil {
+		return nil, fmt.Errorf("tool %s returned no result", t.Name)
+	}
+	if res.Content == nil {
+		res.Content = []protocol.Content{}
+	}
+	req.ToolError = res.IsError
+	return res, nil
+}
+
+func (s *Server) listResources(params []byte) (any, error) {
+	var p protocol.PaginatedParams
+	if perr := decodeParams(params, &p); perr != nil {
+		return nil, perr
+	}
+	all := s.resources.list()
+	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &protocol.ListResourcesResult{Resources: all[start:end], NextCursor: next}, nil
+}
+
+func (s *Server) listTemplates(params []byte) (any, error) {
+	var p protocol.PaginatedParams
+	if perr := decodeParams(params, &p); perr != nil {
+		return nil, perr
+	}
+	all := s.resources.listTemplates()
+	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &protocol.ListResourceTemplatesResult{ResourceTemplates: all[start:end], NextCursor: next}, nil
+}
+
+func uriParam(raw []byte) (string, *protocol.Error) {
+	var p protocol.URIParams
+	if perr := decodeParams(raw, &p); perr != nil {
+		return "", perr
+	}
+	if p.URI == "" {
+		return "", protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "uri" is required`)
+	}
+	return p.URI, nil
+}
+
+func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
+	uri, perr := uriParam(req.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	contents, err := s.resources.read(ctx, req.Session, uri)
+	if errors.Is(err, ErrResourceNotFound) {
+		return nil, protocol.Errorf(protocol.CodeResourceNotFound, "resource not found: %s", uri).WithData(map[string]string{"uri": uri})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read resource %s: %w", uri, err)
+	}
+	if contents == nil {
+		contents = []protocol.ResourceContents{}
+	}
+	return &protocol.ReadResourceResult{Contents: contents}, nil
+}
+
+func (s *Server) subscription(req *Request) (any, error) {
+	uri, perr := uriParam(req.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	if req.Method == protocol.MethodResourcesUnsubscribe {
+		req.Session.Unsubscribe(uri)
+		return struct{}{}, nil
+	}
+	if err := req.Session.Subscribe(uri); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	return struct{}{}, nil
+}
+
+func (s *Server) listPrompts(params []byte) (any, error) {
+	var p protocol.PaginatedParams
+	if perr := decodeParams(params, &p); perr != nil {
+		return nil, perr
+	}
+	all := s.prompts.list()
+	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &protocol.ListPromptsResult{Prompts: all[start:end], NextCursor: next}, nil
+}
+
+func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
+	var p protocol.GetPromptParams
+	if perr := decodeParams(req.Params, &p); perr != nil {
+		return nil, perr
+	}
+	pr := s.prompts.get(p.Name)
+	if pr == nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown prompt: %q", p.Name)
+	}
+	for _, a := range pr.Arguments {
+		if _, ok := p.Arguments[a.Name]; a.Required && !ok {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %s requires argument %q", pr.Name, a.Name)
+		}
+	}
+	res, err := pr.Get(ctx, req.Session, p.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("get prompt %s: %w", pr.Name, err)
+	}
+	if res.Messages == nil {
+		res.Messages = []protocol.PromptMessage{}
+	}
+	return res, nil
+}
+
+func (s *Server) setLevel(req *Request) (any, error) {
+	var p protocol.SetLevelParams
+	if perr := decodeParams(req.Params, &p); perr != nil {
+		return nil, perr
+	}
+	if !p.Level.Valid() {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: unknown logging level %q", p.Level)
+	}
+	req.Session.SetLogLevel(p.Level)
+	return struct{}{}, nil
+}
+
+// maxCompletionValues is the cap from server/utilities/completion.
+const maxCompletionValues = 100
+
+func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
+	var p protocol.CompleteParams
+	if perr := decodeParams(req.Params, &p); perr != nil {
+		return nil, perr
+	}
+	var (
+		values []string
+		err    error
+	)
+	switch p.Ref.Type {
+	case protocol.RefPrompt:
+		pr := s.prompts.get(p.Ref.Name)
+		if pr == nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown prompt: %q", p.Ref.Name)
+		}
+		if pr.Complete != nil {
+			values, err = pr.Complete(ctx, req.Session, p.Argument.Name, p.Argument.Value)
+		}
+	case protocol.RefResource:
+		t := s.resources.template(p.Ref.URI)
+		if t == nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown resource template: %q", p.Ref.URI)
+		}
+		if t.Complete != nil {
+			values, err = t.Complete(ctx, req.Session, p.Argument.Name, p.Argument.Value)
+		}
+	default:
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: ref.type must be "ref/prompt" or "ref/resource", got %q`, p.Ref.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete %s: %w", p.Argument.Name, err)
+	}
+	c := protocol.Completion{Values: values}
+	if c.Values == nil {
+		c.Values = []string{}
+	}
+	if len(c.Values) > maxCompletionValues {
+		total := len(c.Values)
+		c.Values, c.Total, c.HasMore = c.Values[:maxCompletionValues], &total, true
+	}
+	return &protocol.CompleteResult{Completion: c}, nil
+}

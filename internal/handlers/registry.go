@@ -1,0 +1,130 @@
+package handlers
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// registeredTool is a tool ready to call: compiled schema, both names and
+// its tools/list entry built once.
+type registeredTool struct {
+	Tool
+	exposed string
+	schema  *argSchema
+	listed  protocol.Tool
+}
+
+// toolSet is an immutable snapshot; readers never lock (the upstream issue
+// replaces tool sets at run time while calls are in flight).
+type toolSet struct {
+	ordered     []*registeredTool
+	byExposed   map[string]*registeredTool
+	byCanonical map[string]*registeredTool
+	listed      []protocol.Tool
+}
+
+// ToolRegistry holds the tools a server offers.
+type ToolRegistry struct {
+	sep  string
+	mu   sync.Mutex // serialises writers
+	snap atomic.Pointer[toolSet]
+}
+
+// NewToolRegistry returns an empty registry whose exposed names join
+// canonical segments with sep.
+func NewToolRegistry(sep string) (*ToolRegistry, error) {
+	if !separatorPattern.MatchString(sep) {
+		return nil, fmt.Errorf("tool name separator %q: must be 1-3 characters from [A-Za-z0-9_-]", sep)
+	}
+	r := &ToolRegistry{sep: sep}
+	r.snap.Store(&toolSet{byExposed: map[string]*registeredTool{}, byCanonical: map[string]*registeredTool{}})
+	return r, nil
+}
+
+// Add registers tools. It fails without changing the registry when a tool
+// is malformed or its canonical or exposed name is taken.
+func (r *ToolRegistry) Add(tools ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	next := &toolSet{
+		ordered:     append([]*registeredTool(nil), old.ordered...),
+		byExposed:   make(map[string]*registeredTool, len(old.byExposed)+len(tools)),
+		byCanonical: make(map[string]*registeredTool, len(old.byCanonical)+len(tools)),
+	}
+	for _, t := range old.ordered {
+		next.byExposed[t.exposed], next.byCanonical[t.Name] = t, t
+	}
+	for _, t := range tools {
+		rt, err := r.prepare(t)
+		if err != nil {
+			return err
+		}
+		if _, dup := next.byCanonical[rt.Name]; dup {
+			return fmt.Errorf("register tool %s: a tool with this name exists", rt.Name)
+		}
+		if other, dup := next.byExposed[rt.exposed]; dup {
+			return fmt.Errorf("register tool %s: exposed name %q is taken by %s", rt.Name, rt.exposed, other.Name)
+		}
+		next.ordered = append(next.ordered, rt)
+		next.byExposed[rt.exposed], next.byCanonical[rt.Name] = rt, rt
+	}
+	next.listed = make([]protocol.Tool, len(next.ordered))
+	for i, t := range next.ordered {
+		next.listed[i] = t.listed
+	}
+	r.snap.Store(next)
+	return nil
+}
+
+func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
+	if err := validCanonical(t.Name); err != nil {
+		return nil, fmt.Errorf("register tool: %w", err)
+	}
+	if t.Description == "" {
+		// Clients and the conformance suite require one; the model needs it.
+		return nil, fmt.Errorf("register tool %s: description is required", t.Name)
+	}
+	if t.Handler == nil {
+		return nil, fmt.Errorf("register tool %s: handler is nil", t.Name)
+	}
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = emptyObjectSchema
+	}
+	s, err := compileSchema(t.Name, t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("register tool: %w", err)
+	}
+	exposed := exposedName(t.Name, r.sep)
+	return &registeredTool{
+		Tool:    t,
+		exposed: exposed,
+		schema:  s,
+		listed: protocol.Tool{
+			Name:         exposed,
+			Title:        t.Title,
+			Description:  t.Description,
+			InputSchema:  t.InputSchema,
+			OutputSchema: t.OutputSchema,
+			Annotations:  t.Annotations,
+		},
+	}, nil
+}
+
+// lookup finds a tool by exposed or canonical name (tools/call accepts both).
+func (r *ToolRegistry) lookup(name string) *registeredTool {
+	s := r.snap.Load()
+	if t, ok := s.byExposed[name]; ok {
+		return t
+	}
+	return s.byCanonical[name]
+}
+
+// Len is the number of registered tools.
+func (r *ToolRegistry) Len() int { return len(r.snap.Load().ordered) }
+
+// ExposedName returns the name clients see for a canonical name.
+func (r *ToolRegistry) ExposedName(canonical string) string { return exposedName(canonical, r.sep) }

@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// emptyObjectSchema is the inputSchema of a tool that takes no arguments:
+// MCP requires an object schema, never null (server/tools).
+var emptyObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+
+// argSchema validates tool arguments. It is compiled once, at registration.
+type argSchema struct {
+	schema *jsonschema.Schema
+}
+
+func compileSchema(name string, raw json.RawMessage) (*argSchema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse inputSchema of %s: %w", name, err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("inputSchema of %s: must be a JSON object", name)
+	}
+	if t, _ := obj["type"].(string); t != "object" {
+		return nil, fmt.Errorf(`inputSchema of %s: "type" must be "object"`, name)
+	}
+	c := jsonschema.NewCompiler()
+	// 2025-11-25 makes 2020-12 the default dialect for schemas without $schema.
+	c.DefaultDraft(jsonschema.Draft2020)
+	loc := "mcp:///tools/" + name + "/inputSchema"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("load inputSchema of %s: %w", name, err)
+	}
+	s, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("compile inputSchema of %s: %w", name, err)
+	}
+	return &argSchema{schema: s}, nil
+}
+
+// validate checks args (absent arguments are the empty object) and returns
+// a message naming each offending field, or "" when the arguments are valid.
+func (a *argSchema) validate(args json.RawMessage) string {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Sprintf("arguments are not valid JSON: %v", err)
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return "arguments must be a JSON object"
+	}
+	err = a.schema.Validate(inst)
+	if err == nil {
+		return ""
+	}
+	verr, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err.Error()
+	}
+	return describe(verr)
+}
+
+// describe flattens a validation error into "field: problem" lines, the
+// deepest causes only, in a stable order.
+func describe(verr *jsonschema.ValidationError) string {
+	printer := message.NewPrinter(language.English)
+	var lines []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			field := pointer(e.InstanceLocation)
+			lines = append(lines, fmt.Sprintf("%s: %s", field, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(verr)
+	sort.Strings(lines)
+	return "invalid arguments: " + strings.Join(lines, "; ")
+}
+
+// pointer renders an instance location as a JSON Pointer (RFC 6901), the
+// form the limits guard uses for paths too.
+func pointer(loc []string) string {
+	if len(loc) == 0 {
+		return "(arguments)"
+	}
+	var b strings.Builder
+	for _, seg := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(seg))
+	}
+	return b.String()
+}

@@ -1,0 +1,163 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Options configure a Server.
+type Options struct {
+	Name         string
+	Title        string
+	Version      string
+	Instructions string
+	// PageSize bounds every list result (tools, resources, templates, prompts).
+	PageSize int
+}
+
+// Server answers MCP requests from its registries.
+type Server struct {
+	opts      Options
+	tools     *ToolRegistry
+	resources *ResourceRegistry
+	prompts   *PromptRegistry
+}
+
+// NewServer returns a server over tools; resources and prompts are added
+// with AddResource, AddResourceTemplate and AddPrompt.
+func NewServer(opts Options, tools *ToolRegistry) *Server {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	return &Server{opts: opts, tools: tools, resources: newResourceRegistry(), prompts: newPromptRegistry()}
+}
+
+// Tools returns the tool registry.
+func (s *Server) Tools() *ToolRegistry { return s.tools }
+
+// AddResource registers a concrete resource.
+func (s *Server) AddResource(r Resource) error { return s.resources.add(r) }
+
+// AddResourceTemplate registers a resource template.
+func (s *Server) AddResourceTemplate(t ResourceTemplate) error { return s.resources.addTemplate(t) }
+
+// AddPrompt registers a prompt.
+func (s *Server) AddPrompt(p Prompt) error { return s.prompts.add(p) }
+
+// Initialize answers initialize. The transport creates the client session
+// from the returned params and negotiated version.
+func (s *Server) Initialize(params json.RawMessage) (*protocol.InitializeParams, *protocol.InitializeResult, *protocol.Error) {
+	var p protocol.InitializeParams
+	if perr := decodeParams(params, &p); perr != nil {
+		return nil, nil, perr
+	}
+	if p.ProtocolVersion == "" {
+		return nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "protocolVersion" is required`)
+	}
+	return &p, &protocol.InitializeResult{
+		ProtocolVersion: protocol.Negotiate(p.ProtocolVersion),
+		Capabilities:    s.capabilities(),
+		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Title: s.opts.Title, Version: s.opts.Version},
+		Instructions:    s.opts.Instructions,
+	}, nil
+}
+
+// capabilities advertises only what works (basic/lifecycle).
+func (s *Server) capabilities() protocol.ServerCapabilities {
+	c := protocol.ServerCapabilities{
+		Tools:     &protocol.ToolsCapability{},
+		Resources: &protocol.ResourcesCapability{Subscribe: true},
+		Logging:   &struct{}{},
+	}
+	if s.prompts.len() > 0 {
+		c.Prompts = &protocol.PromptsCapability{}
+	}
+	if s.hasCompletions() {
+		c.Completions = &struct{}{}
+	}
+	return c
+}
+
+func (s *Server) hasCompletions() bool {
+	for _, p := range s.prompts.list() {
+		if s.prompts.get(p.Name).Complete != nil {
+			return true
+		}
+	}
+	for _, t := range s.resources.listTemplates() {
+		if s.resources.template(t.URITemplate).Complete != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Handle answers one request. The result is marshalled by the transport; an
+// error that is not a *protocol.Error is reported as -32603.
+func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
+	switch req.Method {
+	case protocol.MethodPing:
+		return struct{}{}, nil
+	case protocol.MethodToolsCall:
+		return s.callTool(ctx, req)
+	case protocol.MethodToolsList:
+		return s.listTools(req.Params)
+	case protocol.MethodResourcesList:
+		return s.listResources(req.Params)
+	case protocol.MethodResourcesTemplatesList:
+		return s.listTemplates(req.Params)
+	case protocol.MethodResourcesRead:
+		return s.readResource(ctx, req)
+	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
+		return s.subscription(req)
+	case protocol.MethodPromptsList:
+		return s.listPrompts(req.Params)
+	case protocol.MethodPromptsGet:
+		return s.getPrompt(ctx, req)
+	case protocol.MethodLoggingSetLevel:
+		return s.setLevel(req)
+	case protocol.MethodCompletionComplete:
+		return s.complete(ctx, req)
+	case protocol.MethodInitialize:
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: the client session is already initialized")
+	}
+	return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
+}
+
+// decodeParams decodes params into v; absent params decode as {}.
+func decodeParams(raw json.RawMessage, v any) *protocol.Error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", describeJSONError(err))
+	}
+	return nil
+}
+
+// describeJSONError names the offending field of a decode error.
+func describeJSONError(err error) string {
+	if te, ok := err.(*json.UnmarshalTypeError); ok && te.Field != "" {
+		return fmt.Sprintf("%q must be %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	case "float64", "float32", "int", "int64", "int32", "uint", "uint64":
+		return "a number"
+	}
+	return goKind
+}

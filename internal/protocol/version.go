@@ -1,0 +1,45 @@
+package protocol
+
+// Protocol revisions served, newest first. 2026-07-28 (stateless, no
+// initialize) is a separate era and not negotiated here; see DESIGN.md.
+const (
+	Version20251125 = "2025-11-25"
+	Version20250618 = "2025-06-18"
+	Version20250326 = "2025-03-26"
+
+	LatestVersion = Version20251125
+	// FallbackVersion is assumed when a request carries no
+	// MCP-Protocol-Version header and the version is not otherwise known
+	// (basic/transports, "Protocol Version Header").
+	FallbackVersion = Version20250326
+)
+
+var supportedVersions = [...]string{Version20251125, Version20250618, Version20250326}
+
+// SupportedVersions returns the served revisions, newest first.
+func SupportedVersions() []string { return supportedVersions[:] }
+
+// IsSupported reports whether v is a served revision.
+func IsSupported(v string) bool {
+	for _, s := range supportedVersions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Negotiate picks the version to answer initialize with: the client's own if
+// served, else the latest (basic/lifecycle: "MUST respond with the same
+// version" if supported, otherwise "another protocol version it supports").
+func Negotiate(requested string) string {
+	if IsSupported(requested) {
+		return requested
+	}
+	return LatestVersion
+}
+
+// HasPrimingEvents reports whether SSE streams for v start with a priming
+// event (SEP-1699, 2025-11-25). Older clients fail on an event with empty
+// data, so they must not get one.
+func HasPrimingEvents(v string) bool { return v >= Version20251125 }

@@ -1,0 +1,34 @@
+// Package transport serves MCP over Streamable HTTP (basic/transports,
+// revisions 2025-03-26, 2025-06-18 and 2025-11-25) on a chi router.
+//
+// # Design
+//
+// One endpoint, /mcp. POST carries exactly one JSON-RPC message. A request
+// is answered with application/json unless its handler sends a message
+// first (progress, a log message, a server-to-client request) and the
+// client accepts text/event-stream; then the response becomes an SSE stream
+// that carries those messages and ends with the response. GET opens the
+// client session's standalone stream for server-initiated messages; DELETE
+// ends the client session.
+//
+// Every SSE stream — the standalone GET stream and each streamed POST
+// response — is a bounded log of events plus at most one attached
+// connection. Senders only append to the log and wake the connection; the
+// connection's writer walks the log from its own cursor. Live delivery and
+// replay are therefore the same code path: a client that reconnects with
+// Last-Event-ID gets a writer whose cursor is that id, so it receives every
+// retained event after it exactly once and nothing from another stream.
+// Event ids are "<stream>-<seq>", unique across the streams of a session as
+// the specification requires.
+//
+// Handlers never see HTTP. A request reaches package handlers with a Session
+// (the ClientSession) and a Peer (the exchange of that request), both
+// interfaces declared by handlers. A client disconnect does not cancel a
+// handler (the specification: disconnection SHOULD NOT be read as
+// cancellation); notifications/cancelled, the end of the client session and
+// shutdown do.
+//
+// The state of a client session is owned by one type, ClientSession, and
+// sessions are found through the SessionStore interface so that a shared
+// (Redis-backed) store can replace the in-memory one (DESIGN.md, Scale-out).
+package transport

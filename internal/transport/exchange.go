@@ -1,0 +1,135 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// exchange is one POST request in flight: the handlers.Peer its handler
+// talks through, and the switch from a JSON response to an SSE stream that
+// happens when the handler sends its first message.
+type exchange struct {
+	sess  *ClientSession
+	sseOK bool // the client's Accept allows text/event-stream
+
+	mu    sync.Mutex
+	st    *stream       // the response stream, once the handler sent a message
+	final []byte        // the response, when it came before any message
+	ready chan struct{} // closed when st or final is set, whichever is first
+}
+
+func newExchange(sess *ClientSession, sseOK bool) *exchange {
+	return &exchange{sess: sess, sseOK: sseOK, ready: make(chan struct{})}
+}
+
+// send delivers a message related to this request: on the request's own
+// stream, or on the session's GET stream when the client cannot take SSE in
+// answer to a POST.
+func (ex *exchange) send(data []byte) {
+	if !ex.sseOK {
+		ex.sess.standalone.append(data)
+		return
+	}
+	ex.mu.Lock()
+	st := ex.st
+	if st == nil && ex.final == nil {
+		st = ex.sess.newPostStream()
+		ex.st = st
+		close(ex.ready)
+	}
+	ex.mu.Unlock()
+	if st == nil {
+		// The response is already out; a late message goes where any
+		// server-initiated message goes.
+		ex.sess.standalone.append(data)
+		return
+	}
+	st.append(data)
+}
+
+// finish records the response: written as JSON when no message preceded
+// it, otherwise appended to the stream as its last event.
+func (ex *exchange) finish(data []byte) {
+	ex.mu.Lock()
+	st := ex.st
+	if st == nil {
+		ex.final = data
+		close(ex.ready)
+	}
+	ex.mu.Unlock()
+	if st != nil {
+		st.appendFinal(data)
+	}
+}
+
+// Notify implements handlers.Peer.
+func (ex *exchange) Notify(_ context.Context, method string, params any) error {
+	data, err := protocol.MarshalNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	ex.send(data)
+	return nil
+}
+
+// Request implements handlers.Peer.
+func (ex *exchange) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := ex.clientSupports(method); err != nil {
+		return nil, err
+	}
+	p, err := protocol.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", method, err)
+	}
+	id, answer, err := ex.sess.expect()
+	if err != nil {
+		return nil, fmt.Errorf("send %s: %w", method, err)
+	}
+	defer ex.sess.forget(id)
+	ex.send(protocol.AppendRequest(nil, id, method, p))
+	select {
+	case m := <-answer:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for %s answer: %w", method, ctx.Err())
+	}
+}
+
+// clientSupports refuses a server-to-client request the client did not
+// declare a capability for (basic/lifecycle: both sides respect the
+// negotiated capabilities).
+func (ex *exchange) clientSupports(method string) error {
+	caps := ex.sess.caps
+	var ok bool
+	switch method {
+	case protocol.MethodSamplingCreateMessage:
+		ok = caps.Sampling != nil
+	case protocol.MethodElicitationCreate:
+		ok = caps.Elicitation != nil
+	case protocol.MethodRootsList:
+		ok = caps.Roots != nil
+	default:
+		ok = true
+	}
+	if !ok {
+		return fmt.Errorf("the client did not declare the capability %s needs", method)
+	}
+	return nil
+}
+
+// CloseStream implements handlers.Peer.
+func (ex *exchange) CloseStream(retryMs int) {
+	ex.mu.Lock()
+	st := ex.st
+	ex.mu.Unlock()
+	if st != nil {
+		st.closeConn(retryMs)
+	}
+}

@@ -1,0 +1,167 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Errors of a SessionStore.
+var (
+	ErrSessionNotFound = errors.New("client session not found")
+	ErrTooManySessions = errors.New("too many client sessions")
+)
+
+// SessionStore finds client sessions by id. The in-memory store is the
+// default; the scale-out work adds a shared one behind the same interface.
+type SessionStore interface {
+	Create(ctx context.Context, in SessionInit) (*ClientSession, error)
+	// Get returns ErrSessionNotFound for an unknown or ended session.
+	Get(ctx context.Context, id string) (*ClientSession, error)
+	// Delete ends the session; ErrSessionNotFound if there is none.
+	Delete(ctx context.Context, id string) error
+	// Each calls fn for every live session until fn returns false.
+	Each(fn func(*ClientSession) bool)
+	Len() int
+	// Close ends every session and stops background work.
+	Close()
+}
+
+// memorySessions keeps client sessions in this process and ends those idle
+// longer than the idle timeout.
+type memorySessions struct {
+	parent context.Context
+	idle   time.Duration
+	limit  int
+	now    func() time.Time
+
+	mu   sync.RWMutex
+	byID map[string]*ClientSession
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newMemorySessions(parent context.Context, idle time.Duration, limit int, now func() time.Time) *memorySessions {
+	m := &memorySessions{
+		parent: parent, idle: idle, limit: limit, now: now,
+		byID: map[string]*ClientSession{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go m.sweep(min(max(idle/4, 10*time.Millisecond), time.Minute))
+	return m
+}
+
+// newSessionID returns 128 random bits as unpadded base64url: visible ASCII
+// only, as basic/transports requires of Mcp-Session-Id.
+func newSessionID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate client session id: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSession, error) {
+	id, err := newSessionID()
+	if err != nil {
+		return nil, err
+	}
+	s := newClientSession(m.parent, id, in, m.now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byID) >= m.limit {
+		s.terminate()
+		return nil, ErrTooManySessions
+	}
+	m.byID[id] = s
+	return s, nil
+}
+
+func (m *memorySessions) Get(_ context.Context, id string) (*ClientSession, error) {
+	m.mu.RLock()
+	s := m.byID[id]
+	m.mu.RUnlock()
+	if s == nil {
+		return nil, ErrSessionNotFound
+	}
+	return s, nil
+}
+
+func (m *memorySessions) Delete(_ context.Context, id string) error {
+	m.mu.Lock()
+	s := m.byID[id]
+	delete(m.byID, id)
+	m.mu.Unlock()
+	if s == nil {
+		return ErrSessionNotFound
+	}
+	s.terminate()
+	return nil
+}
+
+func (m *memorySessions) Each(fn func(*ClientSession) bool) {
+	m.mu.RLock()
+	all := make([]*ClientSession, 0, len(m.byID))
+	for _, s := range m.byID {
+		all = append(all, s)
+	}
+	m.mu.RUnlock()
+	for _, s := range all {
+		if !fn(s) {
+			return
+		}
+	}
+}
+
+func (m *memorySessions) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.byID)
+}
+
+func (m *memorySessions) Close() {
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	<-m.done
+	m.mu.Lock()
+	all := m.byID
+	m.byID = map[string]*ClientSession{}
+	m.mu.Unlock()
+	for _, s := range all {
+		s.terminate()
+	}
+}
+
+// sweep ends idle sessions: a client that vanished without DELETE must not
+// keep its goroutines and logs forever (pitfalls.md).
+func (m *memorySessions) sweep(every time.Duration) {
+	defer close(m.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			cutoff := m.now().Add(-m.idle)
+			var idle []string
+			m.Each(func(s *ClientSession) bool {
+				if s.idleSince(cutoff) {
+					idle = append(idle, s.id)
+				}
+				return true
+			})
+			for _, id := range idle {
+				_ = m.Delete(context.Background(), id) // gone already is fine
+			}
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// startSSE writes the headers of an event stream and flushes them at once,
+// so the client is not left waiting for the first event (pitfalls.md).
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/event-stream"}
+	h["Cache-Control"] = []string{"no-cache, no-transform"}
+	// nginx and similar proxies buffer responses unless told not to.
+	h["X-Accel-Buffering"] = []string{"no"}
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+}
+
+// serveStream writes st's events after cursor to w until the stream is
+// finished, the connection is superseded or closed, the client goes away,
+// or ctx ends. It sends a priming event first when prime is set (SEP-1699)
+// and an SSE comment every keepAlive so idle proxies keep the connection.
+func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *stream, c *streamConn, cursor uint64, prime bool) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 0, 512)
+	if prime {
+		// An id with empty data: the client learns where to resume from
+		// before any real event arrives.
+		buf = append(buf, "id: "...)
+		buf = eventID(buf, st.id, cursor)
+		buf = append(buf, "\ndata: \n\n"...)
+	}
+	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
+	defer keepAlive.Stop()
+	var evs []event
+	for {
+		var done, lost bool
+		evs, done, lost = st.next(cursor, evs[:0])
+		if lost {
+			t.log.Warn().Str("stream", st.id).Uint64("cursor", cursor).Msg("sse: events after the client's position were dropped from the bounded log")
+		}
+		for _, ev := range evs {
+			buf = appendEvent(buf, st.id, ev)
+			cursor = ev.seq
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			buf = buf[:0]
+		}
+		if done {
+			return
+		}
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			if c.retryMs > 0 {
+				buf = append(buf, "retry: "...)
+				buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
+				buf = append(buf, "\n\n"...)
+				_, _ = w.Write(buf)
+				_ = rc.Flush()
+			}
+			return
+		case <-keepAlive.C:
+			buf = append(buf, ": keep-alive\n\n"...)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// appendEvent frames one message. JSON from encoding/json has no raw
+// newlines, but a message is split over data lines if it ever does.
+func appendEvent(dst []byte, stream string, ev event) []byte {
+	dst = append(dst, "id: "...)
+	dst = eventID(dst, stream, ev.seq)
+	dst = append(dst, '\n')
+	data := ev.data
+	for {
+		i := bytes.IndexByte(data, '\n')
+		dst = append(dst, "data: "...)
+		if i < 0 {
+			dst = append(dst, data...)
+			break
+		}
+		dst = append(dst, data[:i]...)
+		dst = append(dst, '\n')
+		data = data[i+1:]
+	}
+	return append(dst, "\n\n"...)
+}

@@ -1,0 +1,170 @@
+package transport
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// event is one SSE event: a complete JSON-RPC message.
+type event struct {
+	seq  uint64
+	data []byte
+}
+
+// stream is a bounded log of events with at most one attached connection.
+// All fields are guarded by mu.
+type stream struct {
+	id string
+
+	mu      sync.Mutex
+	ring    []event // circular, capacity = log bound
+	head    int     // index of the oldest event
+	n       int     // events held
+	nextSeq uint64  // seq of the next event; seqs start at 1
+	written uint64  // highest seq written to some connection
+	conn    *streamConn
+	done    bool // a POST stream whose response is in the log
+}
+
+func newStream(id string, limit int) *stream {
+	return &stream{id: id, ring: make([]event, limit), nextSeq: 1}
+}
+
+// streamConn is one HTTP response serving a stream.
+type streamConn struct {
+	wake    chan struct{} // capacity 1: "the log grew"
+	closed  chan struct{} // closed when superseded or told to close
+	retryMs int           // set before closed is closed
+}
+
+// append adds data to the log, dropping the oldest event when full, and
+// wakes the attached connection.
+func (s *stream) append(data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.push(data)
+}
+
+// appendFinal adds the response that ends a POST stream.
+func (s *stream) appendFinal(data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.push(data)
+	s.done = true
+}
+
+func (s *stream) push(data []byte) {
+	i := (s.head + s.n) % len(s.ring)
+	if s.n == len(s.ring) {
+		s.head = (s.head + 1) % len(s.ring)
+	} else {
+		s.n++
+	}
+	s.ring[i] = event{seq: s.nextSeq, data: data}
+	s.nextSeq++
+	if s.conn != nil {
+		select {
+		case s.conn.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// attach makes a new connection the stream's writer, superseding any
+// previous one (a client that reconnects is the live one; the old TCP
+// connection may not have noticed it is dead yet).
+func (s *stream) attach() *streamConn {
+	c := &streamConn{wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		close(s.conn.closed)
+	}
+	s.conn = c
+	return c
+}
+
+// detach removes c if it is still the attached connection.
+func (s *stream) detach(c *streamConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == c {
+		s.conn = nil
+	}
+}
+
+// closeConn ends the attached connection, asking the client to come back
+// after retryMs (0: no hint).
+func (s *stream) closeConn(retryMs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		s.conn.retryMs = retryMs
+		close(s.conn.closed)
+		s.conn = nil
+	}
+}
+
+// next returns the events after cursor (appending to buf), whether the
+// stream is finished once they are written, and whether events after the
+// cursor were already dropped from the log.
+func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n > 0 {
+		oldest := s.ring[s.head].seq
+		lost = cursor+1 < oldest
+		for i := 0; i < s.n; i++ {
+			if ev := s.ring[(s.head+i)%len(s.ring)]; ev.seq > cursor {
+				buf = append(buf, ev)
+			}
+		}
+	}
+	if len(buf) > 0 {
+		s.written = max(s.written, buf[len(buf)-1].seq)
+	}
+	return buf, s.done, lost
+}
+
+// position is where a fresh (non-resuming) connection starts: after the
+// last event some connection wrote, so nothing is skipped that was never
+// sent, and nothing already sent is sent again.
+func (s *stream) position() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.written
+}
+
+// delivered reports whether a finished stream has written its last event.
+func (s *stream) delivered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done && s.written == s.nextSeq-1
+}
+
+func (s *stream) attached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil
+}
+
+// eventID formats the SSE id of seq on stream.
+func eventID(dst []byte, stream string, seq uint64) []byte {
+	dst = append(dst, stream...)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, seq, 10)
+}
+
+// parseEventID splits a Last-Event-ID into stream and seq.
+func parseEventID(id string) (stream string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return id[:i], seq, true
+}

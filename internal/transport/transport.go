@@ -1,0 +1,135 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Options configure the transport.
+type Options struct {
+	// AllowedOrigins lists the origins allowed to call; empty means
+	// localhost origins only, "*" allows any.
+	AllowedOrigins []string
+	// LoopbackOnly turns on the Host-header check against DNS rebinding;
+	// set it when the server listens on a loopback address.
+	LoopbackOnly       bool
+	MaxBodyBytes       int64
+	SessionIdleTimeout time.Duration
+	KeepAliveInterval  time.Duration
+	EventLogSize       int
+	MaxSessions        int
+	Logger             zerolog.Logger
+	// Sessions replaces the in-memory session store when set.
+	Sessions SessionStore
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Transport serves one handlers.Server over Streamable HTTP.
+type Transport struct {
+	opts     Options
+	srv      *handlers.Server
+	sessions SessionStore
+	origins  originPolicy
+	log      zerolog.Logger
+	now      func() time.Time
+	bodies   bufPool
+
+	ctx    context.Context // parent of every client session
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // detached handlers
+}
+
+// New returns a transport for srv.
+func New(srv *handlers.Server, opts Options) (*Transport, error) {
+	origins, err := newOriginPolicy(opts.AllowedOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	if opts.MaxBodyBytes <= 0 || opts.SessionIdleTimeout <= 0 || opts.KeepAliveInterval <= 0 ||
+		opts.EventLogSize <= 0 || opts.MaxSessions <= 0 {
+		return nil, fmt.Errorf("transport: MaxBodyBytes, SessionIdleTimeout, KeepAliveInterval, EventLogSize and MaxSessions must be positive")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel}
+	t.sessions = opts.Sessions
+	if t.sessions == nil {
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, now)
+	}
+	return t, nil
+}
+
+// Mount adds the MCP endpoint to r at path (conventionally "/mcp").
+func (t *Transport) Mount(r chi.Router, path string) {
+	r.Group(func(r chi.Router) {
+		r.Use(t.recoverer, t.checkOrigin)
+		r.Post(path, t.handlePost)
+		r.Get(path, t.handleGet)
+		r.Delete(path, t.handleDelete)
+		r.MethodFunc(http.MethodPut, path, methodNotAllowed)
+		r.MethodFunc(http.MethodPatch, path, methodNotAllowed)
+	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", "GET, POST, DELETE")
+	writeError(w, http.StatusMethodNotAllowed, nil, protocol.Errorf(protocol.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE"))
+}
+
+// Sessions returns the client-session store.
+func (t *Transport) Sessions() SessionStore { return t.sessions }
+
+// ResourceUpdated sends notifications/resources/updated for uri to every
+// client session subscribed to it, on that session's GET stream; a session
+// without a connected stream finds it in the stream's log on reconnect.
+func (t *Transport) ResourceUpdated(uri string) error {
+	data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
+	if err != nil {
+		return fmt.Errorf("encode resource update for %s: %w", uri, err)
+	}
+	t.sessions.Each(func(s *ClientSession) bool {
+		if s.subscribed(uri) {
+			s.standalone.append(data)
+		}
+		return true
+	})
+	return nil
+}
+
+// Close ends every client session, which cancels running handlers and
+// closes every stream, then waits for detached handlers until ctx is done.
+func (t *Transport) Close(ctx context.Context) error {
+	t.sessions.Close()
+	t.cancel()
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close transport: handlers still running: %w", ctx.Err())
+	}
+}
+
+// CloseStreams ends every standalone GET stream with a retry hint, so that
+// clients reconnect (to another replica) instead of holding a connection
+// that keeps a shutting-down server alive. Streamed POST responses finish.
+func (t *Transport) CloseStreams(retryMs int) {
+	t.sessions.Each(func(s *ClientSession) bool {
+		s.standalone.closeConn(retryMs)
+		return true
+	})
+}
