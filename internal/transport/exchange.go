@@ -124,12 +124,22 @@ func (ex *exchange) clientSupports(method string) error {
 	return nil
 }
 
-// CloseStream implements handlers.Peer.
+// CloseStream implements handlers.Peer. Called before the handler has sent
+// anything, it starts the stream first, so the client gets the priming
+// event it needs to resume.
 func (ex *exchange) CloseStream(retryMs int) {
+	if !ex.sseOK {
+		return
+	}
 	ex.mu.Lock()
 	st := ex.st
+	if st == nil && ex.final == nil {
+		st = ex.sess.newPostStream()
+		ex.st = st
+		close(ex.ready)
+	}
 	ex.mu.Unlock()
 	if st != nil {
-		st.closeConn(retryMs)
+		st.closeSoon(retryMs)
 	}
 }

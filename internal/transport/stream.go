@@ -25,6 +25,10 @@ type stream struct {
 	written uint64  // highest seq written to some connection
 	conn    *streamConn
 	done    bool // a POST stream whose response is in the log
+	// closeNext, when positive, closes the next attached connection right
+	// after it starts, with this retry hint: a handler may ask to close
+	// its stream before the response has begun streaming (SEP-1699).
+	closeNext int
 }
 
 func newStream(id string, limit int) *stream {
@@ -82,6 +86,11 @@ func (s *stream) attach() *streamConn {
 		close(s.conn.closed)
 	}
 	s.conn = c
+	if s.closeNext > 0 {
+		c.retryMs, s.closeNext = s.closeNext, 0
+		close(c.closed)
+		s.conn = nil
+	}
 	return c
 }
 
@@ -104,6 +113,19 @@ func (s *stream) closeConn(retryMs int) {
 		close(s.conn.closed)
 		s.conn = nil
 	}
+}
+
+// closeSoon closes the attached connection now, or the next one to attach.
+func (s *stream) closeSoon(retryMs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		s.closeNext = max(retryMs, 1)
+		return
+	}
+	s.conn.retryMs = retryMs
+	close(s.conn.closed)
+	s.conn = nil
 }
 
 // next returns the events after cursor (appending to buf), whether the
