@@ -55,7 +55,9 @@ func registerResources(srv *handlers.Server, tr *transport.Transport) error {
 }
 
 func registerPrompts(srv *handlers.Server) error {
-	user := func(c protocol.Content) protocol.PromptMessage { return protocol.PromptMessage{Role: "user", Content: c} }
+	user := func(c protocol.Content) protocol.PromptMessage {
+		return protocol.PromptMessage{Role: "user", Content: c}
+	}
 	prompts := []handlers.Prompt{
 		{
 			Prompt: protocol.Prompt{Name: "test_simple_prompt", Description: "A prompt without arguments"},

@@ -1,0 +1,119 @@
+// Package config builds the one typed [Config] that the rest of mcp-runtime
+// is wired from.
+//
+// A value is looked up in four layers, each overriding the one before it:
+//
+//	defaults < YAML file < environment < command-line flags
+//
+// Defaults make a bare `go run ./cmd/api` work. The YAML file (path from the
+// -config flag, else MCP_CONFIG; none if both are empty) holds what an
+// operator keeps in version control. The environment carries the few values a
+// deployment sets per environment (a Kubernetes Deployment sets env, not
+// files), and flags win because they are what a person types while debugging.
+//
+// Start-up stops on the first layer that cannot be read and, after all layers
+// are merged, on any invalid value. Every error names the key as its
+// camelCase dotted YAML path (transport.keepAliveIntervalMs), because that is
+// the one name the operator can grep for whichever layer set it. Unknown YAML
+// keys are errors too: a misspelt key silently falling back to its default is
+// the failure mode this package exists to prevent.
+//
+// The package reads no process state of its own: [Load] takes the arguments
+// and an environment lookup function, so tests run in parallel without
+// touching os.Args or os.Setenv.
+package config
+
+import "time"
+
+// Config is the complete runtime configuration. The YAML keys are the yaml
+// tags below. Durations are stored as integer milliseconds, exactly as they
+// are written in YAML (the Ms suffix says so), and exposed as
+// [time.Duration] through methods so callers cannot get the unit wrong.
+type Config struct {
+	// Listen is the host:port the HTTP server binds.
+	Listen string `yaml:"listen"`
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) the
+	// transport accepts, or the single value "*" for any. Empty means
+	// localhost origins only; the transport gives the empty list that meaning.
+	// Load returns the entries lower-cased with any trailing "/" removed, the
+	// form in which browsers send the Origin header.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// LogLevel is one of trace, debug, info, warn, error.
+	LogLevel string `yaml:"logLevel"`
+	// LogFormat is json (for log collectors) or console (for people).
+	LogFormat string `yaml:"logFormat"`
+	// ToolNameSeparator joins the segments of a canonical dotted tool name
+	// (memory.store) into the exposed name (memory_store).
+	ToolNameSeparator string `yaml:"toolNameSeparator"`
+	// Transport tunes the Streamable HTTP transport.
+	Transport Transport `yaml:"transport"`
+	// ShutdownGraceMs is how long in-flight requests get to finish after
+	// SIGTERM; see [Config.ShutdownGrace].
+	ShutdownGraceMs int64 `yaml:"shutdownGraceMs"`
+}
+
+// Transport holds the settings of the Streamable HTTP transport.
+type Transport struct {
+	// MaxBodyBytes caps a request body; larger bodies get 413.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// SessionIdleTimeoutMs ends a client session that has seen no request for
+	// this long; see [Transport.SessionIdleTimeout].
+	SessionIdleTimeoutMs int64 `yaml:"sessionIdleTimeoutMs"`
+	// KeepAliveIntervalMs is the period of the SSE comment keep-alive, which
+	// stops proxies from closing idle streams; see [Transport.KeepAliveInterval].
+	KeepAliveIntervalMs int64 `yaml:"keepAliveIntervalMs"`
+	// EventLogSize is how many events each SSE stream keeps so a client can
+	// resume with Last-Event-ID.
+	EventLogSize int `yaml:"eventLogSize"`
+	// ReadHeaderTimeoutMs bounds reading request headers (slowloris
+	// protection); see [Transport.ReadHeaderTimeout].
+	ReadHeaderTimeoutMs int64 `yaml:"readHeaderTimeoutMs"`
+	// PageSize is the number of items per page for tools/list,
+	// resources/list and prompts/list.
+	PageSize int `yaml:"pageSize"`
+	// MaxSessions caps the client sessions held at once, so a client that
+	// never ends its sessions cannot exhaust memory.
+	MaxSessions int `yaml:"maxSessions"`
+}
+
+// Default returns the configuration used when nothing overrides it. It is
+// valid: Default().Validate() returns nil.
+func Default() Config {
+	return Config{
+		// Loopback, not all interfaces: a development server must not be
+		// reachable from the network by accident.
+		Listen:            "127.0.0.1:8080",
+		AllowedOrigins:    []string{},
+		LogLevel:          "info",
+		LogFormat:         "json",
+		ToolNameSeparator: "_",
+		Transport: Transport{
+			MaxBodyBytes:         4 << 20,
+			SessionIdleTimeoutMs: 30 * 60 * 1000,
+			KeepAliveIntervalMs:  15_000,
+			EventLogSize:         1024,
+			ReadHeaderTimeoutMs:  10_000,
+			PageSize:             100,
+			MaxSessions:          10_000,
+		},
+		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
+		// the process exits on its own before the kubelet sends SIGKILL.
+		ShutdownGraceMs: 25_000,
+	}
+}
+
+// ShutdownGrace returns ShutdownGraceMs as a duration.
+func (c Config) ShutdownGrace() time.Duration { return ms(c.ShutdownGraceMs) }
+
+// SessionIdleTimeout returns SessionIdleTimeoutMs as a duration.
+func (t Transport) SessionIdleTimeout() time.Duration { return ms(t.SessionIdleTimeoutMs) }
+
+// KeepAliveInterval returns KeepAliveIntervalMs as a duration.
+func (t Transport) KeepAliveInterval() time.Duration { return ms(t.KeepAliveIntervalMs) }
+
+// ReadHeaderTimeout returns ReadHeaderTimeoutMs as a duration.
+func (t Transport) ReadHeaderTimeout() time.Duration { return ms(t.ReadHeaderTimeoutMs) }
+
+// ms converts milliseconds to a duration. Validate bounds every duration key
+// by maxDurationMs, so for a valid Config the product cannot overflow.
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
