@@ -106,11 +106,17 @@ func newLogger(cfg config.Config, out io.Writer) (zerolog.Logger, io.Closer, err
 // reconnect (to another replica, in a deployment), lets in-flight requests
 // finish within the grace period, and ends every client session.
 func (a *app) serve(ctx context.Context) error {
-	defer a.logs.Close()
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
+		a.logs.Close()
 		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
 	}
+	return a.serveOn(ctx, ln)
+}
+
+// serveOn serves on ln until ctx ends; see serve.
+func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
+	defer a.logs.Close()
 	hs := &http.Server{
 		Handler:           a.router,
 		ReadHeaderTimeout: a.cfg.Transport.ReadHeaderTimeout(),
@@ -133,7 +139,7 @@ func (a *app) serve(ctx context.Context) error {
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(grace) }()
 	a.transport.CloseStreams(1000)
-	err = <-shut
+	err := <-shut
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

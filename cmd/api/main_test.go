@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+)
+
+// syncBuffer collects the server's log lines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServer runs the real cmd/api wiring on a free loopback port.
+func startServer(t *testing.T, cfg config.Config) (url string, logs *syncBuffer) {
+	t.Helper()
+	logs = &syncBuffer{}
+	a, err := newApp(cfg, logs)
+	if err != nil {
+		t.Fatalf("newApp: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.serveOn(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server shutdown: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("server did not shut down within 10s")
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp", logs
+}
+
+// TestAPI_OfficialClient drives cmd/api with the official Go SDK client:
+// the handshake, tools/list, tools/call by exposed name, a validation
+// failure, resources/read and subscribe, and DELETE on close.
+func TestAPI_OfficialClient(t *testing.T) {
+	url, logs := startServer(t, config.Default())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	if got := cs.InitializeResult().ServerInfo.Name; got != "mcp-runtime" {
+		t.Errorf("serverInfo.name = %q", got)
+	}
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	names := map[string]bool{}
+	for _, tool := range tools.Tools {
+		names[tool.Name] = true
+		if tool.Description == "" {
+			t.Errorf("tool %s has no description", tool.Name)
+		}
+		if strings.Contains(tool.Name, ".") {
+			t.Errorf("exposed tool name %q contains a dot", tool.Name)
+		}
+	}
+	if !names["runtime_echo"] || !names["runtime_info"] {
+		t.Fatalf("tools/list = %v, want runtime_echo and runtime_info", names)
+	}
+
+	for _, name := range []string{"runtime_echo", "runtime.echo"} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": "héllo ✓"}})
+		if err != nil {
+			t.Fatalf("tools/call %s: %v", name, err)
+		}
+		if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "héllo ✓" {
+			t.Errorf("tools/call %s = %+v", name, res)
+		}
+	}
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "runtime_echo", Arguments: map[string]any{"text": 5}})
+	if err != nil {
+		t.Fatalf("tools/call with bad arguments: %v", err)
+	}
+	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "/text") {
+		t.Errorf("bad arguments: want an isError result naming /text, got %+v", res.Content)
+	}
+
+	info, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "runtime_info"})
+	if err != nil || info.IsError {
+		t.Fatalf("runtime_info: %v %+v", err, info)
+	}
+	var doc struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ClientSessions  int    `json:"clientSessions"`
+	}
+	raw, _ := json.Marshal(info.StructuredContent)
+	if err := json.Unmarshal(raw, &doc); err != nil || doc.ClientSessions < 1 || doc.ProtocolVersion == "" {
+		t.Errorf("runtime_info structuredContent = %s (%v)", raw, err)
+	}
+
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "runtime://info"})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].MIMEType != "application/json" {
+		t.Fatalf("resources/read runtime://info: %v %+v", err, read)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "runtime://info"}); err != nil {
+		t.Errorf("resources/subscribe: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "runtime://nope"}); err == nil {
+		t.Error("reading an unknown resource succeeded")
+	}
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close (DELETE): %v", err)
+	}
+
+	// One structured line per request, naming the tool, never the arguments.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `"tool":"runtime.echo"`) })
+	if strings.Contains(logs.String(), "héllo") {
+		t.Error("tool arguments appear in the info-level request log")
+	}
+}
+
+// TestAPI_RejectsForeignOriginAndHost checks the DNS-rebinding defences of
+// the real wiring: loopback listener, default (localhost-only) origins.
+func TestAPI_RejectsForeignOriginAndHost(t *testing.T) {
+	url, _ := startServer(t, config.Default())
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	cases := []struct {
+		name         string
+		host, origin string
+		want         int
+	}{
+		{"local", "", "http://localhost:3000", http.StatusOK},
+		{"foreign origin", "", "https://evil.example.com", http.StatusForbidden},
+		{"rebound host", "evil.example.com", "", http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+// TestRun_BadConfigNamesKey: a bad value stops start-up with the key named.
+func TestRun_BadConfigNamesKey(t *testing.T) {
+	env := map[string]string{"MCP_LOG_LEVEL": "loud"}
+	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "logLevel") {
+		t.Fatalf("run with MCP_LOG_LEVEL=loud: err = %v, want one naming logLevel", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
