@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -21,29 +22,55 @@ func (s *Server) listTools(params []byte) (any, error) {
 	return &protocol.ListToolsResult{Tools: all[start:end], NextCursor: next}, nil
 }
 
+// callToolParams reads tools/call params with the zero-copy member scanner
+// rather than reflection: this is the hot path.
+func callToolParams(raw []byte) (name string, args, meta []byte, perr *protocol.Error) {
+	if len(raw) == 0 {
+		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" is required`)
+	}
+	keys := [...]string{"name", "arguments", "_meta"}
+	var v [len(keys)]json.RawMessage
+	if err := protocol.LookupMembers(raw, keys[:], v[:]); err != nil {
+		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	if len(v[0]) == 0 || v[0][0] != '"' {
+		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" must be a string`)
+	}
+	if err := json.Unmarshal(v[0], &name); err != nil || name == "" {
+		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" must be a non-empty string`)
+	}
+	// Arguments of the wrong shape are left to schema validation: the model
+	// wrote them, so it gets an isError result it can correct (2025-11-25).
+	if m := v[2]; len(m) > 0 && string(m) != "null" && m[0] != '{' {
+		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "_meta" must be an object`)
+	}
+	return name, v[1], v[2], nil
+}
+
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	var p protocol.CallToolParams
-	if perr := decodeParams(req.Params, &p); perr != nil {
+	name, args, meta, perr := callToolParams(req.Params)
+	if perr != nil {
 		return nil, perr
 	}
-	if p.Name == "" {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" is required`)
-	}
-	t := s.tools.lookup(p.Name)
+	t := s.tools.lookup(name)
 	if t == nil {
 		// Unknown tool is a protocol error, not a tool result (server/tools).
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", p.Name)
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", name)
 	}
 	req.Tool = t.Name
 	// 2025-11-25: input validation failures are tool results the model can
 	// correct, not protocol errors.
-	if msg := t.schema.validate(p.Arguments); msg != "" {
+	if msg := t.schema.validate(args); msg != "" {
 		req.ToolError = true
 		return protocol.ToolError(fmt.Sprintf("%s: %s", t.exposed, msg)), nil
 	}
-	call := &ToolCall{Name: t.Name, Arguments: p.Arguments, Session: req.Session, Peer: req.Peer}
-	if p.Meta != nil {
-		call.progressToken = p.Meta.ProgressToken
+	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}
+	if len(meta) > 0 {
+		keys := [...]string{"progressToken"}
+		var tok [1]json.RawMessage
+		if err := protocol.LookupMembers(meta, keys[:], tok[:]); err == nil && isProgressToken(tok[0]) {
+			call.progressToken = tok[0]
+		}
 	}
 	res, err := t.Handler(ctx, call)
 	if err != nil {
@@ -61,6 +88,11 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	}
 	req.ToolError = res.IsError
 	return res, nil
+}
+
+// isProgressToken accepts the token types MCP allows: string or integer.
+func isProgressToken(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
 func (s *Server) listResources(params []byte) (any, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -53,9 +55,10 @@ func (a *argSchema) validate(args json.RawMessage) string {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	// The instance aliases args; it is dropped before this returns.
+	inst, err := protocol.DecodeAny(args)
 	if err != nil {
-		return fmt.Sprintf("arguments are not valid JSON: %v", err)
+		return "arguments are not valid JSON"
 	}
 	if _, ok := inst.(map[string]any); !ok {
 		return "arguments must be a JSON object"

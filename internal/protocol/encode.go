@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The encoders append to a caller-owned buffer so the transport can reuse
@@ -29,7 +31,7 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 	dst = append(dst, `,"error":{"code":`...)
 	dst = appendInt(dst, int64(e.Code))
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = AppendString(dst, e.Message)
 	if len(e.Data) > 0 {
 		dst = append(dst, `,"data":`...)
 		dst = append(dst, e.Data...)
@@ -47,7 +49,7 @@ func AppendRequest(dst []byte, id ID, method string, params []byte) []byte {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"method":`...)
-	dst = appendString(dst, method)
+	dst = AppendString(dst, method)
 	if len(params) > 0 {
 		dst = append(dst, `,"params":`...)
 		dst = append(dst, params...)
@@ -90,16 +92,110 @@ func appendID(dst []byte, id ID) []byte {
 
 func appendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
 
-// appendString appends s as a JSON string. Error messages are short and
-// mostly ASCII, so the common case is a straight copy.
-func appendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			b, _ := json.Marshal(s) // never fails for a string
-			return append(dst, b...)
-		}
-	}
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string, escaped as encoding/json does
+// with HTML escaping off: control characters, quote and backslash escaped,
+// invalid UTF-8 replaced by U+FFFD, and U+2028/U+2029 escaped because some
+// JavaScript parsers treat them as line ends.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	dst = append(dst, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendResponse appends a successful response carrying result, encoded
+// by hand for a tools/call result (the hot path) and by encoding/json
+// otherwise.
+func AppendResponse(dst []byte, id ID, result any) ([]byte, error) {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"result":`...)
+	var err error
+	if r, ok := result.(*CallToolResult); ok {
+		dst, err = AppendToolResult(dst, r)
+	} else {
+		var b []byte
+		b, err = Marshal(result)
+		dst = append(dst, b...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+// AppendToolResult appends the JSON of r. Text blocks without annotations
+// are written directly; other blocks go through encoding/json.
+func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
+	dst = append(dst, `{"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if c.Type == ContentText && c.Annotations == nil {
+			dst = append(dst, `{"type":"text","text":`...)
+			dst = AppendString(dst, c.Text)
+			dst = append(dst, '}')
+			continue
+		}
+		b, err := Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s content: %w", c.Type, err)
+		}
+		dst = append(dst, b...)
+	}
+	dst = append(dst, ']')
+	if len(r.StructuredContent) > 0 {
+		dst = append(dst, `,"structuredContent":`...)
+		// Compact validates too: a tool's raw JSON must not break the frame.
+		buf := bytes.NewBuffer(dst)
+		if err := json.Compact(buf, r.StructuredContent); err != nil {
+			return nil, fmt.Errorf("encode structuredContent: %w", err)
+		}
+		dst = buf.Bytes()
+	}
+	if r.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}'), nil
 }

@@ -44,8 +44,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, nil, perr)
 		return
 	}
-	msg, id, perr := protocol.Decode(*body)
-	t.bodies.put(body)
+	msg, id, perr := protocol.Decode(body)
 	if perr != nil {
 		rec.status, rec.rpcCode = http.StatusBadRequest, perr.Code
 		writeError(w, rec.status, id, perr)
@@ -81,15 +80,18 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads at most MaxBodyBytes, refusing larger bodies before
 // decoding anything (pitfalls.md: one request must not take the process
-// down).
-func (t *Transport) readBody(r *http.Request) (*[]byte, int, *protocol.Error) {
+// down). The buffer is fresh per request, not pooled: the decoded message
+// aliases it, and handlers may keep slices of their arguments.
+func (t *Transport) readBody(r *http.Request) ([]byte, int, *protocol.Error) {
 	limit := t.opts.MaxBodyBytes
-	tooLarge := protocol.Errorf(protocol.CodeInvalidRequest, "request body exceeds the limit of %d bytes", limit)
 	if r.ContentLength > limit {
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
+		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
-	buf := t.bodies.get()
-	b := *buf
+	size := 512
+	if r.ContentLength >= 0 {
+		size = int(r.ContentLength) + 1 // +1 so io.EOF arrives without a regrow
+	}
+	b := make([]byte, 0, size)
 	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
@@ -101,17 +103,17 @@ func (t *Transport) readBody(r *http.Request) (*[]byte, int, *protocol.Error) {
 			break
 		}
 		if err != nil {
-			*buf = b
-			t.bodies.put(buf)
 			return nil, http.StatusBadRequest, protocol.Errorf(protocol.CodeParseError, "read request body: %v", err)
 		}
 	}
-	*buf = b
 	if int64(len(b)) > limit {
-		t.bodies.put(buf)
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
+		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
-	return buf, 0, nil
+	return b, 0, nil
+}
+
+func bodyTooLarge(limit int64) *protocol.Error {
+	return protocol.Errorf(protocol.CodeInvalidRequest, "request body exceeds the limit of %d bytes", limit)
 }
 
 // session resolves the client session of a non-initialize message and
@@ -256,13 +258,13 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 		rec.rpcCode = perr.Code
 		return protocol.AppendError(nil, req.ID, perr)
 	}
-	body, err := protocol.Marshal(result)
+	out, err = protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
 	if err != nil {
-		t.log.Error().Err(err).Str("method", req.Method).Msg("encode result")
+		t.log.Error().Err(err).Str("method", req.Method).Str("tool", req.Tool).Msg("encode result")
 		rec.rpcCode = protocol.CodeInternalError
 		return protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
 	}
-	return protocol.AppendResult(make([]byte, 0, len(body)+48+len(req.ID)), req.ID, body)
+	return out
 }
 
 // handleGet opens the session's standalone SSE stream, or resumes a stream
@@ -320,24 +322,29 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // accepts reads an Accept header. An absent header accepts both; a client
-// sending application/json only never gets a stream.
+// sending application/json only never gets a stream. It runs on every POST,
+// so it scans in place instead of splitting.
 func accepts(h string) (jsonOK, sseOK bool) {
 	if h == "" {
 		return true, false
 	}
-	for _, part := range strings.Split(h, ",") {
-		mt, _, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(mt)) {
-		case "application/json":
+	for h != "" {
+		part := h
+		if i := strings.IndexByte(h, ','); i >= 0 {
+			part, h = h[:i], h[i+1:]
+		} else {
+			h = ""
+		}
+		if i := strings.IndexByte(part, ';'); i >= 0 {
+			part = part[:i]
+		}
+		switch part = strings.TrimSpace(part); {
+		case strings.EqualFold(part, "application/json"), strings.EqualFold(part, "application/*"):
 			jsonOK = true
-		case "text/event-stream":
+		case strings.EqualFold(part, "text/event-stream"), strings.EqualFold(part, "text/*"):
 			sseOK = true
-		case "*/*":
+		case part == "*/*":
 			jsonOK, sseOK = true, true
-		case "application/*":
-			jsonOK = true
-		case "text/*":
-			sseOK = true
 		}
 	}
 	return jsonOK, sseOK

@@ -42,7 +42,6 @@ type Transport struct {
 	origins  originPolicy
 	log      zerolog.Logger
 	now      func() time.Time
-	bodies   bufPool
 
 	ctx    context.Context // parent of every client session
 	cancel context.CancelFunc
