@@ -94,9 +94,14 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = emptyObjectSchema
 	}
-	s, err := compileSchema(t.Name, t.InputSchema)
+	s, err := compileSchema(t.Name, "inputSchema", t.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("register tool: %w", err)
+	}
+	if len(t.OutputSchema) > 0 {
+		if _, err := compileSchema(t.Name, "outputSchema", t.OutputSchema); err != nil {
+			return nil, fmt.Errorf("register tool: %w", err)
+		}
 	}
 	exposed := exposedName(t.Name, r.sep)
 	return &registeredTool{

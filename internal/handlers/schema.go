@@ -23,28 +23,31 @@ type argSchema struct {
 	schema *jsonschema.Schema
 }
 
-func compileSchema(name string, raw json.RawMessage) (*argSchema, error) {
+// compileSchema compiles the inputSchema or outputSchema (which) of a tool.
+// Both must be object schemas (server/tools); a schema that does not
+// compile is refused at registration, never discovered by a client.
+func compileSchema(name, which string, raw json.RawMessage) (*argSchema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("parse inputSchema of %s: %w", name, err)
+		return nil, fmt.Errorf("parse %s of %s: %w", which, name, err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("inputSchema of %s: must be a JSON object", name)
+		return nil, fmt.Errorf("%s of %s: must be a JSON object", which, name)
 	}
 	if t, _ := obj["type"].(string); t != "object" {
-		return nil, fmt.Errorf(`inputSchema of %s: "type" must be "object"`, name)
+		return nil, fmt.Errorf(`%s of %s: "type" must be "object"`, which, name)
 	}
 	c := jsonschema.NewCompiler()
 	// 2025-11-25 makes 2020-12 the default dialect for schemas without $schema.
 	c.DefaultDraft(jsonschema.Draft2020)
-	loc := "mcp:///tools/" + name + "/inputSchema"
+	loc := "mcp:///tools/" + name + "/" + which
 	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("load inputSchema of %s: %w", name, err)
+		return nil, fmt.Errorf("load %s of %s: %w", which, name, err)
 	}
 	s, err := c.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("compile inputSchema of %s: %w", name, err)
+		return nil, fmt.Errorf("compile %s of %s: %w", which, name, err)
 	}
 	return &argSchema{schema: s}, nil
 }
