@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxErrorSamples is how many distinct error messages the summary shows;
+// maxErrorChecks bounds how many errors are examined to find them.
+const (
+	maxErrorSamples = 5
+	maxErrorChecks  = 10000
+)
+
+// errorLog keeps the first few distinct error messages. Once it has enough,
+// or has examined maxErrorChecks errors, it costs one atomic load per error.
+type errorLog struct {
+	full    atomic.Bool
+	mu      sync.Mutex
+	checked int
+	samples []string
+}
+
+func (l *errorLog) add(err error) {
+	if l.full.Load() {
+		return
+	}
+	msg := err.Error()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checked++
+	if !slices.Contains(l.samples, msg) && len(l.samples) < maxErrorSamples {
+		l.samples = append(l.samples, msg)
+	}
+	if len(l.samples) >= maxErrorSamples || l.checked >= maxErrorChecks {
+		l.full.Store(true)
+	}
+}
+
+func (l *errorLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.samples...)
+}
+
+// phase is one timed or counted stretch of load (warmup or measurement).
+type phase struct {
+	record    bool
+	deadline  time.Time    // used when !counted
+	counted   bool         // stop after a total number of requests
+	remaining atomic.Int64 // requests left when counted
+}
+
+// take reports whether a worker may start another request.
+func (p *phase) take(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if p.counted {
+		return p.remaining.Add(-1) >= 0
+	}
+	return time.Now().Before(p.deadline)
+}
+
+// worker drives one request at a time on one session. Everything it needs
+// per request is prepared up front; only the request body (the transport may
+// still hold the previous one) and net/http's own objects are allocated.
+type worker struct {
+	// Counters read by the progress reporter while the worker runs.
+	requests atomic.Uint64
+	errors   atomic.Uint64
+	_        [48]byte // keep other workers' counters off this cache line
+
+	conn   *conn
+	header http.Header // the session's read-only headers
+	isTool bool
+	prefix []byte // `{"jsonrpc":"2.0","id":`
+	suffix []byte // `,"method":...,"params":...}`
+	idBuf  []byte
+	nextID uint64
+	idStep uint64
+
+	hist   *histogram
+	byKind [numKinds]uint64
+	errs   *errorLog
+}
+
+// requestTemplate pre-encodes everything of a request body but its id.
+func requestTemplate(tool string, args json.RawMessage) (prefix, suffix []byte, err error) {
+	method, params := "tools/list", any(map[string]any{})
+	if tool != "" {
+		method = "tools/call"
+		params = map[string]any{"name": tool, "arguments": args}
+	}
+	rest, err := json.Marshal(struct {
+		Method string `json:"method"`
+		Params any    `json:"params"`
+	}{method, params})
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode %s request: %w", method, err)
+	}
+	// rest is `{"method":...}`: splice it after the id.
+	return []byte(`{"jsonrpc":"2.0","id":`), append([]byte{','}, rest[1:]...), nil
+}
+
+// run issues requests until the phase says stop.
+func (w *worker) run(ctx context.Context, p *phase) {
+	for p.take(ctx) {
+		lat, err := w.once(ctx)
+		if ctx.Err() != nil {
+			return // interrupted: the last request says nothing about the server
+		}
+		if !p.record {
+			continue
+		}
+		w.requests.Add(1)
+		if err == nil {
+			w.hist.Record(lat)
+			continue
+		}
+		kind := kindTransport
+		if ce := (*callError)(nil); errors.As(err, &ce) {
+			kind = ce.kind
+		}
+		if kind != kindTransport {
+			// A response arrived (an HTTP or JSON-RPC level failure): its
+			// latency is real. A transport failure has none.
+			w.hist.Record(lat)
+		}
+		w.errors.Add(1)
+		w.byKind[kind]++
+		w.errs.add(err)
+	}
+}
+
+// once performs one request and returns its latency.
+func (w *worker) once(ctx context.Context) (time.Duration, error) {
+	w.idBuf = strconv.AppendUint(w.idBuf[:0], w.nextID, 10)
+	w.nextID += w.idStep
+	body := make([]byte, 0, len(w.prefix)+len(w.idBuf)+len(w.suffix))
+	body = append(body, w.prefix...)
+	body = append(body, w.idBuf...)
+	body = append(body, w.suffix...)
+
+	start := time.Now()
+	env, _, err := w.conn.call(ctx, w.header, body, w.idBuf)
+	if err != nil {
+		return time.Since(start), err
+	}
+	lat := w.conn.matchedAt.Sub(start)
+	if len(env.Error) > 0 {
+		return lat, newCallError(kindJSONRPC, rpcErrorMessage(env.Error), nil)
+	}
+	if w.isTool && resultIsError(env.Result) {
+		return lat, newCallError(kindTool, toolErrorMessage(env.Result), nil)
+	}
+	return lat, nil
+}
+
+// runPhase runs all workers through p and returns how long it took.
+func runPhase(ctx context.Context, workers []*worker, p *phase) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(ctx, p) })
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// progress writes a status line every second until ctx is done.
+func progress(ctx context.Context, out io.Writer, tty bool, workers []*worker) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	start := time.Now()
+	last, lastAt := uint64(0), start
+	for {
+		select {
+		case <-ctx.Done():
+			if tty {
+				fmt.Fprint(out, "\n")
+			}
+			return
+		case <-t.C:
+			// Not the tick's own time: under load the ticker may be read
+			// late, and the counters are read now.
+			now := time.Now()
+			var reqs, errs uint64
+			for _, w := range workers {
+				reqs += w.requests.Load()
+				errs += w.errors.Load()
+			}
+			rate := float64(reqs-last) / now.Sub(lastAt).Seconds()
+			last, lastAt = reqs, now
+			line := fmt.Sprintf("%6.1fs  requests %10d  rate %9.1f/s  errors %d",
+				now.Sub(start).Seconds(), reqs, rate, errs)
+			if tty {
+				fmt.Fprintf(out, "\r%-70s", line)
+			} else {
+				fmt.Fprintln(out, line)
+			}
+		}
+	}
+}
