@@ -58,7 +58,7 @@ for t in "${targets[@]}"; do
 	pkg="${t% *}"
 	name="${t#* }"
 	say "==> ${pkg} ${name}"
-	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME}" "${pkg}"; then
+	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME}" -fuzzminimizetime 200x "${pkg}"; then
 		passed=$((passed + 1))
 	else
 		failed+=("${pkg} ${name}")

@@ -196,6 +196,9 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get prompt %s: %w", pr.Name, err)
 	}
+	if res == nil {
+		return nil, fmt.Errorf("prompt %s returned no result", pr.Name)
+	}
 	if res.Messages == nil {
 		res.Messages = []protocol.PromptMessage{}
 	}

@@ -40,6 +40,20 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	return id, nil
 }
 
+// UnmarshalJSON accepts a string or a number, kept raw (ids inside params,
+// such as notifications/cancelled's requestId, decode through this).
+func (id *ID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*id = nil
+		return nil
+	}
+	if _, err := readID(b); err != nil {
+		return err
+	}
+	*id = append((*id)[:0], b...)
+	return nil
+}
+
 // IntID makes an ID from an integer (server-to-client requests).
 func IntID(n int64) ID {
 	return ID(appendInt(nil, n))

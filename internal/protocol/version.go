@@ -16,8 +16,9 @@ const (
 
 var supportedVersions = [...]string{Version20251125, Version20250618, Version20250326}
 
-// SupportedVersions returns the served revisions, newest first.
-func SupportedVersions() []string { return supportedVersions[:] }
+// SupportedVersions returns the served revisions, newest first, as a new
+// slice the caller may keep or change.
+func SupportedVersions() []string { return append([]string(nil), supportedVersions[:]...) }
 
 // IsSupported reports whether v is a served revision.
 func IsSupported(v string) bool {
@@ -42,4 +43,8 @@ func Negotiate(requested string) string {
 // HasPrimingEvents reports whether SSE streams for v start with a priming
 // event (SEP-1699, 2025-11-25). Older clients fail on an event with empty
 // data, so they must not get one.
-func HasPrimingEvents(v string) bool { return v >= Version20251125 }
+func HasPrimingEvents(v string) bool {
+	// Versions from 2025-11-25 on; ISO dates of served versions order as
+	// strings, but an unknown string must not qualify.
+	return IsSupported(v) && v >= Version20251125
+}

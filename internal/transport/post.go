@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -24,8 +25,9 @@ const (
 // Messages to the Server").
 func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	start := t.now()
-	rec := requestLog{start: start}
-	defer t.logRequest(&rec)
+	rec := &requestLog{start: start}
+	rec.pending.Store(1)
+	defer t.finishLog(rec)
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && !mediaTypeIs(ct, "application/json") {
 		rec.status = http.StatusUnsupportedMediaType
@@ -53,10 +55,10 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	rec.method, rec.id = msg.Method, msg.ID
 
 	if msg.Kind == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
-		t.initialize(w, msg, &rec)
+		t.initialize(w, msg, rec)
 		return
 	}
-	sess, ok := t.session(w, r, msg.ID, &rec)
+	sess, ok := t.session(w, r, msg.ID, rec)
 	if !ok {
 		return
 	}
@@ -74,7 +76,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = http.StatusAccepted
 		w.WriteHeader(rec.status)
 	default:
-		t.request(w, r, sess, msg, sseOK, &rec)
+		t.request(w, r, sess, msg, sseOK, rec)
 	}
 }
 
@@ -209,13 +211,22 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	ex := newExchange(sess, sseOK)
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess, Peer: ex}
 	run := func() {
-		defer cancel()
-		defer sess.end(msg.ID)
-		ex.finish(t.dispatch(ctx, req, rec))
+		out := t.dispatch(ctx, req, rec)
+		// Release the id before the response can reach the client, so the
+		// client may reuse it as soon as it has its answer.
+		sess.end(msg.ID)
+		cancel()
+		ex.finish(out)
 	}
 	if sseOK && msg.Method == protocol.MethodToolsCall {
+		// Both sides write parts of the log line; the last one writes it.
+		rec.pending.Add(1)
 		t.wg.Add(1)
-		go func() { defer t.wg.Done(); run() }()
+		go func() {
+			defer t.wg.Done()
+			defer t.finishLog(rec)
+			run()
+		}()
 	} else {
 		run()
 	}
@@ -271,14 +282,15 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 // after Last-Event-ID (basic/transports, "Listening for Messages" and
 // "Resumability and Redelivery").
 func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
-	rec := requestLog{start: t.now(), method: "GET"}
-	defer t.logRequest(&rec)
+	rec := &requestLog{start: t.now(), method: "GET"}
+	rec.pending.Store(1)
+	defer t.finishLog(rec)
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
 		rec.status = http.StatusNotAcceptable
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
 		return
 	}
-	sess, ok := t.session(w, r, nil, &rec)
+	sess, ok := t.session(w, r, nil, rec)
 	if !ok {
 		return
 	}
@@ -305,9 +317,10 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 // handleDelete ends a client session (basic/transports, "Session
 // Management"); afterwards its id gets 404 everywhere.
 func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
-	rec := requestLog{start: t.now(), method: "DELETE"}
-	defer t.logRequest(&rec)
-	sess, ok := t.session(w, r, nil, &rec)
+	rec := &requestLog{start: t.now(), method: "DELETE"}
+	rec.pending.Store(1)
+	defer t.finishLog(rec)
+	sess, ok := t.session(w, r, nil, rec)
 	if !ok {
 		return
 	}
@@ -362,8 +375,14 @@ func decodeInto(raw []byte, v any) error {
 	return json.Unmarshal(raw, v)
 }
 
-// requestLog is the one structured log line written per request.
+// requestLog is the one structured log line written per request. A
+// detached tools/call fills it from two goroutines: the HTTP side (status,
+// streaming) and the handler (tool, outcome); each calls finishLog when done
+// with its fields and the last one writes the line, so the line is complete
+// even when the HTTP response ends before the handler (SEP-1699 polling, a
+// disconnect).
 type requestLog struct {
+	pending   atomic.Int32
 	start     time.Time
 	method    string
 	id        protocol.ID
@@ -373,6 +392,12 @@ type requestLog struct {
 	status    int
 	rpcCode   int
 	streamed  bool
+}
+
+func (t *Transport) finishLog(rec *requestLog) {
+	if rec.pending.Add(-1) == 0 {
+		t.logRequest(rec)
+	}
 }
 
 func (t *Transport) logRequest(rec *requestLog) {

@@ -1,0 +1,34 @@
+package protocol_test
+
+import (
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+var toolsCallRequest = []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"memory_store","arguments":{"namespace":"default","key":"user:123:prefs","value":{"theme":"dark","lang":"en"}},"_meta":{"progressToken":"p-42"}}}`)
+
+func BenchmarkDecode(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(toolsCallRequest)))
+	for b.Loop() {
+		msg, _, perr := protocol.Decode(toolsCallRequest)
+		if perr != nil || msg.Kind != protocol.KindRequest {
+			b.Fatal(perr)
+		}
+	}
+}
+
+func BenchmarkAppendResult(b *testing.B) {
+	result := []byte(`{"content":[{"type":"text","text":"{\"success\":true,\"data\":{\"stored\":true}}"}],"structuredContent":{"success":true,"data":{"stored":true}}}`)
+	id := protocol.ID(`42`)
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(result)))
+	for b.Loop() {
+		buf = protocol.AppendResult(buf[:0], id, result)
+	}
+	if len(buf) == 0 {
+		b.Fatal("empty")
+	}
+}

@@ -1,0 +1,71 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// FuzzDecode: Decode never panics; what it accepts is a well-formed message,
+// and what it rejects is answered by an error response that is itself a
+// well-formed message (error-stability.md).
+func FuzzDecode(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add([]byte(tc.input))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1e400,"method":"x"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"\ud800","method":"x"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":[[[[{}]]]]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, id, perr := protocol.Decode(data)
+		if perr == nil {
+			if msg == nil {
+				t.Fatal("no message and no error")
+			}
+			switch msg.Kind {
+			case protocol.KindRequest:
+				if msg.Method == "" || id.IsZero() {
+					t.Fatalf("request with method %q id %q", msg.Method, id)
+				}
+			case protocol.KindNotification:
+				if msg.Method == "" || !id.IsZero() {
+					t.Fatalf("notification with method %q id %q", msg.Method, id)
+				}
+			case protocol.KindResponse:
+				if msg.Method != "" || (msg.Result == nil) == (msg.Error == nil) {
+					t.Fatalf("response %+v", msg)
+				}
+			default:
+				t.Fatalf("kind %d", msg.Kind)
+			}
+			if len(msg.Params) > 0 && msg.Params[0] != '{' {
+				t.Fatalf("params %q", msg.Params)
+			}
+			return
+		}
+		if msg != nil {
+			t.Fatal("message and error both returned")
+		}
+		switch perr.Code {
+		case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams:
+		default:
+			t.Fatalf("code %d", perr.Code)
+		}
+		if perr.Message == "" {
+			t.Fatal("empty error message")
+		}
+		out := protocol.AppendError(nil, id, perr)
+		if !json.Valid(out) {
+			t.Fatalf("error response is not valid JSON: %q", out)
+		}
+		back, backID, berr := protocol.Decode(out)
+		if berr != nil {
+			t.Fatalf("error response %s does not decode: %v", out, berr)
+		}
+		if back.Kind != protocol.KindResponse || back.Error == nil ||
+			back.Error.Code != perr.Code || back.Error.Message != perr.Message || string(backID) != string(id) {
+			t.Fatalf("error response %s decodes as %+v id %q", out, back, backID)
+		}
+	})
+}
