@@ -32,8 +32,10 @@ type Peer interface {
 	// A JSON-RPC error answer is returned as *protocol.Error.
 	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
 	// CloseStream ends the request's SSE stream now, asking the client to
-	// reconnect with Last-Event-ID after retry (SEP-1699 polling). Messages
-	// sent afterwards wait in the stream's log. A no-op without a stream.
+	// reconnect with Last-Event-ID after retryMs (SEP-1699 polling).
+	// Messages sent afterwards wait in the stream's log. It takes effect
+	// only for tools registered LongRunning whose client accepts SSE;
+	// otherwise it does nothing and the response completes normally.
 	CloseStream(retryMs int)
 }
 

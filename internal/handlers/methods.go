@@ -23,28 +23,25 @@ func (s *Server) listTools(params []byte) (any, error) {
 }
 
 // callToolParams reads tools/call params with the zero-copy member scanner
-// rather than reflection: this is the hot path.
-func callToolParams(raw []byte) (name string, args, meta []byte, perr *protocol.Error) {
+// rather than reflection: this is the hot path. name is the raw JSON string.
+func callToolParams(raw []byte) (name, args, meta []byte, perr *protocol.Error) {
 	if len(raw) == 0 {
-		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" is required`)
+		return nil, nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" is required`)
 	}
 	keys := [...]string{"name", "arguments", "_meta"}
 	var v [len(keys)]json.RawMessage
 	if err := protocol.LookupMembers(raw, keys[:], v[:]); err != nil {
-		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+		return nil, nil, nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
-	if len(v[0]) == 0 || v[0][0] != '"' {
-		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" must be a string`)
-	}
-	if err := json.Unmarshal(v[0], &name); err != nil || name == "" {
-		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" must be a non-empty string`)
+	if len(v[0]) < 3 || v[0][0] != '"' {
+		return nil, nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "name" must be a non-empty string`)
 	}
 	// Arguments of the wrong shape are left to schema validation: the model
 	// wrote them, so it gets an isError result it can correct (2025-11-25).
 	if m := v[2]; len(m) > 0 && string(m) != "null" && m[0] != '{' {
-		return "", nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "_meta" must be an object`)
+		return nil, nil, nil, protocol.Errorf(protocol.CodeInvalidParams, `invalid params: "_meta" must be an object`)
 	}
-	return name, v[1], v[2], nil
+	return v[0], v[1], v[2], nil
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
@@ -52,10 +49,12 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	t := s.tools.lookup(name)
+	t := s.tools.lookupRaw(name)
 	if t == nil {
 		// Unknown tool is a protocol error, not a tool result (server/tools).
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", name)
+		var n string
+		_ = json.Unmarshal(name, &n) // a valid JSON string
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
 	}
 	req.Tool = t.Name
 	// 2025-11-25: input validation failures are tool results the model can

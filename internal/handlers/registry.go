@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -126,6 +128,24 @@ func (r *ToolRegistry) lookup(name string) *registeredTool {
 		return t
 	}
 	return s.byCanonical[name]
+}
+
+// lookupRaw finds a tool by its name as a raw JSON string, without
+// allocating when the name has no escapes (always, for valid tool names).
+func (r *ToolRegistry) lookupRaw(quoted []byte) *registeredTool {
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		s := r.snap.Load()
+		if t, ok := s.byExposed[string(inner)]; ok {
+			return t
+		}
+		return s.byCanonical[string(inner)]
+	}
+	var name string
+	if err := json.Unmarshal(quoted, &name); err != nil {
+		return nil
+	}
+	return r.lookup(name)
 }
 
 // Len is the number of registered tools.

@@ -95,6 +95,17 @@ func (s *Server) hasCompletions() bool {
 	return false
 }
 
+// LongRunning reports whether params of a tools/call name a tool
+// registered LongRunning (see Tool.LongRunning).
+func (s *Server) LongRunning(params []byte) bool {
+	name, _, _, perr := callToolParams(params)
+	if perr != nil {
+		return false
+	}
+	t := s.tools.lookupRaw(name)
+	return t != nil && t.LongRunning
+}
+
 // Handle answers one request. The result is marshalled by the transport; an
 // error that is not a *protocol.Error is reported as -32603.
 func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {

@@ -27,6 +27,12 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	Annotations  *protocol.ToolAnnotations
 	Handler      ToolHandler
+	// LongRunning marks a tool that may end its SSE stream early with
+	// Peer.CloseStream and keep working, the client resuming with
+	// Last-Event-ID (SEP-1699 polling). The transport runs such a tool on a
+	// goroutine of its own so that the HTTP response can end while it runs;
+	// every other tool runs on the request's goroutine, which is cheaper.
+	LongRunning bool
 }
 
 // ToolCall is what a tool handler gets besides its context.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -15,6 +16,14 @@ import (
 type exchange struct {
 	sess  *ClientSession
 	sseOK bool // the client's Accept allows text/event-stream
+	// detached: the handler runs on its own goroutine and the request's
+	// goroutine serves the response. Otherwise the handler runs on the
+	// request's goroutine and startStream starts a writer goroutine on w.
+	detached bool
+	t        *Transport
+	w        http.ResponseWriter
+	r        *http.Request
+	writer   chan struct{} // closed when the writer goroutine is done
 
 	mu    sync.Mutex
 	st    *stream       // the response stream, once the handler sent a message
@@ -22,8 +31,23 @@ type exchange struct {
 	ready chan struct{} // closed when st or final is set, whichever is first
 }
 
-func newExchange(sess *ClientSession, sseOK bool) *exchange {
-	return &exchange{sess: sess, sseOK: sseOK, ready: make(chan struct{})}
+func newExchange(t *Transport, w http.ResponseWriter, r *http.Request, sess *ClientSession, sseOK, detached bool) *exchange {
+	return &exchange{t: t, w: w, r: r, sess: sess, sseOK: sseOK, detached: detached, ready: make(chan struct{})}
+}
+
+// startStream creates the response stream; ex.mu must be held.
+func (ex *exchange) startStream() *stream {
+	st := ex.sess.newPostStream()
+	ex.st = st
+	close(ex.ready)
+	if !ex.detached {
+		ex.writer = make(chan struct{})
+		go func() {
+			defer close(ex.writer)
+			ex.t.streamResponse(ex.w, ex.r, ex.sess, st)
+		}()
+	}
+	return st
 }
 
 // send delivers a message related to this request: on the request's own
@@ -37,9 +61,7 @@ func (ex *exchange) send(data []byte) {
 	ex.mu.Lock()
 	st := ex.st
 	if st == nil && ex.final == nil {
-		st = ex.sess.newPostStream()
-		ex.st = st
-		close(ex.ready)
+		st = ex.startStream()
 	}
 	ex.mu.Unlock()
 	if st == nil {
@@ -128,18 +150,23 @@ func (ex *exchange) clientSupports(method string) error {
 // anything, it starts the stream first, so the client gets the priming
 // event it needs to resume.
 func (ex *exchange) CloseStream(retryMs int) {
-	if !ex.sseOK {
+	if !ex.sseOK || !ex.detached {
 		return
 	}
 	ex.mu.Lock()
 	st := ex.st
 	if st == nil && ex.final == nil {
-		st = ex.sess.newPostStream()
-		ex.st = st
-		close(ex.ready)
+		st = ex.startStream()
 	}
 	ex.mu.Unlock()
 	if st != nil {
 		st.closeSoon(retryMs)
 	}
+}
+
+// stream returns the response stream, if the handler started one.
+func (ex *exchange) stream() *stream {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.st
 }

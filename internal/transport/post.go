@@ -195,10 +195,11 @@ func (t *Transport) notification(sess *ClientSession, msg *protocol.Message) {
 	}
 }
 
-// request runs one request. tools/call runs beside this goroutine when the
-// client accepts SSE, so that a handler may close its stream for polling
-// (SEP-1699) and keep running while this response ends; other methods run
-// inline.
+// request runs one request. The handler runs on this goroutine, and a
+// writer goroutine starts only if the handler streams. A LongRunning tool
+// whose client accepts SSE runs on its own goroutine instead, so that it may
+// close its stream for polling (SEP-1699) and keep running after this
+// response has ended.
 func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, sseOK bool, rec *requestLog) {
 	// Not r.Context(): a disconnect is not a cancellation (basic/transports).
 	ctx, cancel := context.WithCancel(sess.ctx)
@@ -208,7 +209,8 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
-	ex := newExchange(sess, sseOK)
+	detached := sseOK && msg.Method == protocol.MethodToolsCall && t.srv.LongRunning(msg.Params)
+	ex := newExchange(t, w, r, sess, sseOK, detached)
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess, Peer: ex}
 	run := func() {
 		out := t.dispatch(ctx, req, rec)
@@ -218,7 +220,8 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		cancel()
 		ex.finish(out)
 	}
-	if sseOK && msg.Method == protocol.MethodToolsCall {
+	rec.status = http.StatusOK
+	if detached {
 		// Both sides write parts of the log line; the last one writes it.
 		rec.pending.Add(1)
 		t.wg.Add(1)
@@ -227,20 +230,27 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 			defer t.finishLog(rec)
 			run()
 		}()
-	} else {
-		run()
+		<-ex.ready
+		if st := ex.stream(); st != nil {
+			rec.streamed = true
+			t.streamResponse(w, r, sess, st)
+			return
+		}
+		writeJSON(w, http.StatusOK, ex.final)
+		return
 	}
-	<-ex.ready
-
-	ex.mu.Lock()
-	st, final := ex.st, ex.final
-	ex.mu.Unlock()
-	rec.status = http.StatusOK
-	if st == nil {
-		writeJSON(w, http.StatusOK, final)
+	run()
+	// ex.writer was set, if at all, under ex.mu before finish took it.
+	if ex.writer == nil {
+		writeJSON(w, http.StatusOK, ex.final)
 		return
 	}
 	rec.streamed = true
+	<-ex.writer
+}
+
+// streamResponse serves a POST response stream to its end.
+func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
 	c := st.attach()
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, 0, protocol.HasPrimingEvents(sess.version))

@@ -99,7 +99,7 @@ func registerTools(reg *handlers.ToolRegistry) error {
 				return result(text("JSON Schema 2020-12 tool called with: " + string(call.Arguments))), nil
 			},
 		},
-		handlers.Tool{Name: "test_reconnection", Description: "Closes its SSE stream mid-call; the result arrives after the client resumes (SEP-1699).", Handler: func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+		handlers.Tool{Name: "test_reconnection", Description: "Closes its SSE stream mid-call; the result arrives after the client resumes (SEP-1699).", LongRunning: true, Handler: func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
 			call.Peer.CloseStream(10)
 			if err := sleep(ctx, 100*time.Millisecond); err != nil {
 				return nil, err

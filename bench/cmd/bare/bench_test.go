@@ -1,0 +1,12 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/bench/internal/echotest"
+)
+
+func BenchmarkInProcess_ToolsCall(b *testing.B) {
+	echotest.BenchmarkToolsCall(b, http.HandlerFunc(handleMCP), "echo")
+}
