@@ -11,11 +11,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
-	"github.com/rs/zerolog/diode"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -31,9 +31,9 @@ type app struct {
 }
 
 func newApp(cfg config.Config, logOut io.Writer) (*app, error) {
-	logger, logs, err := newLogger(cfg, logOut)
+	logger, logs, err := logging.New(logOut, logging.Options{Level: cfg.LogLevel, Format: cfg.LogFormat})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("logLevel: %w", err)
 	}
 	tools, err := handlers.NewToolRegistry(cfg.ToolNameSeparator)
 	if err != nil {
@@ -83,22 +83,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// newLogger writes JSON lines through a non-blocking buffer, so a slow log
-// sink never stalls a request; console format is for people at a terminal.
-func newLogger(cfg config.Config, out io.Writer) (zerolog.Logger, io.Closer, error) {
-	level, err := zerolog.ParseLevel(cfg.LogLevel)
-	if err != nil {
-		return zerolog.Logger{}, nil, fmt.Errorf("logLevel: %w", err)
-	}
-	if cfg.LogFormat == "console" {
-		return zerolog.New(zerolog.ConsoleWriter{Out: out}).Level(level).With().Timestamp().Logger(), io.NopCloser(nil), nil
-	}
-	w := diode.NewWriter(out, 8192, 10*time.Millisecond, func(missed int) {
-		fmt.Fprintf(out, `{"level":"warn","message":"log buffer full: %d lines dropped"}`+"\n", missed)
-	})
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), w, nil
 }
 
 // serve listens and serves until ctx ends, then shuts down: it stops

@@ -1,0 +1,112 @@
+// Package logging builds the process logger: zerolog, JSON lines by default,
+// written so that logging never slows a request down. Lines go through a
+// non-blocking diode (a full buffer drops lines and says how many, rather
+// than stalling callers) into a buffer that reaches the output in one write
+// per flush interval, instead of one write system call per line.
+package logging
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/diode"
+)
+
+// Options configure New.
+type Options struct {
+	Level  string // trace, debug, info, warn, error
+	Format string // json or console
+	// FlushInterval bounds how long a line may wait before it is written;
+	// zero means 100ms.
+	FlushInterval time.Duration
+}
+
+// New returns a logger writing to out and a Closer that flushes every
+// pending line and stops the background writer.
+func New(out io.Writer, opts Options) (zerolog.Logger, io.Closer, error) {
+	level, err := zerolog.ParseLevel(opts.Level)
+	if err != nil {
+		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", opts.Level, err)
+	}
+	if opts.Format == "console" {
+		// For a person at a terminal: synchronous and readable.
+		return zerolog.New(zerolog.ConsoleWriter{Out: out}).Level(level).With().Timestamp().Logger(), io.NopCloser(nil), nil
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = 100 * time.Millisecond
+	}
+	b := newBatcher(out, opts.FlushInterval)
+	d := diode.NewWriter(b, 16384, 5*time.Millisecond, func(missed int) {
+		fmt.Fprintf(b, `{"level":"warn","message":"log buffer full: %d lines dropped"}`+"\n", missed)
+	})
+	return zerolog.New(d).Level(level).With().Timestamp().Logger(), closers{d, b}, nil
+}
+
+type closers []io.Closer
+
+// Close closes in order: the diode first (it drains into the batcher),
+// then the batcher (it flushes to the output).
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// batcher buffers writes and flushes them on an interval and on Close.
+type batcher struct {
+	mu   sync.Mutex
+	buf  *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newBatcher(out io.Writer, every time.Duration) *batcher {
+	b := &batcher{buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go b.flushLoop(every)
+	return b
+}
+
+func (b *batcher) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *batcher) flushLoop(every time.Duration) {
+	defer close(b.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			b.flush()
+		case <-b.stop:
+			b.flush()
+			return
+		}
+	}
+}
+
+func (b *batcher) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_ = b.buf.Flush() // nowhere to report a failing log sink but the sink
+}
+
+func (b *batcher) Close() error {
+	select {
+	case <-b.stop:
+	default:
+		close(b.stop)
+	}
+	<-b.done
+	return nil
+}
