@@ -64,13 +64,11 @@ func (ex *exchange) send(data []byte) {
 		st = ex.startStream()
 	}
 	ex.mu.Unlock()
-	if st == nil {
-		// The response is already out; a late message goes where any
-		// server-initiated message goes.
+	// After the response (as JSON, or as its stream's last event), a late
+	// message goes where any server-initiated message goes.
+	if st == nil || !st.appendOpen(data) {
 		ex.sess.standalone.append(data)
-		return
 	}
-	st.append(data)
 }
 
 // finish records the response: written as JSON when no message preceded

@@ -312,7 +312,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		if !ok || resumed == nil {
 			t.log.Info().Str("session", sess.id).Str("lastEventId", last).Msg("resume: unknown stream; opening the standalone stream")
 		} else {
-			st, cursor, prime = resumed, seq, false
+			st, cursor, prime = resumed, resumed.resumeAt(seq), false
 		}
 	}
 	rec.status, rec.streamed = http.StatusOK, true

@@ -14,6 +14,7 @@ import (
 var (
 	ErrSessionNotFound = errors.New("client session not found")
 	ErrTooManySessions = errors.New("too many client sessions")
+	ErrClosed          = errors.New("session store closed")
 )
 
 // SessionStore finds client sessions by id. The in-memory store is the
@@ -39,8 +40,9 @@ type memorySessions struct {
 	limit  int
 	now    func() time.Time
 
-	mu   sync.RWMutex
-	byID map[string]*ClientSession
+	mu     sync.RWMutex
+	byID   map[string]*ClientSession
+	closed bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -74,6 +76,11 @@ func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSessi
 	s := newClientSession(m.parent, id, in, m.now())
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		// The idle sweeper has stopped; nothing would ever reap it.
+		s.terminate()
+		return nil, ErrClosed
+	}
 	if len(m.byID) >= m.limit {
 		s.terminate()
 		return nil, ErrTooManySessions
@@ -134,6 +141,7 @@ func (m *memorySessions) Close() {
 	m.mu.Lock()
 	all := m.byID
 	m.byID = map[string]*ClientSession{}
+	m.closed = true
 	m.mu.Unlock()
 	for _, s := range all {
 		s.terminate()

@@ -50,6 +50,18 @@ func (s *stream) append(data []byte) {
 	s.push(data)
 }
 
+// appendOpen adds data unless the stream has ended (its response is in
+// the log); it reports whether it did.
+func (s *stream) appendOpen(data []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.push(data)
+	return true
+}
+
 // appendFinal adds the response that ends a POST stream.
 func (s *stream) appendFinal(data []byte) {
 	s.mu.Lock()
@@ -147,6 +159,15 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 		s.written = max(s.written, buf[len(buf)-1].seq)
 	}
 	return buf, s.done, lost
+}
+
+// resumeAt clamps a client's Last-Event-ID sequence number to what was
+// issued: an id from the future must not make the stream skip events
+// that have not been sent yet.
+func (s *stream) resumeAt(seq uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(seq, s.nextSeq-1)
 }
 
 // position is where a fresh (non-resuming) connection starts: after the

@@ -1,0 +1,451 @@
+package transport
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func resURI(i int) string { return fmt.Sprintf("test://res/%d", i) }
+
+// standalone returns the session's GET stream (white-box).
+func (h *harness) standalone(t testing.TB, sid string) *stream {
+	t.Helper()
+	return h.session(t, sid).standalone
+}
+
+func (h *harness) updated(t testing.TB, uris ...string) {
+	t.Helper()
+	for _, u := range uris {
+		if err := h.tr.ResourceUpdated(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGET_ResumeExactlyOnce is the headline property of the design: a
+// client that reconnects with Last-Event-ID receives every event after it
+// exactly once, in order, and nothing from another stream. It uses the
+// r3labs/sse client, an independent SSE parser.
+func TestGET_ResumeExactlyOnce(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	uris := make([]string, 11)
+	for i := 1; i <= 10; i++ {
+		uris[i] = resURI(i)
+	}
+	h.subscribe(t, sid, uris[1:]...)
+
+	c := h.rClient(sid)
+	sub := subscribeR(t, c)
+	if ev := sub.next(t); ev.ID != "g-0" || ev.Data != "" {
+		t.Fatalf("first event %+v, want the priming event g-0", ev)
+	}
+	h.updated(t, uris[1:6]...)
+	var id3 string
+	for i := 1; i <= 3; i++ {
+		ev, m := sub.nextMessage(t)
+		if got := resourceUpdatedURI(t, m); got != uris[i] {
+			t.Fatalf("event %d is for %s, want %s", i, got, uris[i])
+		}
+		if want := fmt.Sprintf("g-%d", i); ev.ID != want {
+			t.Fatalf("event %d id %q, want %q", i, ev.ID, want)
+		}
+		id3 = ev.ID
+	}
+	// Cut the stream after event 3. Events 4 and 5 may or may not have
+	// reached the client's buffers; the client has only processed 3.
+	sub.stop(t)
+
+	// While disconnected: four more updates on the GET stream, and a tool
+	// call whose progress travels on its own POST stream.
+	h.updated(t, uris[6:10]...)
+	r := h.post(t, sid, toolCall(50, "progress", map[string]any{"n": 3}, "other-stream"))
+	if r.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("tool call during the disconnect: %s", r)
+	}
+
+	// Reconnect. The r3labs client sends its stored LastEventID; set it to
+	// the last event processed, as a client that read exactly 3 would.
+	c.LastEventID.Store([]byte(id3))
+	sub2 := subscribeR(t, c)
+	for i := 4; i <= 9; i++ {
+		ev := sub2.next(t)
+		if ev.Data == "" {
+			t.Fatalf("resumed stream sent %+v; no priming event is expected on resumption", ev)
+		}
+		m := parseMessage(t, ev.Data)
+		if got := resourceUpdatedURI(t, m); got != uris[i] {
+			t.Fatalf("resumed event for %s, want %s (id %s)", got, uris[i], ev.ID)
+		}
+		if want := fmt.Sprintf("g-%d", i); ev.ID != want {
+			t.Fatalf("resumed event id %q, want %q", ev.ID, want)
+		}
+	}
+	// Nothing else is pending: the next event is the next update.
+	h.updated(t, uris[10])
+	ev, m := sub2.nextMessage(t)
+	if got := resourceUpdatedURI(t, m); got != uris[10] || ev.ID != "g-10" {
+		t.Fatalf("after the replay got %s (%s), want %s (g-10): a duplicate or a foreign event", got, ev.ID, uris[10])
+	}
+}
+
+// A fresh GET without Last-Event-ID starts after the last event some
+// connection was given: it gets what was never written, and nothing twice.
+func TestGET_FreshStreamGetsOnlyUnwritten(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	h.subscribe(t, sid, "test://a")
+	get := h.openGET(t, sid)
+	if ev := get.next(t); ev.ID != "g-0" || !ev.priming() {
+		t.Fatalf("first event %+v, want priming g-0", ev)
+	}
+	h.updated(t, "test://a", "test://a")
+	for i := 1; i <= 2; i++ {
+		if ev, _ := get.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) {
+			t.Fatalf("event id %q, want g-%d", ev.ID, i)
+		}
+	}
+	get.close()
+	waitDetached(t, h.standalone(t, sid))
+	h.updated(t, "test://a", "test://a", "test://a")
+
+	get2 := h.openGET(t, sid)
+	if ev := get2.next(t); ev.ID != "g-2" || !ev.priming() {
+		t.Fatalf("first event %+v, want priming g-2 (the position after the events already written)", ev)
+	}
+	for i := 3; i <= 5; i++ {
+		if ev, _ := get2.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) {
+			t.Fatalf("event id %q, want g-%d", ev.ID, i)
+		}
+	}
+	h.updated(t, "test://a")
+	if ev, _ := get2.nextMessage(t); ev.ID != "g-6" {
+		t.Fatalf("event id %q, want g-6", ev.ID)
+	}
+}
+
+// A Last-Event-ID beyond anything issued must not make the stream skip
+// the events that come next.
+func TestGET_LastEventIDFromTheFuture(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	h.subscribe(t, sid, "test://a")
+	h.updated(t, "test://a")
+	get := h.openGET(t, sid, "Last-Event-ID", "g-999")
+	h.updated(t, "test://a")
+	if ev, _ := get.nextMessage(t); ev.ID != "g-2" {
+		t.Fatalf("event id %q, want g-2: an id from the future skipped events", ev.ID)
+	}
+}
+
+// Resuming a POST stream whose client went away before the response
+// replays the rest of that stream, the response included, and ends.
+func TestGET_ResumePostStream(t *testing.T) {
+	h := newHarness(t)
+	for _, tool := range []string{"block", "block_long"} {
+		t.Run(tool, func(t *testing.T) { resumePostStream(t, h, tool) })
+	}
+}
+
+func resumePostStream(t *testing.T, h *harness, tool string) {
+	sid := h.initialize(t)
+	key := "resume-post-" + tool
+	blk := h.fx.block(key)
+	ps := h.postSSE(t, sid, toolCall(31, tool, map[string]any{"key": key}, "pt"))
+	prime := ps.next(t)
+	if !prime.priming() {
+		t.Fatalf("first event %+v, want priming", prime)
+	}
+	name, _ := splitEventID(t, prime.ID)
+	if name == standaloneStreamName {
+		t.Fatalf("POST stream uses the standalone stream name")
+	}
+	if _, m := ps.nextMessage(t); progressOf(t, m).Message != "started" {
+		t.Fatalf("want the started progress, got %+v", m)
+	}
+	blk.waitStarted(t)
+	st := h.session(t, sid).stream(name)
+	ps.close()
+	waitDetached(t, st)
+	blk.Release()
+	waitChan(t, blk.finished, "the handler to finish")
+
+	h.subscribe(t, sid, "test://a") // standalone events must not appear below
+	h.updated(t, "test://a")
+
+	res := h.openGET(t, sid, "Last-Event-ID", prime.ID)
+	want := []string{"started", "released"}
+	for i, msg := range want {
+		ev, m := res.nextMessage(t)
+		if ev.ID != fmt.Sprintf("%s-%d", name, i+1) {
+			t.Fatalf("replayed event id %q, want %s-%d", ev.ID, name, i+1)
+		}
+		if p := progressOf(t, m); p.Message != msg || p.Token != `"pt"` {
+			t.Fatalf("replayed event %d = %+v, want progress %q", i+1, p, msg)
+		}
+	}
+	ev, _ := res.nextMessage(t)
+	if ev.ID != fmt.Sprintf("%s-3", name) {
+		t.Fatalf("response event id %q, want %s-3", ev.ID, name)
+	}
+	if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "31")); text != "released "+key {
+		t.Fatalf("replayed response %q", text)
+	}
+	res.waitEnd(t)
+
+	// Delivered once: the stream is gone, so the same id now falls back to
+	// the standalone stream (which replays nothing: no Last-Event-ID of it).
+	again := h.openGET(t, sid, "Last-Event-ID", prime.ID)
+	if ev := again.next(t); !ev.priming() || !strings.HasPrefix(ev.ID, standaloneStreamName+"-") {
+		t.Fatalf("second resume of a delivered stream: first event %+v, want the standalone priming event", ev)
+	}
+	// The standalone stream's earlier event was never written, so it comes now.
+	if ev, m := again.nextMessage(t); resourceUpdatedURI(t, m) != "test://a" || ev.ID != "g-1" {
+		t.Fatalf("standalone event %+v", ev)
+	}
+}
+
+// An unknown Last-Event-ID is not an error: the client gets the standalone
+// stream.
+func TestGET_UnknownLastEventID(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	h.subscribe(t, sid, "test://a")
+	for i, last := range []string{"zzz-5", "garbage", "p99-1", "-5", "g-", "g-x", "p1-18446744073709551616", strings.Repeat("x", 4000)} {
+		t.Run(fmt.Sprintf("%.20s", last), func(t *testing.T) {
+			get := h.openGET(t, sid, "Last-Event-ID", last)
+			if ev := get.next(t); !ev.priming() || !strings.HasPrefix(ev.ID, "g-") {
+				t.Fatalf("first event %+v, want the standalone priming event", ev)
+			}
+			h.updated(t, "test://a")
+			if ev, _ := get.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i+1) {
+				t.Fatalf("event id %q, want g-%d", ev.ID, i+1)
+			}
+			get.close()
+			waitDetached(t, h.standalone(t, sid))
+		})
+	}
+	h.toolsListOK(t, sid)
+}
+
+// The log is bounded: 100 events while disconnected, resumed from event 1,
+// yield the newest EventLogSize (16) events and no more.
+func TestGET_BoundedLog(t *testing.T) {
+	h := newHarness(t) // EventLogSize 16
+	sid := h.initialize(t)
+	h.subscribe(t, sid, "test://bulk")
+	get := h.openGET(t, sid)
+	get.next(t) // priming
+	h.updated(t, "test://bulk")
+	first, _ := get.nextMessage(t)
+	if first.ID != "g-1" {
+		t.Fatalf("first event id %q", first.ID)
+	}
+	get.close()
+	waitDetached(t, h.standalone(t, sid))
+	for i := 0; i < 100; i++ {
+		h.updated(t, "test://bulk")
+	}
+	// Events 2..101 were sent; the log keeps 86..101.
+	c := h.rClient(sid)
+	c.Headers["Last-Event-ID"] = first.ID
+	sub := subscribeR(t, c)
+	got := 0
+	for seq := 86; seq <= 101; seq++ {
+		ev, m := sub.nextMessage(t)
+		resourceUpdatedURI(t, m)
+		if ev.ID != fmt.Sprintf("g-%d", seq) {
+			t.Fatalf("resumed event %d has id %q, want g-%d (the newest 16)", got, ev.ID, seq)
+		}
+		got++
+	}
+	h.updated(t, "test://bulk")
+	if ev, _ := sub.nextMessage(t); ev.ID != "g-102" {
+		t.Fatalf("after the 16 retained events got %q, want g-102: more than the log size was replayed", ev.ID)
+	}
+	h.toolsListOK(t, sid)
+}
+
+func TestGET_KeepAlive(t *testing.T) {
+	h := newHarness(t) // KeepAliveInterval 50ms
+	sid := h.initialize(t)
+	get := h.openGET(t, sid)
+	deadline := time.Now().Add(time.Second)
+	n := 0
+	for n < 2 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("%d keep-alive comments within 1s at a 50ms interval, want at least 2", n)
+		}
+		ev, ok := get.nextFrame(t, left)
+		if !ok {
+			t.Fatal("GET stream ended")
+		}
+		if ev.isComment() {
+			if ev.Comment != "keep-alive" {
+				t.Fatalf("comment %q", ev.Comment)
+			}
+			n++
+		}
+	}
+}
+
+func TestGET_SecondSupersedesFirst(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	h.subscribe(t, sid, "test://a")
+	first := h.openGET(t, sid)
+	first.next(t) // priming: attached
+	second := h.openGET(t, sid)
+	second.next(t)
+	first.waitEnd(t)
+	// Through the protocol this time: the touch tool calls ResourceUpdated.
+	r := h.post(t, sid, toolCall(1, "touch", map[string]any{"uri": "test://a"}, nil))
+	if text, _ := toolText(t, resultOf(t, r, "1")); text != "touched test://a" {
+		t.Fatalf("touch: %q", text)
+	}
+	ev, m := second.nextMessage(t)
+	if resourceUpdatedURI(t, m) != "test://a" || ev.ID != "g-1" {
+		t.Fatalf("second stream got %+v", ev)
+	}
+}
+
+// Only subscribed sessions are notified, and unsubscribing stops it.
+func TestGET_ResourceUpdatedOnlyToSubscribers(t *testing.T) {
+	h := newHarness(t)
+	a := h.initialize(t)
+	b := h.initialize(t)
+	h.subscribe(t, a, "test://a")
+	h.subscribe(t, b, "test://b")
+	ga, gb := h.openGET(t, a), h.openGET(t, b)
+	ga.next(t)
+	gb.next(t)
+	h.updated(t, "test://a", "test://b")
+	if _, m := ga.nextMessage(t); resourceUpdatedURI(t, m) != "test://a" {
+		t.Fatal("a got another resource")
+	}
+	if _, m := gb.nextMessage(t); resourceUpdatedURI(t, m) != "test://b" {
+		t.Fatal("b got another resource")
+	}
+	r := h.post(t, a, rpc(1, "resources/unsubscribe", map[string]any{"uri": "test://a"}))
+	resultOf(t, r, "1")
+	h.subscribe(t, a, "test://c")
+	h.updated(t, "test://a", "test://c")
+	if _, m := ga.nextMessage(t); resourceUpdatedURI(t, m) != "test://c" {
+		t.Fatal("a got an update after unsubscribing")
+	}
+}
+
+// CloseStreams ends the GET streams with a retry hint and keeps sessions.
+func TestCloseStreams_RetryHint(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	get := h.openGET(t, sid)
+	get.next(t)
+	h.tr.CloseStreams(1234)
+	ev := get.next(t)
+	if ev.Retry != "1234" {
+		t.Fatalf("want retry: 1234 before the end, got %+v", ev)
+	}
+	get.waitEnd(t)
+	h.toolsListOK(t, sid)
+	// The client may come back.
+	again := h.openGET(t, sid)
+	if ev := again.next(t); !ev.priming() {
+		t.Fatalf("GET after CloseStreams: first event %+v", ev)
+	}
+}
+
+// SEP-1699 polling: a LongRunning tool closes its POST stream early (with a
+// retry hint) and keeps working; the client resumes with Last-Event-ID and
+// gets the rest, the response included, exactly once. For a tool that is not
+// LongRunning CloseStream does nothing and the response completes normally.
+func TestPostSSE_CloseStreamPolling(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		name, tool string
+		early      bool
+		polls      bool
+	}{
+		{"after a message", "poll", false, true},
+		{"before any message", "poll", true, true},
+		{"not LongRunning", "poll_inline", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sid := h.initialize(t)
+			key := "poll-" + tc.name
+			blk := h.fx.block(key)
+			ps := h.postSSE(t, sid, toolCall(41, tc.tool, map[string]any{"key": key, "early": tc.early}, "pt"))
+			var got []string // messages, in order, over every connection
+			var ids []string
+			record := func(ev sseEvent) {
+				m := parseMessage(t, ev.Data)
+				ids = append(ids, ev.ID)
+				if m.Method != "" {
+					got = append(got, progressOf(t, m).Message)
+				} else {
+					text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "41"))
+					got = append(got, text)
+				}
+			}
+			last := ""
+			if !tc.polls {
+				blk.waitStarted(t)
+				blk.Release()
+				for _, ev := range ps.rest(t) {
+					if ev.Retry != "" {
+						t.Fatalf("retry hint %q from a tool that is not LongRunning", ev.Retry)
+					}
+					if ev.HasData && ev.Data != "" {
+						record(ev)
+					}
+				}
+			} else {
+				sawRetry := false
+				for _, ev := range ps.rest(t) {
+					if ev.Retry != "" {
+						sawRetry = ev.Retry == "25"
+					}
+					if ev.HasID {
+						last = ev.ID
+					}
+					if ev.HasData && ev.Data != "" {
+						record(ev)
+					}
+				}
+				if !sawRetry {
+					t.Fatal("the stream ended without the retry hint")
+				}
+				if last == "" {
+					t.Fatal("the closed stream gave no event id to resume from")
+				}
+				blk.waitStarted(t)
+				blk.Release()
+				waitChan(t, blk.finished, "the handler to finish")
+				res := h.openGET(t, sid, "Last-Event-ID", last)
+				for _, ev := range res.rest(t) {
+					if ev.HasData && ev.Data != "" {
+						record(ev)
+					}
+				}
+			}
+			want := []string{"started", "after", "polled " + key}
+			if tc.early {
+				want = want[1:]
+			}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Fatalf("messages %q (ids %q), want %q exactly once each", got, ids, want)
+			}
+			for i := 1; i < len(ids); i++ {
+				n0, s0 := splitEventID(t, ids[i-1])
+				n1, s1 := splitEventID(t, ids[i])
+				if n0 != n1 || s1 != s0+1 {
+					t.Errorf("event ids %q are not consecutive on one stream", ids)
+				}
+			}
+			h.toolsListOK(t, sid)
+		})
+	}
+}
