@@ -25,6 +25,9 @@ var (
 	errDuplicateID     = errors.New("a request with this id is already in flight on this client session")
 	errTooManyInFlight = errors.New("too many requests in flight on this client session")
 	errSessionEnded    = errors.New("client session ended")
+	// errCancelledByClient is the cause of a handler context cancelled by
+	// notifications/cancelled.
+	errCancelledByClient = errors.New("request cancelled by the client")
 )
 
 // ClientSession is the state of one MCP client session (Mcp-Session-Id):
@@ -48,7 +51,7 @@ type ClientSession struct {
 	ended       bool
 	logLevel    protocol.LoggingLevel
 	subs        map[string]struct{}
-	inflight    map[string]context.CancelFunc
+	inflight    map[string]context.CancelCauseFunc
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
 	standalone  *stream
@@ -74,7 +77,7 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
 		subs:       map[string]struct{}{},
-		inflight:   map[string]context.CancelFunc{},
+		inflight:   map[string]context.CancelCauseFunc{},
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
@@ -157,7 +160,7 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 
 // begin registers an in-flight request so notifications/cancelled can reach
 // it; a second request with the same id while the first runs is refused.
-func (s *ClientSession) begin(id protocol.ID, cancel context.CancelFunc) error {
+func (s *ClientSession) begin(id protocol.ID, cancel context.CancelCauseFunc) error {
 	key := id.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,7 +188,7 @@ func (s *ClientSession) cancelRequest(id protocol.ID) bool {
 	cancel := s.inflight[id.String()]
 	s.mu.Unlock()
 	if cancel != nil {
-		cancel()
+		cancel(errCancelledByClient)
 	}
 	return cancel != nil
 }

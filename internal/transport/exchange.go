@@ -86,6 +86,7 @@ func (ex *exchange) finish(data []byte) {
 	}
 }
 
+
 // Notify implements handlers.Peer.
 func (ex *exchange) Notify(_ context.Context, method string, params any) error {
 	data, err := protocol.MarshalNotification(method, params)

@@ -202,9 +202,9 @@ func (t *Transport) notification(sess *ClientSession, msg *protocol.Message) {
 // response has ended.
 func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, sseOK bool, rec *requestLog) {
 	// Not r.Context(): a disconnect is not a cancellation (basic/transports).
-	ctx, cancel := context.WithCancel(sess.ctx)
+	ctx, cancel := context.WithCancelCause(sess.ctx)
 	if err := sess.begin(msg.ID, cancel); err != nil {
-		cancel()
+		cancel(nil)
 		rec.status, rec.rpcCode = http.StatusOK, protocol.CodeInvalidRequest
 		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
@@ -214,10 +214,16 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess, Peer: ex}
 	run := func() {
 		out := t.dispatch(ctx, req, rec)
+		if sseOK && errors.Is(context.Cause(ctx), errCancelledByClient) {
+			// "The receiver SHOULD NOT send a response for the cancelled
+			// request" (basic/utilities/cancellation): the stream ends
+			// without one. A JSON-only client still needs a body.
+			out = nil
+		}
 		// Release the id before the response can reach the client, so the
 		// client may reuse it as soon as it has its answer.
 		sess.end(msg.ID)
-		cancel()
+		cancel(nil)
 		ex.finish(out)
 	}
 	rec.status = http.StatusOK
@@ -236,17 +242,27 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 			t.streamResponse(w, r, sess, st)
 			return
 		}
-		writeJSON(w, http.StatusOK, ex.final)
+		t.writeFinal(w, ex.final)
 		return
 	}
 	run()
 	// ex.writer was set, if at all, under ex.mu before finish took it.
 	if ex.writer == nil {
-		writeJSON(w, http.StatusOK, ex.final)
+		t.writeFinal(w, ex.final)
 		return
 	}
 	rec.streamed = true
 	<-ex.writer
+}
+
+// writeFinal writes a response that no message preceded, as JSON; nil
+// (a request the client cancelled) is an event stream with no events.
+func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
+	if final == nil {
+		startSSE(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, final)
 }
 
 // streamResponse serves a POST response stream to its end.

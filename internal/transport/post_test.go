@@ -289,8 +289,16 @@ func TestCancel_Notification(t *testing.T) {
 			}
 			waitChan(t, blk.cancelled, "the handler's context to be cancelled")
 			waitChan(t, blk.finished, "the handler to return")
-			if r := waitReply(t, pending); r.Status != http.StatusOK {
+			r = waitReply(t, pending)
+			if r.Status != http.StatusOK {
 				t.Fatalf("cancelled call: %s", r)
+			}
+			// basic/utilities/cancellation: no response for a cancelled
+			// request where the transport allows it (an SSE stream that
+			// ends empty); a JSON-only client still gets a body.
+			gotResponse := strings.Contains(string(r.Body), `"id":`)
+			if wantResponse := tc.accept == "application/json"; gotResponse != wantResponse {
+				t.Errorf("response sent = %v, want %v; body %s", gotResponse, wantResponse, r)
 			}
 			h.toolsListOK(t, sid)
 		})

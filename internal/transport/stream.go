@@ -62,12 +62,22 @@ func (s *stream) appendOpen(data []byte) bool {
 	return true
 }
 
-// appendFinal adds the response that ends a POST stream.
+// appendFinal adds the response that ends a POST stream; nil ends it
+// without one (a cancelled request).
 func (s *stream) appendFinal(data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.push(data)
 	s.done = true
+	if data != nil {
+		s.push(data) // wakes the connection
+		return
+	}
+	if s.conn != nil {
+		select {
+		case s.conn.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *stream) push(data []byte) {
