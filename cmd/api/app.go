@@ -30,14 +30,25 @@ type app struct {
 	router    chi.Router
 }
 
-func newApp(cfg config.Config, logOut io.Writer) (*app, error) {
+func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	logger, logs, err := logging.New(logOut, logging.Options{Level: cfg.LogLevel, Format: cfg.LogFormat})
 	if err != nil {
 		return nil, fmt.Errorf("logLevel: %w", err)
 	}
+	// Whatever started before a failure is stopped again: a caller that
+	// gets an error must not inherit goroutines.
+	var tr *transport.Transport
+	defer func() {
+		if err != nil {
+			if tr != nil {
+				_ = tr.Close(context.Background())
+			}
+			_ = logs.Close()
+		}
+	}()
 	tools, err := handlers.NewToolRegistry(cfg.ToolNameSeparator)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("toolNameSeparator: %w", err)
 	}
 	srv := handlers.NewServer(handlers.Options{
 		Name: "mcp-runtime", Title: "mcp-runtime", Version: version,
@@ -48,7 +59,7 @@ func newApp(cfg config.Config, logOut io.Writer) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
-	tr, err := transport.New(srv, transport.Options{
+	tr, err = transport.New(srv, transport.Options{
 		AllowedOrigins:     cfg.AllowedOrigins,
 		LoopbackOnly:       isLoopback(host),
 		MaxBodyBytes:       cfg.Transport.MaxBodyBytes,
@@ -56,17 +67,19 @@ func newApp(cfg config.Config, logOut io.Writer) (*app, error) {
 		KeepAliveInterval:  cfg.Transport.KeepAliveInterval(),
 		EventLogSize:       cfg.Transport.EventLogSize,
 		MaxSessions:        cfg.Transport.MaxSessions,
+		ReadBodyTimeout:    cfg.Transport.ReadBodyTimeout(),
+		WriteTimeout:       cfg.Transport.WriteTimeout(),
 		Logger:             logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("build transport: %w", err)
 	}
 	err = builtin.Register(srv, builtin.Info{
 		Name: "mcp-runtime", Version: version, Started: time.Now(),
 		Sessions: func() int { return tr.Sessions().Len() },
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")

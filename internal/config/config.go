@@ -68,6 +68,13 @@ type Transport struct {
 	// ReadHeaderTimeoutMs bounds reading request headers (slowloris
 	// protection); see [Transport.ReadHeaderTimeout].
 	ReadHeaderTimeoutMs int64 `yaml:"readHeaderTimeoutMs"`
+	// ReadBodyTimeoutMs bounds reading a request body, so a client cannot
+	// hold a connection and its buffer by sending slowly; see
+	// [Transport.ReadBodyTimeout].
+	ReadBodyTimeoutMs int64 `yaml:"readBodyTimeoutMs"`
+	// WriteTimeoutMs bounds each write of a response or SSE event, so a
+	// client that stops reading is dropped; see [Transport.WriteTimeout].
+	WriteTimeoutMs int64 `yaml:"writeTimeoutMs"`
 	// PageSize is the number of items per page for tools/list,
 	// resources/list and prompts/list.
 	PageSize int `yaml:"pageSize"`
@@ -93,6 +100,8 @@ func Default() Config {
 			KeepAliveIntervalMs:  15_000,
 			EventLogSize:         1024,
 			ReadHeaderTimeoutMs:  10_000,
+			ReadBodyTimeoutMs:    30_000,
+			WriteTimeoutMs:       30_000,
 			PageSize:             100,
 			MaxSessions:          10_000,
 		},
@@ -110,6 +119,12 @@ func (t Transport) SessionIdleTimeout() time.Duration { return ms(t.SessionIdleT
 
 // KeepAliveInterval returns KeepAliveIntervalMs as a duration.
 func (t Transport) KeepAliveInterval() time.Duration { return ms(t.KeepAliveIntervalMs) }
+
+// ReadBodyTimeout returns ReadBodyTimeoutMs as a duration.
+func (t Transport) ReadBodyTimeout() time.Duration { return ms(t.ReadBodyTimeoutMs) }
+
+// WriteTimeout returns WriteTimeoutMs as a duration.
+func (t Transport) WriteTimeout() time.Duration { return ms(t.WriteTimeoutMs) }
 
 // ReadHeaderTimeout returns ReadHeaderTimeoutMs as a duration.
 func (t Transport) ReadHeaderTimeout() time.Duration { return ms(t.ReadHeaderTimeoutMs) }

@@ -83,6 +83,8 @@ func TestValidateNamesKey(t *testing.T) {
 		{"eventLogSize zero", func(c *Config) { c.Transport.EventLogSize = 0 }, "transport.eventLogSize", "0"},
 		{"eventLogSize huge", func(c *Config) { c.Transport.EventLogSize = 1_000_001 }, "transport.eventLogSize", "1000001"},
 		{"readHeaderTimeoutMs", func(c *Config) { c.Transport.ReadHeaderTimeoutMs = -1 }, "transport.readHeaderTimeoutMs", "-1"},
+		{"readBodyTimeoutMs", func(c *Config) { c.Transport.ReadBodyTimeoutMs = 99 }, "transport.readBodyTimeoutMs", "99"},
+		{"writeTimeoutMs", func(c *Config) { c.Transport.WriteTimeoutMs = 0 }, "transport.writeTimeoutMs", "0"},
 		{"pageSize zero", func(c *Config) { c.Transport.PageSize = 0 }, "transport.pageSize", "0"},
 		{"pageSize huge", func(c *Config) { c.Transport.PageSize = 1001 }, "transport.pageSize", "1001"},
 		{"maxSessions", func(c *Config) { c.Transport.MaxSessions = 0 }, "transport.maxSessions", "0"},
@@ -129,7 +131,7 @@ func TestValidateAcceptsEdges(t *testing.T) {
 		{"separator 3 chars", func(c *Config) { c.ToolNameSeparator = "_-9" }},
 		{"minimums", func(c *Config) {
 			c.Transport = Transport{MaxBodyBytes: 1, SessionIdleTimeoutMs: 1000, KeepAliveIntervalMs: 100,
-				EventLogSize: 1, ReadHeaderTimeoutMs: 100, PageSize: 1, MaxSessions: 1}
+				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1}
 			c.ShutdownGraceMs = 0
 		}},
 		{"maximums", func(c *Config) {

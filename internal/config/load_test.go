@@ -45,6 +45,8 @@ transport:
   keepAliveIntervalMs: 5000
   eventLogSize: 64
   readHeaderTimeoutMs: 2000
+  readBodyTimeoutMs: 5000
+  writeTimeoutMs: 6000
   pageSize: 50
   maxSessions: 500
 shutdownGraceMs: 0
@@ -78,6 +80,8 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			KeepAliveIntervalMs:  5000,
 			EventLogSize:         64,
 			ReadHeaderTimeoutMs:  2000,
+			ReadBodyTimeoutMs:    5000,
+			WriteTimeoutMs:       6000,
 			PageSize:             50,
 			MaxSessions:          500,
 		},

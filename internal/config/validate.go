@@ -106,6 +106,10 @@ func (c Config) Validate() error {
 	intRange("transport.eventLogSize", int64(t.EventLogSize), 1, 1_000_000, "1 to 1000000")
 	intRange("transport.readHeaderTimeoutMs", t.ReadHeaderTimeoutMs, 100, maxDurationMs,
 		fmt.Sprintf("100 to %d milliseconds", maxDurationMs))
+	intRange("transport.readBodyTimeoutMs", t.ReadBodyTimeoutMs, 100, maxDurationMs,
+		fmt.Sprintf("100 to %d milliseconds", maxDurationMs))
+	intRange("transport.writeTimeoutMs", t.WriteTimeoutMs, 100, maxDurationMs,
+		fmt.Sprintf("100 to %d milliseconds", maxDurationMs))
 	intRange("transport.pageSize", int64(t.PageSize), 1, 1000, "1 to 1000")
 	intRange("transport.maxSessions", int64(t.MaxSessions), 1, math.MaxInt64, "at least 1")
 	intRange("shutdownGraceMs", c.ShutdownGraceMs, 0, maxDurationMs,

@@ -267,10 +267,17 @@ func TestCallToolHandlerOutcomes(t *testing.T) {
 			t.Errorf("req.Tool = %q", req.Tool)
 		}
 	})
-	t.Run("wrapped protocol error is unwrapped", func(t *testing.T) {
+	// A *protocol.Error inside another error (a client's error answer to
+	// sampling, wrapped by the tool) is the tool's failure: the model reads
+	// it; it must not become the JSON-RPC error of tools/call.
+	t.Run("wrapped protocol error is a tool error", func(t *testing.T) {
 		_, res, err := e.handle(protocol.MethodToolsCall, `{"name":"wrapped_error"}`)
-		if perr := wantProtocolError(t, res, err, protocol.CodeInternalError); perr != wrapped {
-			t.Errorf("error = %+v, want the wrapped *protocol.Error", perr)
+		if err != nil {
+			t.Fatalf("error = %v, want an isError result", err)
+		}
+		r, ok := res.(*protocol.CallToolResult)
+		if !ok || !r.IsError || !strings.Contains(r.Content[0].Text, wrapped.Message) {
+			t.Errorf("result = %+v, want isError carrying %q", res, wrapped.Message)
 		}
 	})
 	t.Run("nil result is an internal error", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -73,8 +74,10 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	}
 	res, err := t.Handler(ctx, call)
 	if err != nil {
-		var perr *protocol.Error
-		if errors.As(err, &perr) {
+		// Only a *protocol.Error returned as such is a JSON-RPC error; one
+		// wrapped inside another error (a client's answer to sampling, say)
+		// is part of the tool's failure and goes to the model.
+		if perr, ok := err.(*protocol.Error); ok {
 			return nil, perr
 		}
 		res = protocol.ToolError(err.Error())
@@ -149,6 +152,9 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	return &protocol.ReadResourceResult{Contents: contents}, nil
 }
 
+// maxSubscriptionURI bounds a subscribed URI (the common URL limit).
+const maxSubscriptionURI = 2048
+
 func (s *Server) subscription(req *Request) (any, error) {
 	uri, perr := uriParam(req.Params)
 	if perr != nil {
@@ -157,6 +163,15 @@ func (s *Server) subscription(req *Request) (any, error) {
 	if req.Method == protocol.MethodResourcesUnsubscribe {
 		req.Session.Unsubscribe(uri)
 		return struct{}{}, nil
+	}
+	// Subscriptions are kept per client session until it ends, so what a
+	// client may keep there is bounded: a URI a browser would accept, with
+	// a scheme. Patterns (stale://memory.*) need not name a resource.
+	if len(uri) > maxSubscriptionURI {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: uri is %d bytes; at most %d", len(uri), maxSubscriptionURI)
+	}
+	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: uri %q is not an absolute URI", uri)
 	}
 	if err := req.Session.Subscribe(uri); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)

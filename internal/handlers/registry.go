@@ -94,7 +94,7 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 		return nil, fmt.Errorf("register tool %s: handler is nil", t.Name)
 	}
 	if len(t.InputSchema) == 0 {
-		t.InputSchema = emptyObjectSchema
+		t.InputSchema = json.RawMessage(emptyObjectSchema)
 	}
 	s, err := compileSchema(t.Name, "inputSchema", t.InputSchema)
 	if err != nil {

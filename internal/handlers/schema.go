@@ -16,7 +16,7 @@ import (
 
 // emptyObjectSchema is the inputSchema of a tool that takes no arguments:
 // MCP requires an object schema, never null (server/tools).
-var emptyObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+const emptyObjectSchema = `{"type":"object","additionalProperties":false}`
 
 // argSchema validates tool arguments. It is compiled once, at registration.
 type argSchema struct {

@@ -62,6 +62,7 @@ func (cs closers) Close() error {
 
 // batcher buffers writes and flushes them on an interval and on Close.
 type batcher struct {
+	out  io.Writer
 	mu   sync.Mutex
 	buf  *bufio.Writer
 	stop chan struct{}
@@ -69,7 +70,7 @@ type batcher struct {
 }
 
 func newBatcher(out io.Writer, every time.Duration) *batcher {
-	b := &batcher{buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &batcher{out: out, buf: bufio.NewWriterSize(out, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.flushLoop(every)
 	return b
 }
@@ -77,8 +78,17 @@ func newBatcher(out io.Writer, every time.Duration) *batcher {
 func (b *batcher) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	n, err := b.buf.Write(p)
+	if err != nil {
+		b.recover()
+	}
+	return n, err
 }
+
+// recover drops what is buffered after a failed write. bufio.Writer keeps
+// its first error forever; without this, one failed write (a full disk, a
+// closed pipe) would silence the log for the rest of the process.
+func (b *batcher) recover() { b.buf.Reset(b.out) }
 
 func (b *batcher) flushLoop(every time.Duration) {
 	defer close(b.done)
@@ -98,7 +108,9 @@ func (b *batcher) flushLoop(every time.Duration) {
 func (b *batcher) flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	_ = b.buf.Flush() // nowhere to report a failing log sink but the sink
+	if err := b.buf.Flush(); err != nil {
+		b.recover() // nowhere to report a failing log sink but the sink
+	}
 }
 
 func (b *batcher) Close() error {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
 // DecodeAny decodes valid JSON into the generic form JSON Schema
@@ -13,13 +14,11 @@ import (
 // tools/call and the reflection-based decoder dominates its cost.
 func DecodeAny(data []byte) (any, error) {
 	if !json.Valid(data) {
-		return nil, errNotJSON
+		return nil, errors.New("not valid JSON")
 	}
 	v, _ := decodeValue(data, skipSpace(data, 0))
 	return v, nil
 }
-
-var errNotJSON = &Error{Code: CodeParseError, Message: "not valid JSON"}
 
 // decodeValue decodes the value at data[i] (valid JSON) and returns it with
 // the index just past it.

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// The encoders append to a caller-owned buffer so the transport can reuse
-// one pooled buffer per response instead of allocating per message.
+// The encoders append to a caller-owned buffer, so a response is built in
+// one allocation instead of one per part.
 
 // AppendResult appends {"jsonrpc":"2.0","id":ID,"result":RESULT}. result must
 // be valid JSON (nil is written as {}: MCP results are objects).
@@ -33,8 +33,12 @@ func AppendError(dst []byte, id ID, e *Error) []byte {
 	dst = append(dst, `,"message":`...)
 	dst = AppendString(dst, e.Message)
 	if len(e.Data) > 0 {
-		dst = append(dst, `,"data":`...)
-		dst = append(dst, e.Data...)
+		// Compacted, which also validates: invalid data is dropped rather
+		// than breaking the message (or the SSE frame carrying it).
+		buf := bytes.NewBuffer(append(dst, `,"data":`...))
+		if err := json.Compact(buf, e.Data); err == nil {
+			dst = buf.Bytes()
+		}
 	}
 	return append(dst, "}}"...)
 }
@@ -186,6 +190,9 @@ func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	}
 	dst = append(dst, ']')
 	if len(r.StructuredContent) > 0 {
+		if bytes.TrimLeft(r.StructuredContent, " \t\r\n")[0] != '{' {
+			return nil, fmt.Errorf("encode structuredContent: must be a JSON object")
+		}
 		dst = append(dst, `,"structuredContent":`...)
 		// Compact validates too: a tool's raw JSON must not break the frame.
 		buf := bytes.NewBuffer(dst)

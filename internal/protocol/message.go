@@ -50,7 +50,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	if _, err := readID(b); err != nil {
 		return err
 	}
-	*id = append((*id)[:0], b...)
+	*id = append(ID(nil), b...) // a copy: never write into what b aliases
 	return nil
 }
 

@@ -51,7 +51,7 @@ type ClientSession struct {
 	ended       bool
 	logLevel    protocol.LoggingLevel
 	subs        map[string]struct{}
-	inflight    map[string]context.CancelCauseFunc
+	inflight    map[string]inflightRequest
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
 	standalone  *stream
@@ -77,7 +77,7 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
 		subs:       map[string]struct{}{},
-		inflight:   map[string]context.CancelCauseFunc{},
+		inflight:   map[string]inflightRequest{},
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
@@ -139,16 +139,23 @@ func (s *ClientSession) subscribed(uri string) bool {
 
 func (s *ClientSession) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
 
-// idleSince reports whether nothing has happened since before t: no
-// request, no request in flight and no connected stream.
+// idleSince reports whether the client has shown no sign of life since
+// t: no request, no connected stream, and no request in flight whose HTTP
+// request is still open. A handler waiting on a client that went away
+// (for a sampling answer, say) does not keep the session alive.
 func (s *ClientSession) idleSince(t time.Time) bool {
 	if s.lastSeen.Load() >= t.UnixNano() {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.inflight) > 0 || s.standalone.attached() {
+	if s.standalone.attached() {
 		return false
+	}
+	for _, in := range s.inflight {
+		if in.conn.Err() == nil {
+			return false
+		}
 	}
 	for _, st := range s.streams {
 		if st.attached() {
@@ -158,21 +165,27 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 	return true
 }
 
+// inflightRequest is a request whose handler runs.
+type inflightRequest struct {
+	cancel context.CancelCauseFunc
+	conn   context.Context // the HTTP request's: done when the client left
+}
+
 // begin registers an in-flight request so notifications/cancelled can reach
 // it; a second request with the same id while the first runs is refused.
-func (s *ClientSession) begin(id protocol.ID, cancel context.CancelCauseFunc) error {
+func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel context.CancelCauseFunc) error {
 	key := id.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.ended:
 		return errSessionEnded
-	case s.inflight[key] != nil:
+	case s.inflight[key].cancel != nil:
 		return errDuplicateID
 	case len(s.inflight) >= maxInflight:
 		return errTooManyInFlight
 	}
-	s.inflight[key] = cancel
+	s.inflight[key] = inflightRequest{cancel: cancel, conn: conn}
 	return nil
 }
 
@@ -185,7 +198,7 @@ func (s *ClientSession) end(id protocol.ID) {
 // cancelRequest handles notifications/cancelled.
 func (s *ClientSession) cancelRequest(id protocol.ID) bool {
 	s.mu.Lock()
-	cancel := s.inflight[id.String()]
+	cancel := s.inflight[id.String()].cancel
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(errCancelledByClient)
@@ -229,19 +242,22 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 	return true
 }
 
-// newPostStream creates the stream of a POST response, retaining it for
-// resumption; the oldest retained stream is dropped past the bound.
+// newPostStream creates the stream of a POST response and keeps it for
+// resumption. Past maxRetainedStreams the oldest finished, unattached
+// stream is dropped; a stream still in use never is (their number is
+// bounded by maxInflight).
 func (s *ClientSession) newPostStream() *stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	if len(s.streamOrder) >= maxRetainedStreams {
-		oldest := s.streamOrder[0]
-		s.streamOrder = s.streamOrder[1:]
-		if old := s.streams[oldest]; old != nil {
-			old.closeConn(0)
-			delete(s.streams, oldest)
+		for i, name := range s.streamOrder {
+			if old := s.streams[name]; old == nil || !old.live() {
+				s.streamOrder = append(s.streamOrder[:i], s.streamOrder[i+1:]...)
+				delete(s.streams, name)
+				break
+			}
 		}
 	}
 	s.streams[st.id] = st
@@ -259,7 +275,8 @@ func (s *ClientSession) stream(name string) *stream {
 	return s.streams[name]
 }
 
-// release drops a POST stream once its response has been written.
+// release drops a POST stream once its response has been written and
+// flushed. One whose last write failed stays, so the client can resume it.
 func (s *ClientSession) release(st *stream) {
 	if st == s.standalone || !st.delivered() {
 		return

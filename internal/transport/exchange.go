@@ -86,7 +86,6 @@ func (ex *exchange) finish(data []byte) {
 	}
 }
 
-
 // Notify implements handlers.Peer.
 func (ex *exchange) Notify(_ context.Context, method string, params any) error {
 	data, err := protocol.MarshalNotification(method, params)
@@ -115,7 +114,9 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 	select {
 	case m := <-answer:
 		if m.Error != nil {
-			return nil, m.Error
+			// Wrapped: the client's error is the tool's problem, never the
+			// JSON-RPC error of the tools/call that asked.
+			return nil, fmt.Errorf("client answered %s with an error: %w", method, m.Error)
 		}
 		return m.Result, nil
 	case <-ctx.Done():
@@ -149,7 +150,9 @@ func (ex *exchange) clientSupports(method string) error {
 // anything, it starts the stream first, so the client gets the priming
 // event it needs to resume.
 func (ex *exchange) CloseStream(retryMs int) {
-	if !ex.sseOK || !ex.detached {
+	// Before 2025-11-25 clients get no priming event, so a closed stream
+	// would leave them no id to resume from: keep it open for them.
+	if !ex.sseOK || !ex.detached || !protocol.HasPrimingEvents(ex.sess.version) {
 		return
 	}
 	ex.mu.Lock()

@@ -2,9 +2,12 @@ package transport
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 func resURI(i int) string { return fmt.Sprintf("test://res/%d", i) }
@@ -126,6 +129,17 @@ func TestGET_FreshStreamGetsOnlyUnwritten(t *testing.T) {
 	}
 }
 
+// A Last-Event-ID naming a POST stream this server issued but no longer
+// holds is refused, rather than answered with a stream on which the client
+// would wait forever for its response.
+func TestGET_GonePostStream(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p99-1")
+	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
+	h.toolsListOK(t, sid)
+}
+
 // A Last-Event-ID beyond anything issued must not make the stream skip
 // the events that come next.
 func TestGET_LastEventIDFromTheFuture(t *testing.T) {
@@ -195,13 +209,17 @@ func resumePostStream(t *testing.T, h *harness, tool string) {
 	}
 	res.waitEnd(t)
 
-	// Delivered once: the stream is gone, so the same id now falls back to
-	// the standalone stream (which replays nothing: no Last-Event-ID of it).
-	again := h.openGET(t, sid, "Last-Event-ID", prime.ID)
+	// Delivered once: the stream is gone, and resuming it again is refused
+	// rather than answered with a stream that would never carry a response.
+	eventually(t, waitLong, "the delivered stream to be released", func() bool { return h.session(t, sid).stream(name) == nil })
+	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", prime.ID)
+	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
+	// The standalone stream's earlier event was never written, so a fresh
+	// GET gets it now.
+	again := h.openGET(t, sid)
 	if ev := again.next(t); !ev.priming() || !strings.HasPrefix(ev.ID, standaloneStreamName+"-") {
-		t.Fatalf("second resume of a delivered stream: first event %+v, want the standalone priming event", ev)
+		t.Fatalf("fresh GET: first event %+v, want the standalone priming event", ev)
 	}
-	// The standalone stream's earlier event was never written, so it comes now.
 	if ev, m := again.nextMessage(t); resourceUpdatedURI(t, m) != "test://a" || ev.ID != "g-1" {
 		t.Fatalf("standalone event %+v", ev)
 	}
@@ -213,7 +231,7 @@ func TestGET_UnknownLastEventID(t *testing.T) {
 	h := newHarness(t)
 	sid := h.initialize(t)
 	h.subscribe(t, sid, "test://a")
-	for i, last := range []string{"zzz-5", "garbage", "p99-1", "-5", "g-", "g-x", "p1-18446744073709551616", strings.Repeat("x", 4000)} {
+	for i, last := range []string{"zzz-5", "garbage", "-5", "g-", "g-x", "p1-18446744073709551616", strings.Repeat("x", 4000)} {
 		t.Run(fmt.Sprintf("%.20s", last), func(t *testing.T) {
 			get := h.openGET(t, sid, "Last-Event-ID", last)
 			if ev := get.next(t); !ev.priming() || !strings.HasPrefix(ev.ID, "g-") {
@@ -351,10 +369,11 @@ func TestCloseStreams_RetryHint(t *testing.T) {
 	}
 	get.waitEnd(t)
 	h.toolsListOK(t, sid)
-	// The client may come back.
-	again := h.openGET(t, sid)
-	if ev := again.next(t); !ev.priming() {
-		t.Fatalf("GET after CloseStreams: first event %+v", ev)
+	// The server is draining: a new stream would hold shutdown up, so the
+	// client is told to retry (in a deployment, on another replica).
+	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream")
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET after CloseStreams: %s, want 503 with Retry-After", r)
 	}
 }
 

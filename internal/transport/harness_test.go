@@ -671,29 +671,45 @@ func checkRPCError(body []byte, wantID string, wantCode int) (string, error) {
 	return msg, nil
 }
 
+// messageBody returns the JSON-RPC message a POST reply carries: the body
+// of a JSON reply, or the data of the last event of an SSE reply
+// (LongRunning tools always answer with a stream).
+func messageBody(t testing.TB, r *reply) []byte {
+	t.Helper()
+	switch ct := r.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "application/json"):
+		return r.Body
+	case strings.HasPrefix(ct, "text/event-stream"):
+		evs := parseSSE(r.Body)
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Data != "" {
+				return []byte(evs[i].Data)
+			}
+		}
+		t.Fatalf("SSE reply carries no message: %s", r)
+	default:
+		t.Fatalf("Content-Type = %q, want application/json or text/event-stream (%s)", ct, r)
+	}
+	return nil
+}
+
 func wantRPCError(t testing.TB, r *reply, wantStatus int, wantID string, wantCode int) string {
 	t.Helper()
 	if r.Status != wantStatus {
 		t.Errorf("status = %d, want %d (%s)", r.Status, wantStatus, r)
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	msg, err := checkRPCError(r.Body, wantID, wantCode)
+	msg, err := checkRPCError(messageBody(t, r), wantID, wantCode)
 	if err != nil {
 		t.Errorf("%v (%s)", err, r)
 	}
 	return msg
 }
 
-// resultOf checks a JSON result response with id wantID and returns its
+// resultOf checks a result response with id wantID and returns its
 // result.
 func resultOf(t testing.TB, r *reply, wantID string) json.RawMessage {
 	t.Helper()
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("Content-Type = %q, want application/json (%s)", ct, r)
-	}
-	return resultFromMessage(t, r.Body, wantID)
+	return resultFromMessage(t, messageBody(t, r), wantID)
 }
 
 func resultFromMessage(t testing.TB, body []byte, wantID string) json.RawMessage {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -40,7 +38,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
 		return
 	}
-	body, status, perr := t.readBody(r)
+	body, status, perr := t.readBody(w, r)
 	if perr != nil {
 		rec.status = status
 		writeError(w, status, nil, perr)
@@ -55,7 +53,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	rec.method, rec.id = msg.Method, msg.ID
 
 	if msg.Kind == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
-		t.initialize(w, msg, rec)
+		t.initialize(w, r, msg, rec)
 		return
 	}
 	sess, ok := t.session(w, r, msg.ID, rec)
@@ -84,16 +82,25 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 // decoding anything (pitfalls.md: one request must not take the process
 // down). The buffer is fresh per request, not pooled: the decoded message
 // aliases it, and handlers may keep slices of their arguments.
-func (t *Transport) readBody(r *http.Request) ([]byte, int, *protocol.Error) {
+func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *protocol.Error) {
 	limit := t.opts.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
+	// A declared length sizes the buffer, but only up to 64 KiB: the
+	// header alone must not make the server allocate what the client has
+	// not sent. Larger bodies grow as their bytes arrive.
 	size := 512
 	if r.ContentLength >= 0 {
-		size = int(r.ContentLength) + 1 // +1 so io.EOF arrives without a regrow
+		size = int(min(r.ContentLength+1, 64<<10)) // +1: io.EOF without a regrow
 	}
 	b := make([]byte, 0, size)
+	// The body must arrive in time; the deadline is lifted after it, since
+	// the response may be a long-lived stream. (http.Server.ReadTimeout
+	// would also cancel streaming requests, so it stays unset.)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(t.now().Add(t.opts.ReadBodyTimeout)) // unsupported writer: no deadline
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
@@ -148,14 +155,14 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 	return sess, true
 }
 
-func (t *Transport) initialize(w http.ResponseWriter, msg *protocol.Message, rec *requestLog) {
+func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, rec *requestLog) {
 	params, result, perr := t.srv.Initialize(msg.Params)
 	if perr != nil {
 		rec.status, rec.rpcCode = http.StatusOK, perr.Code
 		writeError(w, rec.status, msg.ID, perr)
 		return
 	}
-	sess, err := t.sessions.Create(context.Background(), SessionInit{
+	sess, err := t.sessions.Create(r.Context(), SessionInit{
 		Version:      result.ProtocolVersion,
 		Client:       params.ClientInfo,
 		Capabilities: params.Capabilities,
@@ -203,9 +210,14 @@ func (t *Transport) notification(sess *ClientSession, msg *protocol.Message) {
 func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, sseOK bool, rec *requestLog) {
 	// Not r.Context(): a disconnect is not a cancellation (basic/transports).
 	ctx, cancel := context.WithCancelCause(sess.ctx)
-	if err := sess.begin(msg.ID, cancel); err != nil {
+	if err := sess.begin(msg.ID, r.Context(), cancel); err != nil {
 		cancel(nil)
 		rec.status, rec.rpcCode = http.StatusOK, protocol.CodeInvalidRequest
+		if errors.Is(err, errSessionEnded) {
+			// Ended between lookup and now: the same 404 as any ended
+			// session (basic/transports).
+			rec.status = http.StatusNotFound
+		}
 		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
@@ -228,6 +240,12 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	}
 	rec.status = http.StatusOK
 	if detached {
+		// The stream starts at once: a long-running tool may stay silent
+		// for longer than a proxy's idle timeout, and the priming event and
+		// keep-alives let the client hold on, or resume.
+		ex.mu.Lock()
+		ex.startStream()
+		ex.mu.Unlock()
 		// Both sides write parts of the log line; the last one writes it.
 		rec.pending.Add(1)
 		t.wg.Add(1)
@@ -267,9 +285,9 @@ func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
 
 // streamResponse serves a POST response stream to its end.
 func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
-	c := st.attach()
+	c, cursor := st.attach(0)
 	startSSE(w)
-	t.serveStream(r.Context(), w, st, c, 0, protocol.HasPrimingEvents(sess.version))
+	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))
 	st.detach(c)
 	sess.release(st)
 }
@@ -304,152 +322,9 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	return out
 }
 
-// handleGet opens the session's standalone SSE stream, or resumes a stream
-// after Last-Event-ID (basic/transports, "Listening for Messages" and
-// "Resumability and Redelivery").
-func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
-	rec := &requestLog{start: t.now(), method: "GET"}
-	rec.pending.Store(1)
-	defer t.finishLog(rec)
-	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
-		rec.status = http.StatusNotAcceptable
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
-		return
-	}
-	sess, ok := t.session(w, r, nil, rec)
-	if !ok {
-		return
-	}
-	rec.session = sess.id
-	st, cursor, prime := sess.standalone, sess.standalone.position(), protocol.HasPrimingEvents(sess.version)
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		name, seq, ok := parseEventID(last)
-		resumed := sess.stream(name)
-		if !ok || resumed == nil {
-			t.log.Info().Str("session", sess.id).Str("lastEventId", last).Msg("resume: unknown stream; opening the standalone stream")
-		} else {
-			st, cursor, prime = resumed, resumed.resumeAt(seq), false
-		}
-	}
-	rec.status, rec.streamed = http.StatusOK, true
-	c := st.attach()
-	startSSE(w)
-	t.serveStream(r.Context(), w, st, c, cursor, prime)
-	st.detach(c)
-	sess.release(st)
-	sess.touch(t.now())
-}
-
-// handleDelete ends a client session (basic/transports, "Session
-// Management"); afterwards its id gets 404 everywhere.
-func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
-	rec := &requestLog{start: t.now(), method: "DELETE"}
-	rec.pending.Store(1)
-	defer t.finishLog(rec)
-	sess, ok := t.session(w, r, nil, rec)
-	if !ok {
-		return
-	}
-	rec.session = sess.id
-	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
-		rec.status = http.StatusServiceUnavailable
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "end client session: %v", err))
-		return
-	}
-	rec.status = http.StatusNoContent
-	w.WriteHeader(rec.status)
-}
-
-// accepts reads an Accept header. An absent header accepts both; a client
-// sending application/json only never gets a stream. It runs on every POST,
-// so it scans in place instead of splitting.
-func accepts(h string) (jsonOK, sseOK bool) {
-	if h == "" {
-		return true, false
-	}
-	for h != "" {
-		part := h
-		if i := strings.IndexByte(h, ','); i >= 0 {
-			part, h = h[:i], h[i+1:]
-		} else {
-			h = ""
-		}
-		if i := strings.IndexByte(part, ';'); i >= 0 {
-			part = part[:i]
-		}
-		switch part = strings.TrimSpace(part); {
-		case strings.EqualFold(part, "application/json"), strings.EqualFold(part, "application/*"):
-			jsonOK = true
-		case strings.EqualFold(part, "text/event-stream"), strings.EqualFold(part, "text/*"):
-			sseOK = true
-		case part == "*/*":
-			jsonOK, sseOK = true, true
-		}
-	}
-	return jsonOK, sseOK
-}
-
-func mediaTypeIs(h, want string) bool {
-	mt, _, _ := strings.Cut(h, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), want)
-}
-
 func decodeInto(raw []byte, v any) error {
 	if len(raw) == 0 {
-		return fmt.Errorf("no params")
+		return errors.New("no params")
 	}
 	return json.Unmarshal(raw, v)
-}
-
-// requestLog is the one structured log line written per request. A
-// detached tools/call fills it from two goroutines: the HTTP side (status,
-// streaming) and the handler (tool, outcome); each calls finishLog when done
-// with its fields and the last one writes the line, so the line is complete
-// even when the HTTP response ends before the handler (SEP-1699 polling, a
-// disconnect).
-type requestLog struct {
-	pending   atomic.Int32
-	start     time.Time
-	method    string
-	id        protocol.ID
-	session   string
-	tool      string
-	toolError bool
-	status    int
-	rpcCode   int
-	streamed  bool
-}
-
-func (t *Transport) finishLog(rec *requestLog) {
-	if rec.pending.Add(-1) == 0 {
-		t.logRequest(rec)
-	}
-}
-
-func (t *Transport) logRequest(rec *requestLog) {
-	lvl := t.log.Info()
-	if rec.status >= 500 || rec.rpcCode == protocol.CodeInternalError {
-		lvl = t.log.Error()
-	}
-	if !lvl.Enabled() {
-		return
-	}
-	lvl = lvl.Str("method", rec.method).Int("status", rec.status).
-		Float64("durationMs", float64(t.now().Sub(rec.start).Microseconds())/1000)
-	if rec.session != "" {
-		lvl = lvl.Str("session", rec.session)
-	}
-	if !rec.id.IsZero() {
-		lvl = lvl.RawJSON("id", rec.id)
-	}
-	if rec.tool != "" {
-		lvl = lvl.Str("tool", rec.tool).Bool("toolError", rec.toolError)
-	}
-	if rec.rpcCode != 0 {
-		lvl = lvl.Int("rpcError", rec.rpcCode)
-	}
-	if rec.streamed {
-		lvl = lvl.Bool("sse", true)
-	}
-	lvl.Msg("mcp request")
 }

@@ -255,7 +255,7 @@ func TestIDReuseAfterResponse(t *testing.T) {
 				t.Fatalf("%s try %d: %s", tool, i, r)
 			}
 			var env struct{ Error json.RawMessage }
-			if err := json.Unmarshal(r.Body, &env); err != nil || env.Error != nil {
+			if err := json.Unmarshal(messageBody(t, r), &env); err != nil || env.Error != nil {
 				t.Fatalf("%s try %d: reusing id 1 after its response was refused: %s", tool, i, r.Body)
 			}
 		}

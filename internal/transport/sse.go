@@ -36,6 +36,10 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 	}
 	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
 	defer keepAlive.Stop()
+	// A client that stops reading must not pin this goroutine: every write
+	// gets a deadline, cleared on the way out so net/http can finish the
+	// response.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	var evs []event
 	for {
 		var done, lost bool
@@ -48,11 +52,17 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 			cursor = ev.seq
 		}
 		if len(buf) > 0 {
+			_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // unsupported on some writers: no deadline then
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 			if err := rc.Flush(); err != nil {
 				return
+			}
+			if len(evs) > 0 {
+				// Only now: an event counts as sent once it left the
+				// process, so a failed write leaves it for resumption.
+				st.markFlushed(cursor)
 			}
 			buf = buf[:0]
 		}

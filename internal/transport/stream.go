@@ -15,14 +15,18 @@ type event struct {
 // stream is a bounded log of events with at most one attached connection.
 // All fields are guarded by mu.
 type stream struct {
-	id string
+	id    string
+	limit int // most events kept
 
 	mu      sync.Mutex
-	ring    []event // circular, capacity = log bound
+	ring    []event // circular; grows on demand up to limit
 	head    int     // index of the oldest event
 	n       int     // events held
 	nextSeq uint64  // seq of the next event; seqs start at 1
-	written uint64  // highest seq written to some connection
+	// flushed is the highest seq a connection has written and flushed. It
+	// is where a new connection that does not resume starts, and a POST
+	// stream counts as delivered only once its last event is flushed.
+	flushed uint64
 	conn    *streamConn
 	done    bool // a POST stream whose response is in the log
 	// closeNext, when positive, closes the next attached connection right
@@ -31,8 +35,12 @@ type stream struct {
 	closeNext int
 }
 
+// initialRing is the ring's first size: most POST streams carry a handful
+// of events, so a session or a call does not pay for the full log bound.
+const initialRing = 4
+
 func newStream(id string, limit int) *stream {
-	return &stream{id: id, ring: make([]event, limit), nextSeq: 1}
+	return &stream{id: id, limit: limit, nextSeq: 1}
 }
 
 // streamConn is one HTTP response serving a stream.
@@ -72,15 +80,13 @@ func (s *stream) appendFinal(data []byte) {
 		s.push(data) // wakes the connection
 		return
 	}
-	if s.conn != nil {
-		select {
-		case s.conn.wake <- struct{}{}:
-		default:
-		}
-	}
+	s.wake()
 }
 
 func (s *stream) push(data []byte) {
+	if s.n == len(s.ring) && len(s.ring) < s.limit {
+		s.grow()
+	}
 	i := (s.head + s.n) % len(s.ring)
 	if s.n == len(s.ring) {
 		s.head = (s.head + 1) % len(s.ring)
@@ -89,6 +95,20 @@ func (s *stream) push(data []byte) {
 	}
 	s.ring[i] = event{seq: s.nextSeq, data: data}
 	s.nextSeq++
+	s.wake()
+}
+
+// grow doubles the ring (up to limit), keeping events in order.
+func (s *stream) grow() {
+	size := min(max(2*len(s.ring), initialRing), s.limit)
+	ring := make([]event, size)
+	for i := 0; i < s.n; i++ {
+		ring[i] = s.ring[(s.head+i)%len(s.ring)]
+	}
+	s.ring, s.head = ring, 0
+}
+
+func (s *stream) wake() {
 	if s.conn != nil {
 		select {
 		case s.conn.wake <- struct{}{}:
@@ -99,8 +119,12 @@ func (s *stream) push(data []byte) {
 
 // attach makes a new connection the stream's writer, superseding any
 // previous one (a client that reconnects is the live one; the old TCP
-// connection may not have noticed it is dead yet).
-func (s *stream) attach() *streamConn {
+// connection may not have noticed it is dead yet), and returns the cursor
+// it starts after. resume is the seq of the client's Last-Event-ID, or
+// negative for a fresh connection, which starts after the last event some
+// connection flushed. Both happen under one lock, so no event is written by
+// the old connection after the new one chose its start.
+func (s *stream) attach(resume int64) (*streamConn, uint64) {
 	c := &streamConn{wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,7 +137,13 @@ func (s *stream) attach() *streamConn {
 		close(c.closed)
 		s.conn = nil
 	}
-	return c
+	cursor := s.flushed
+	if resume >= 0 {
+		// An id from the future must not make the stream skip events that
+		// have not been sent yet.
+		cursor = min(uint64(resume), s.nextSeq-1)
+	}
+	return c, cursor
 }
 
 // detach removes c if it is still the attached connection.
@@ -165,35 +195,29 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 			}
 		}
 	}
-	if len(buf) > 0 {
-		s.written = max(s.written, buf[len(buf)-1].seq)
-	}
 	return buf, s.done, lost
 }
 
-// resumeAt clamps a client's Last-Event-ID sequence number to what was
-// issued: an id from the future must not make the stream skip events
-// that have not been sent yet.
-func (s *stream) resumeAt(seq uint64) uint64 {
+// markFlushed records that a connection wrote and flushed through seq.
+func (s *stream) markFlushed(seq uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return min(seq, s.nextSeq-1)
+	s.flushed = max(s.flushed, seq)
 }
 
-// position is where a fresh (non-resuming) connection starts: after the
-// last event some connection wrote, so nothing is skipped that was never
-// sent, and nothing already sent is sent again.
-func (s *stream) position() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.written
-}
-
-// delivered reports whether a finished stream has written its last event.
+// delivered reports whether a finished stream has flushed its last event.
 func (s *stream) delivered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.done && s.written == s.nextSeq-1
+	return s.done && s.flushed == s.nextSeq-1
+}
+
+// live reports whether the stream may still get events or has a reader:
+// such a stream must never be dropped from its session.
+func (s *stream) live() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.done || s.conn != nil
 }
 
 func (s *stream) attached() bool {
@@ -216,8 +240,18 @@ func parseEventID(id string) (stream string, seq uint64, ok bool) {
 		return "", 0, false
 	}
 	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
-	if err != nil {
+	if err != nil || seq > 1<<62 {
 		return "", 0, false
 	}
 	return id[:i], seq, true
+}
+
+// isPostStreamName reports whether name is one this server gives POST
+// streams ("p" and a number).
+func isPostStreamName(name string) bool {
+	if len(name) < 2 || name[0] != 'p' {
+		return false
+	}
+	_, err := strconv.ParseUint(name[1:], 10, 64)
+	return err == nil
 }

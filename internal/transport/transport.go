@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/cors"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -27,7 +29,11 @@ type Options struct {
 	KeepAliveInterval  time.Duration
 	EventLogSize       int
 	MaxSessions        int
-	Logger             zerolog.Logger
+	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
+	// each write of a response or stream event.
+	ReadBodyTimeout time.Duration
+	WriteTimeout    time.Duration
+	Logger          zerolog.Logger
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
 	// Now is the clock; nil means time.Now.
@@ -42,6 +48,8 @@ type Transport struct {
 	origins  originPolicy
 	log      zerolog.Logger
 	now      func() time.Time
+	// draining is set by CloseStreams: no new GET streams from then on.
+	draining atomic.Bool
 
 	ctx    context.Context // parent of every client session
 	cancel context.CancelFunc
@@ -57,6 +65,12 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	if opts.MaxBodyBytes <= 0 || opts.SessionIdleTimeout <= 0 || opts.KeepAliveInterval <= 0 ||
 		opts.EventLogSize <= 0 || opts.MaxSessions <= 0 {
 		return nil, fmt.Errorf("transport: MaxBodyBytes, SessionIdleTimeout, KeepAliveInterval, EventLogSize and MaxSessions must be positive")
+	}
+	if opts.ReadBodyTimeout <= 0 {
+		opts.ReadBodyTimeout = 30 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
 	}
 	now := opts.Now
 	if now == nil {
@@ -74,12 +88,27 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 // Mount adds the MCP endpoint to r at path (conventionally "/mcp").
 func (t *Transport) Mount(r chi.Router, path string) {
 	r.Group(func(r chi.Router) {
-		r.Use(t.recoverer, t.checkOrigin)
+		r.Use(t.recoverer, t.cors(), t.checkOrigin)
 		r.Post(path, t.handlePost)
 		r.Get(path, t.handleGet)
 		r.Delete(path, t.handleDelete)
+		r.Options(path, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 		r.MethodFunc(http.MethodPut, path, methodNotAllowed)
 		r.MethodFunc(http.MethodPatch, path, methodNotAllowed)
+	})
+}
+
+// cors lets browser clients on allowed origins call the endpoint: the
+// preflight, and the MCP headers a browser script must be allowed to send
+// and to read (Mcp-Session-Id above all).
+func (t *Transport) cors() func(http.Handler) http.Handler {
+	return cors.Handler(cors.Options{
+		AllowOriginFunc: func(_ *http.Request, origin string) bool { return t.origins.allows(origin) },
+		AllowedMethods:  []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+		AllowedHeaders: []string{"Accept", "Authorization", "Content-Type", "Last-Event-ID",
+			headerSessionID, headerProtocolVersion},
+		ExposedHeaders: []string{headerSessionID, headerProtocolVersion, "WWW-Authenticate"},
+		MaxAge:         600,
 	})
 }
 
@@ -127,6 +156,7 @@ func (t *Transport) Close(ctx context.Context) error {
 // clients reconnect (to another replica) instead of holding a connection
 // that keeps a shutting-down server alive. Streamed POST responses finish.
 func (t *Transport) CloseStreams(retryMs int) {
+	t.draining.Store(true)
 	t.sessions.Each(func(s *ClientSession) bool {
 		s.standalone.closeConn(retryMs)
 		return true

@@ -7,13 +7,9 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// contentTypeJSON is shared by every response; net/http only reads header
-// values, and sharing saves an allocation per response. Never append to it.
-var contentTypeJSON = []string{"application/json"}
-
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h["Content-Type"] = contentTypeJSON
+	h.Set("Content-Type", "application/json")
 	// net/http sets Content-Length itself for a body written in one piece
 	// under its chunking threshold; only larger bodies need it set here.
 	if len(body) > 2048 {

@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// handleGet opens the session's standalone SSE stream, or resumes a stream
+// after Last-Event-ID (basic/transports, "Listening for Messages" and
+// "Resumability and Redelivery").
+func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
+	rec := &requestLog{start: t.now(), method: "GET"}
+	rec.pending.Store(1)
+	defer t.finishLog(rec)
+	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
+		rec.status = http.StatusNotAcceptable
+		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
+		return
+	}
+	if t.draining.Load() {
+		// Shutting down: a stream opened now would hold the server up; the
+		// client retries, in a deployment on another replica.
+		rec.status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "server is shutting down; reconnect"))
+		return
+	}
+	sess, ok := t.session(w, r, nil, rec)
+	if !ok {
+		return
+	}
+	rec.session = sess.id
+	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		name, seq, ok := parseEventID(last)
+		switch resumed := sess.stream(name); {
+		case ok && resumed != nil:
+			st, resume, prime = resumed, int64(seq), false
+		case ok && isPostStreamName(name):
+			// One of ours, gone (delivered, or dropped from the bounded
+			// set): say so, rather than open a stream on which the
+			// client would wait forever for a response.
+			rec.status = http.StatusBadRequest
+			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "Last-Event-ID %q: that stream is no longer available", last))
+			return
+		default:
+			// Not an id this server issues: serve the standalone stream.
+			t.log.Info().Str("session", sess.id).Str("lastEventId", last).Msg("resume: unknown stream; opening the standalone stream")
+		}
+	}
+	rec.status, rec.streamed = http.StatusOK, true
+	c, cursor := st.attach(resume)
+	startSSE(w)
+	t.serveStream(r.Context(), w, st, c, cursor, prime)
+	st.detach(c)
+	sess.release(st)
+	sess.touch(t.now())
+}
+
+// handleDelete ends a client session (basic/transports, "Session
+// Management"); afterwards its id gets 404 everywhere.
+func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
+	rec := &requestLog{start: t.now(), method: "DELETE"}
+	rec.pending.Store(1)
+	defer t.finishLog(rec)
+	sess, ok := t.session(w, r, nil, rec)
+	if !ok {
+		return
+	}
+	rec.session = sess.id
+	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
+		rec.status = http.StatusServiceUnavailable
+		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "end client session: %v", err))
+		return
+	}
+	rec.status = http.StatusNoContent
+	w.WriteHeader(rec.status)
+}

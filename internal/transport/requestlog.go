@@ -1,0 +1,64 @@
+package transport
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// requestLog is the one structured log line written per request. A
+// detached tools/call fills it from two goroutines: the HTTP side (status,
+// streaming) and the handler (tool, outcome); each calls finishLog when done
+// with its fields and the last one writes the line, so the line is complete
+// even when the HTTP response ends before the handler (SEP-1699 polling, a
+// disconnect).
+type requestLog struct {
+	pending   atomic.Int32
+	start     time.Time
+	method    string
+	id        protocol.ID
+	session   string
+	tool      string
+	toolError bool
+	status    int
+	rpcCode   int
+	streamed  bool
+}
+
+func (t *Transport) finishLog(rec *requestLog) {
+	if rec.pending.Add(-1) == 0 {
+		t.logRequest(rec)
+	}
+}
+
+// logRequest writes the line: method, tool, client session, status,
+// duration and JSON-RPC id; never arguments or results.
+func (t *Transport) logRequest(rec *requestLog) {
+	lvl := t.log.Info()
+	if rec.status >= http.StatusInternalServerError || rec.rpcCode == protocol.CodeInternalError {
+		lvl = t.log.Error()
+	}
+	if !lvl.Enabled() {
+		return
+	}
+	lvl = lvl.Str("method", rec.method).Int("status", rec.status).
+		Float64("durationMs", float64(t.now().Sub(rec.start).Microseconds())/1000)
+	if rec.session != "" {
+		lvl = lvl.Str("session", rec.session)
+	}
+	if !rec.id.IsZero() {
+		lvl = lvl.RawJSON("id", rec.id)
+	}
+	if rec.tool != "" {
+		lvl = lvl.Str("tool", rec.tool).Bool("toolError", rec.toolError)
+	}
+	if rec.rpcCode != 0 {
+		lvl = lvl.Int("rpcError", rec.rpcCode)
+	}
+	if rec.streamed {
+		lvl = lvl.Bool("sse", true)
+	}
+	lvl.Msg("mcp request")
+}
