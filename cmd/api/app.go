@@ -16,6 +16,8 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -28,6 +30,7 @@ type app struct {
 	logs      io.Closer
 	transport *transport.Transport
 	router    chi.Router
+	closers   []func() // background work to stop after the server
 }
 
 func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
@@ -38,10 +41,14 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	// Whatever started before a failure is stopped again: a caller that
 	// gets an error must not inherit goroutines.
 	var tr *transport.Transport
+	var closers []func() // background work started so far, stopped on failure
 	defer func() {
 		if err != nil {
 			if tr != nil {
 				_ = tr.Close(context.Background())
+			}
+			for _, c := range closers {
+				c()
 			}
 			_ = logs.Close()
 		}
@@ -74,7 +81,17 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
 	}
-	err = builtin.Register(srv, builtin.Info{
+	pressure := guard.NewMonitor(time.Second)
+	closers = append(closers, pressure.Close)
+	policy := guard.NewPolicy(logger, cfg.Limits.MaxRequestBytes, pressure.Level)
+	pipe, err := pipeline.New(pipeline.Config{
+		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
+		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
+	}, policy, logger)
+	if err != nil {
+		return nil, fmt.Errorf("build guardrails: %w", err)
+	}
+	err = builtin.Register(srv, pipe, builtin.Info{
 		Name: "mcp-runtime", Version: version, Started: time.Now(),
 		Sessions: func() int { return tr.Sessions().Len() },
 	})
@@ -87,7 +104,7 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 	})
-	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r}, nil
+	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers}, nil
 }
 
 func isLoopback(host string) bool {
@@ -139,6 +156,9 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	err := <-shut
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	for _, c := range a.closers {
+		c() // INV-MCP-XC-003: every background goroutine stops
 	}
 	if err != nil {
 		_ = hs.Close()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -99,13 +100,16 @@ func TestAPI_OfficialClient(t *testing.T) {
 		t.Fatalf("tools/list = %v, want runtime_echo and runtime_info", names)
 	}
 
+	// Every built-in tool answers with the envelope (INV-MCP-RESP-001): the
+	// same JSON as structuredContent and as the first text block.
 	for _, name := range []string{"runtime_echo", "runtime.echo"} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": "héllo ✓"}})
 		if err != nil {
 			t.Fatalf("tools/call %s: %v", name, err)
 		}
-		if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "héllo ✓" {
-			t.Errorf("tools/call %s = %+v", name, res)
+		env := envelope(t, res)
+		if res.IsError || !env.Success || string(env.Data) != `{"text":"héllo ✓"}` || env.Metadata.DurationMs == nil {
+			t.Errorf("tools/call %s = %+v", name, env)
 		}
 	}
 
@@ -113,8 +117,8 @@ func TestAPI_OfficialClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tools/call with bad arguments: %v", err)
 	}
-	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "/text") {
-		t.Errorf("bad arguments: want an isError result naming /text, got %+v", res.Content)
+	if env := envelope(t, res); !res.IsError || env.Success || env.Error.Code != "INVALID_INPUT" || !strings.Contains(env.Error.Message, "/text") {
+		t.Errorf("bad arguments: want an INVALID_INPUT envelope naming /text, got %+v", env)
 	}
 
 	info, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "runtime_info"})
@@ -125,9 +129,8 @@ func TestAPI_OfficialClient(t *testing.T) {
 		ProtocolVersion string `json:"protocolVersion"`
 		ClientSessions  int    `json:"clientSessions"`
 	}
-	raw, _ := json.Marshal(info.StructuredContent)
-	if err := json.Unmarshal(raw, &doc); err != nil || doc.ClientSessions < 1 || doc.ProtocolVersion == "" {
-		t.Errorf("runtime_info structuredContent = %s (%v)", raw, err)
+	if env := envelope(t, info); json.Unmarshal(env.Data, &doc) != nil || doc.ClientSessions < 1 || doc.ProtocolVersion == "" {
+		t.Errorf("runtime_info data = %s", env.Data)
 	}
 
 	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "runtime://info"})
@@ -198,6 +201,40 @@ func TestRun_BadConfigNamesKey(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "logLevel") {
 		t.Fatalf("run with MCP_LOG_LEVEL=loud: err = %v, want one naming logLevel", err)
 	}
+}
+
+type envelopeDoc struct {
+	Success  bool            `json:"success"`
+	Data     json.RawMessage `json:"data"`
+	Error    struct{ Code, Message string }
+	Metadata struct {
+		DurationMs *int64 `json:"durationMs"`
+		Truncated  bool   `json:"truncated"`
+	} `json:"metadata"`
+}
+
+// envelope checks that structuredContent and the first text block carry
+// the same envelope, and returns it.
+func envelope(t *testing.T, res *mcp.CallToolResult) envelopeDoc {
+	t.Helper()
+	structured, _ := json.Marshal(res.StructuredContent)
+	text := res.Content[0].(*mcp.TextContent).Text
+	var a, b envelopeDoc
+	if err := json.Unmarshal(structured, &a); err != nil {
+		t.Fatalf("structuredContent %s: %v", structured, err)
+	}
+	if err := json.Unmarshal([]byte(text), &b); err != nil {
+		t.Fatalf("first text block %q is not the envelope: %v", text, err)
+	}
+	// The client re-encodes structuredContent (a map: sorted keys), so
+	// compare values, not bytes.
+	var sa, sb any
+	_ = json.Unmarshal(structured, &sa)
+	_ = json.Unmarshal([]byte(text), &sb)
+	if !reflect.DeepEqual(sa, sb) {
+		t.Fatalf("structuredContent %s and text %s differ", structured, text)
+	}
+	return b
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -374,8 +374,16 @@ func TestInterrupt(t *testing.T) {
 	fs := &fakeServer{t: t, sessions: map[string]bool{}}
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Interrupt once the server has answered a few calls (not after a fixed
+	// time, which a loaded machine may spend on the handshake alone).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	go func() {
+		for fs.calls.Load() < 3 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"-url", srv.URL, "-duration", "1h", "-warmup", "0", "-json",
 		"-header", "Authorization: Bearer test-token"}, &stdout, &stderr, false)

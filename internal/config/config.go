@@ -50,6 +50,10 @@ type Config struct {
 	// ShutdownGraceMs is how long in-flight requests get to finish after
 	// SIGTERM; see [Config.ShutdownGrace].
 	ShutdownGraceMs int64 `yaml:"shutdownGraceMs"`
+	// Timeouts, Limits and Response are the runtime guardrails.
+	Timeouts Timeouts `yaml:"timeouts"`
+	Limits   Limits   `yaml:"limits"`
+	Response Response `yaml:"response"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -108,6 +112,9 @@ func Default() Config {
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.
 		ShutdownGraceMs: 25_000,
+		Timeouts:        defaultTimeouts(),
+		Limits:          defaultLimits(),
+		Response:        defaultResponse(),
 	}
 }
 

@@ -86,6 +86,9 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			MaxSessions:          500,
 		},
 		ShutdownGraceMs: 0,
+		Timeouts:        defaultTimeouts(),
+		Limits:          defaultLimits(),
+		Response:        defaultResponse(),
 	}
 	for _, tc := range []struct {
 		name string

@@ -115,6 +115,7 @@ func (c Config) Validate() error {
 	intRange("shutdownGraceMs", c.ShutdownGraceMs, 0, maxDurationMs,
 		fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 
+	errs = append(errs, c.validateRuntime()...)
 	return errors.Join(errs...)
 }
 

@@ -58,11 +58,21 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
 	}
 	req.Tool = t.Name
+	if t.Precheck != nil {
+		if res := t.Precheck(args); res != nil {
+			req.ToolError = res.IsError
+			return res, nil
+		}
+	}
 	// 2025-11-25: input validation failures are tool results the model can
 	// correct, not protocol errors.
 	if msg := t.schema.validate(args); msg != "" {
 		req.ToolError = true
-		return protocol.ToolError(fmt.Sprintf("%s: %s", t.exposed, msg)), nil
+		msg = fmt.Sprintf("%s: %s", t.exposed, msg)
+		if t.Invalid != nil {
+			return t.Invalid(msg), nil
+		}
+		return protocol.ToolError(msg), nil
 	}
 	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}
 	if len(meta) > 0 {

@@ -30,10 +30,10 @@ func validCanonical(name string) error {
 	return nil
 }
 
-// exposedName joins the canonical segments with sep. A name longer than 64
+// ExposedName joins the canonical segments with sep. A name longer than 64
 // characters keeps its first part and ends with a stable hash of the whole
 // canonical name, so it stays unique and never changes between restarts.
-func exposedName(canonical, sep string) string {
+func ExposedName(canonical, sep string) string {
 	name := strings.ReplaceAll(canonical, ".", sep)
 	if len(name) <= maxExposedName {
 		return name

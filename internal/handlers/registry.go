@@ -105,7 +105,7 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 			return nil, fmt.Errorf("register tool: %w", err)
 		}
 	}
-	exposed := exposedName(t.Name, r.sep)
+	exposed := ExposedName(t.Name, r.sep)
 	return &registeredTool{
 		Tool:    t,
 		exposed: exposed,
@@ -152,4 +152,4 @@ func (r *ToolRegistry) lookupRaw(quoted []byte) *registeredTool {
 func (r *ToolRegistry) Len() int { return len(r.snap.Load().ordered) }
 
 // ExposedName returns the name clients see for a canonical name.
-func (r *ToolRegistry) ExposedName(canonical string) string { return exposedName(canonical, r.sep) }
+func (r *ToolRegistry) ExposedName(canonical string) string { return ExposedName(canonical, r.sep) }

@@ -27,6 +27,15 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	Annotations  *protocol.ToolAnnotations
 	Handler      ToolHandler
+	// Precheck, if set, runs before the arguments are validated against
+	// InputSchema; a non-nil result rejects the call with that result and
+	// the handler does not run. The runtime guardrails (request limits,
+	// guard gates) use it, so an oversized request is refused before any
+	// work is done on it (INV-MCP-LIMIT-002).
+	Precheck func(args json.RawMessage) *protocol.CallToolResult
+	// Invalid, if set, formats the result of a call whose arguments fail
+	// InputSchema; nil gives a plain isError text result.
+	Invalid func(message string) *protocol.CallToolResult
 	// LongRunning marks a tool that may end its SSE stream early with
 	// Peer.CloseStream and keep working, the client resuming with
 	// Last-Event-ID (SEP-1699 polling). The transport runs such a tool on a

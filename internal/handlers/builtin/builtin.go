@@ -11,6 +11,8 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 )
 
 // Info describes the running server.
@@ -42,40 +44,40 @@ func (in Info) doc(s handlers.Session) infoDoc {
 	}
 }
 
-const infoOutputSchema = `{"type":"object","properties":{"name":{"type":"string"},"version":{"type":"string"},"uptimeSeconds":{"type":"integer"},"protocolVersion":{"type":"string"},"supportedVersions":{"type":"array","items":{"type":"string"}},"clientSessions":{"type":"integer"}},"required":["name","version","uptimeSeconds","protocolVersion","supportedVersions","clientSessions"]}`
-
 func yes() *bool { v := true; return &v }
 func no() *bool  { v := false; return &v }
 
-// Register adds the runtime tools and the runtime://info resource.
-func Register(srv *handlers.Server, in Info) error {
+// Register adds the runtime tools, through the guardrail pipeline, and the
+// runtime://info resource.
+func Register(srv *handlers.Server, p *pipeline.Pipeline, in Info) error {
 	readOnly := &protocol.ToolAnnotations{ReadOnlyHint: yes(), DestructiveHint: no(), IdempotentHint: yes(), OpenWorldHint: no()}
 	type echoArgs struct {
 		Text string `json:"text"`
 	}
-	err := srv.Tools().Add(
-		handlers.Tool{
+	err := p.Register(srv.Tools(),
+		pipeline.Tool{
 			Name:        "runtime.echo",
 			Title:       "Echo",
-			Description: "Returns the given text unchanged. Use it to check that the server is reachable and to measure round-trip latency through it.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"Text to return.","maxLength":100000}},"required":["text"],"additionalProperties":false}`),
+			Description: "Returns the given text unchanged, as data.text. Use it to check that the server is reachable and to measure round-trip latency through it.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"Text to return."}},"required":["text"],"additionalProperties":false}`),
 			Annotations: readOnly,
-			Handler: handlers.Typed(func(_ context.Context, _ *handlers.ToolCall, a echoArgs) (*protocol.CallToolResult, error) {
-				return handlers.TextResult(a.Text), nil
-			}),
-		},
-		handlers.Tool{
-			Name:         "runtime.info",
-			Title:        "Server information",
-			Description:  "Describes this mcp-runtime server: name, version, uptime, the protocol version of your client session, the versions it supports, and how many client sessions are open.",
-			OutputSchema: json.RawMessage(infoOutputSchema),
-			Annotations:  readOnly,
-			Handler: func(_ context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
-				body, err := json.Marshal(in.doc(call.Session))
-				if err != nil {
-					return nil, fmt.Errorf("encode runtime info: %w", err)
+			Category:    timeout.Query,
+			Run: func(_ context.Context, call *handlers.ToolCall) (any, error) {
+				var a echoArgs
+				if err := json.Unmarshal(call.Arguments, &a); err != nil {
+					return nil, pipeline.ErrInvalid("arguments: %v", err)
 				}
-				return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(string(body))}, StructuredContent: body}, nil
+				return a, nil
+			},
+		},
+		pipeline.Tool{
+			Name:        "runtime.info",
+			Title:       "Server information",
+			Description: "Describes this mcp-runtime server: name, version, uptime, the protocol version of your client session, the versions it supports, and how many client sessions are open.",
+			Annotations: readOnly,
+			Category:    timeout.Query,
+			Run: func(_ context.Context, call *handlers.ToolCall) (any, error) {
+				return in.doc(call.Session), nil
 			},
 		},
 	)
@@ -85,7 +87,7 @@ func Register(srv *handlers.Server, in Info) error {
 	err = srv.AddResource(handlers.Resource{
 		Resource: protocol.Resource{
 			URI: "runtime://info", Name: "runtime-info", Title: "Server information",
-			Description: "The same document as the runtime_info tool.", MimeType: "application/json",
+			Description: "The same document as the data of the runtime_info tool.", MimeType: "application/json",
 		},
 		Read: func(_ context.Context, s handlers.Session) ([]protocol.ResourceContents, error) {
 			body, err := json.Marshal(in.doc(s))

@@ -1,0 +1,170 @@
+// Package pipeline applies the runtime guardrails to a tool: it turns a
+// tool that returns data into a handlers.Tool whose every call goes
+// through the request path of DESIGN.md, steps 3 to 7:
+//
+//  1. request limits, one walk over the arguments (runtime/limits,
+//     INV-MCP-LIMIT-*), and the guard gates (runtime/guard), before the
+//     arguments are even validated against the schema;
+//  2. a deadline from the tool's category or override (runtime/timeout,
+//     INV-MCP-TIMEOUT-*), enforced even against a handler that ignores it;
+//  3. the response envelope with its error codes, retryable flag and
+//     truncation (runtime/response, INV-MCP-RESP-*), and durationMs on
+//     every result, completed, failed or timed out;
+//  4. the near-timeout audit.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+)
+
+// Tool is a tool as the pipeline takes it: Run returns the data of a
+// successful call or an error (a *response.Error keeps its code; other
+// errors map through response.FromError).
+type Tool struct {
+	Name        string // canonical dotted name
+	Title       string
+	Description string
+	InputSchema json.RawMessage
+	Annotations *protocol.ToolAnnotations
+	// Category decides the timeout (INV-MCP-TIMEOUT-002): there is no
+	// per-tool timeout in code, only the configuration's override.
+	Category    timeout.Category
+	LongRunning bool
+	Run         func(ctx context.Context, call *handlers.ToolCall) (any, error)
+}
+
+// Config holds the guardrails' settings.
+type Config struct {
+	Limits   limits.Config
+	Timeouts timeout.Config
+	Response response.Limits
+	// Separator is the exposed-name separator, to match configuration
+	// keys given either as canonical or exposed names.
+	Separator string
+}
+
+// Pipeline wraps tools in the guardrails.
+type Pipeline struct {
+	cfg     Config
+	checker *limits.Checker
+	guard   *guard.Policy
+	log     zerolog.Logger
+}
+
+// New validates cfg and returns a pipeline whose gates use policy.
+func New(cfg Config, policy *guard.Policy, log zerolog.Logger) (*Pipeline, error) {
+	if err := cfg.Timeouts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Response.Validate(); err != nil {
+		return nil, err
+	}
+	checker, err := limits.New(cfg.Limits, limits.WithSeparator(cfg.Separator))
+	if err != nil {
+		return nil, err
+	}
+	return &Pipeline{cfg: cfg, checker: checker, guard: policy, log: log}, nil
+}
+
+// Tool returns t as a handlers.Tool with the guardrails around it and the
+// envelope's JSON Schema as its outputSchema.
+func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
+	if !t.Category.Valid() {
+		return handlers.Tool{}, fmt.Errorf("tool %s: category %q: use query, mutation, scan or execution", t.Name, t.Category)
+	}
+	if t.Run == nil {
+		return handlers.Tool{}, fmt.Errorf("tool %s: Run is nil", t.Name)
+	}
+	exposed := handlers.ExposedName(t.Name, p.cfg.Separator)
+	limit := p.cfg.Timeouts.For(t.Name, exposed, t.Category)
+	return handlers.Tool{
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: response.EnvelopeSchema(), Annotations: t.Annotations,
+		LongRunning: t.LongRunning,
+		Precheck:    p.precheck(t.Name),
+		Invalid: func(msg string) *protocol.CallToolResult {
+			return response.Failure(response.NewError(response.CodeInvalidInput, "%s", msg), response.Metadata{}, p.cfg.Response)
+		},
+		Handler: p.handler(t, exposed, limit),
+	}, nil
+}
+
+// Timeout returns the timeout a tool gets (for tests and introspection).
+func (p *Pipeline) Timeout(canonical string, cat timeout.Category) time.Duration {
+	return p.cfg.Timeouts.For(canonical, handlers.ExposedName(canonical, p.cfg.Separator), cat)
+}
+
+func (p *Pipeline) precheck(name string) func(json.RawMessage) *protocol.CallToolResult {
+	return func(args json.RawMessage) *protocol.CallToolResult {
+		start := time.Now()
+		var violations []limits.Violation
+		if len(args) > 0 {
+			violations = p.checker.Check(name, args)
+		}
+		rej := p.guard.Before(guard.Input{Tool: name, RequestBytes: int64(len(args)), Violations: violations})
+		if rej == nil {
+			return nil
+		}
+		return response.Failure(rej, response.Metadata{DurationMs: time.Since(start).Milliseconds()}, p.cfg.Response)
+	}
+}
+
+func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers.ToolHandler {
+	return func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+		data, out, err := timeout.Run(ctx, limit, func(ctx context.Context) (any, error) { return t.Run(ctx, call) })
+		p.guard.After(t.Name, out.Elapsed, limit)
+		meta := response.Metadata{DurationMs: out.Elapsed.Milliseconds()}
+		if out.TimedOut {
+			e := response.NewError(response.CodeToolTimeout, "%s did not finish within %s", exposed, limit).
+				WithContext("timeoutMs", limit.Milliseconds())
+			return response.Failure(e, meta, p.cfg.Response), nil
+		}
+		if err != nil {
+			if perr, ok := err.(*protocol.Error); ok {
+				return nil, perr
+			}
+			rerr := response.FromError(err)
+			if rerr.Code == response.CodeInternalError {
+				// The message the client sees is generic; the cause is here.
+				p.log.Error().Err(err).Str("tool", t.Name).Msg("tool failed")
+			}
+			return response.Failure(rerr, meta, p.cfg.Response), nil
+		}
+		res, err := response.Success(data, meta, p.cfg.Response)
+		if err != nil {
+			p.log.Error().Err(err).Str("tool", t.Name).Msg("encode tool result")
+			return response.Failure(response.NewError(response.CodeInternalError, "the tool's result could not be encoded"), meta, p.cfg.Response), nil
+		}
+		return res, nil
+	}
+}
+
+// Register wraps each tool and adds them all to reg.
+func (p *Pipeline) Register(reg *handlers.ToolRegistry, tools ...Tool) error {
+	wrapped := make([]handlers.Tool, 0, len(tools))
+	for _, t := range tools {
+		ht, err := p.Tool(t)
+		if err != nil {
+			return fmt.Errorf("register tool: %w", err)
+		}
+		wrapped = append(wrapped, ht)
+	}
+	return reg.Add(wrapped...)
+}
+
+// ErrInvalid is a convenience for Run functions: an INVALID_INPUT error.
+func ErrInvalid(format string, args ...any) error {
+	return response.NewError(response.CodeInvalidInput, format, args...)
+}
