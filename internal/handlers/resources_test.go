@@ -352,3 +352,49 @@ func TestResourceSubscriptions(t *testing.T) {
 		t.Errorf("subscriptions = %v", subs)
 	}
 }
+
+// Subscriptions live as long as the client session, so what one may hold is
+// bounded: a URI of at most 2048 bytes, with a scheme. Patterns need not name
+// a registered resource. Nothing refused reaches the session.
+func TestResourceSubscriptions_URIBounded(t *testing.T) {
+	at := "test://x/" + strings.Repeat("a", 2048-len("test://x/"))
+	for _, tc := range []struct {
+		name, uri string
+		ok        bool
+	}{
+		{"registered resource", "test://static/a", true},
+		{"unregistered", "test://nowhere", true},
+		{"pattern", "stale://memory.*", true},
+		{"urn", "urn:example:thing", true},
+		{"exactly 2048 bytes", at, true},
+		{"2049 bytes", at + "a", false},
+		{"a megabyte", "test://x/" + strings.Repeat("a", 1<<20), false},
+		{"relative path", "static/a", false},
+		{"absolute path, no scheme", "/static/a", false},
+		{"host, no scheme", "//host/path", false},
+		{"bare word", "memory", false},
+		{"leading space", " test://static/a", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := resourceEnv(t)
+			b, err := json.Marshal(map[string]string{"uri": tc.uri})
+			if err != nil {
+				t.Fatal(err)
+			}
+			params := string(b)
+			if tc.ok {
+				e.ok(t, protocol.MethodResourcesSubscribe, params)
+				if subs, _ := e.sess.subscriptions(); !slices.Equal(subs, []string{tc.uri}) {
+					t.Errorf("session holds %d subscriptions, want the one", len(subs))
+				}
+				return
+			}
+			e.fails(t, protocol.CodeInvalidParams, protocol.MethodResourcesSubscribe, params)
+			if subs, _ := e.sess.subscriptions(); len(subs) != 0 {
+				t.Errorf("a refused subscription reached the session (%d held)", len(subs))
+			}
+			// Unsubscribing is always fine: it frees, never holds.
+			e.ok(t, protocol.MethodResourcesUnsubscribe, params)
+		})
+	}
+}

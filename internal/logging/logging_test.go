@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -88,4 +89,81 @@ func TestNew_RejectsUnknownLevel(t *testing.T) {
 	if _, _, err := New(&bytes.Buffer{}, Options{Level: "loud"}); err == nil || !strings.Contains(err.Error(), "loud") {
 		t.Fatalf("err = %v, want one naming the level", err)
 	}
+}
+
+// failingOnce is an output whose first write fails (a full disk, a closed
+// pipe), then recovers. failed is closed after that first write.
+type failingOnce struct {
+	lockedBuffer
+	once   sync.Once
+	failed chan struct{}
+}
+
+func (f *failingOnce) Write(p []byte) (int, error) {
+	first := false
+	f.once.Do(func() { first = true })
+	if first {
+		defer close(f.failed)
+		return 0, errors.New("write /var/log/mcp.log: no space left on device")
+	}
+	return f.lockedBuffer.Write(p)
+}
+
+// After the output fails once, later lines still arrive: the failure costs
+// the lines buffered at the time, not the log for the rest of the process
+// (bufio.Writer keeps its first error forever unless reset). The test waits
+// for the lines to be written by the batcher (an interval flush, or a full
+// buffer), not by Close.
+func TestNew_OutputRecoversAfterAFailedWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every time.Duration
+		lines int // logged before and after: enough to fill the 64 KiB buffer, or one for a flush
+	}{
+		{"failed interval flush", 5 * time.Millisecond, 1},
+		{"failed write of a full buffer", time.Hour, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &failingOnce{failed: make(chan struct{})}
+			log, closer, err := New(out, Options{Level: "info", FlushInterval: tc.every})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			pad := strings.Repeat("x", 100)
+			for i := range tc.lines {
+				log.Info().Int("i", i).Str("pad", pad).Msg("before the failure")
+			}
+			select {
+			case <-out.failed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the output was never written to")
+			}
+			for i := range 3 {
+				log.Info().Int("i", i).Msg("after the failure")
+			}
+			for i := 1; i < tc.lines; i++ { // fill the buffer again, so it is written out
+				log.Info().Int("i", i).Str("pad", pad).Msg("filler")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				text, _ := out.snapshot()
+				n := strings.Count(text, "after the failure")
+				if n == 3 {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of the 3 lines logged after the failed write arrived within 5s; output %q", n, truncate(text, 300))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

@@ -294,3 +294,45 @@ func TestIDHelpers(t *testing.T) {
 		t.Errorf("marshal = %s, want %s", b, want)
 	}
 }
+
+// ID.UnmarshalJSON keeps a copy of the id it reads. Decoded messages alias
+// the request body (Message.ID, Params), so an id written into storage it
+// already had would overwrite the body, or an id kept from before.
+func TestIDUnmarshalNeverWritesIntoOldStorage(t *testing.T) {
+	t.Run("into a decoded message's id", func(t *testing.T) {
+		body := []byte(`{"jsonrpc":"2.0","id":"abcdef","method":"notifications/x","params":{"requestId":7,"reason":"r"}}`)
+		orig := string(body)
+		msg, _, perr := protocol.Decode(body)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		// A params struct that starts from the message's id (reused, or
+		// prefilled) and is then filled from the params.
+		p := protocol.CancelledParams{RequestID: msg.ID}
+		if err := json.Unmarshal(msg.Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		if string(p.RequestID) != "7" {
+			t.Errorf("requestId = %s, want 7", p.RequestID)
+		}
+		if string(body) != orig {
+			t.Errorf("decoding params changed the request body:\n got %s\nwant %s", body, orig)
+		}
+		if string(msg.ID) != `"abcdef"` {
+			t.Errorf("message id = %s, want \"abcdef\"", msg.ID)
+		}
+	})
+	t.Run("into a struct decoded before", func(t *testing.T) {
+		var p protocol.CancelledParams
+		if err := json.Unmarshal([]byte(`{"requestId":123456789}`), &p); err != nil {
+			t.Fatal(err)
+		}
+		kept := p.RequestID
+		if err := json.Unmarshal([]byte(`{"requestId":"ab"}`), &p); err != nil {
+			t.Fatal(err)
+		}
+		if string(kept) != "123456789" || string(p.RequestID) != `"ab"` {
+			t.Errorf("kept id = %s, new id = %s; want 123456789 and \"ab\"", kept, p.RequestID)
+		}
+	})
+}

@@ -190,7 +190,7 @@ func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	}
 	dst = append(dst, ']')
 	if len(r.StructuredContent) > 0 {
-		if bytes.TrimLeft(r.StructuredContent, " \t\r\n")[0] != '{' {
+		if t := bytes.TrimLeft(r.StructuredContent, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 			return nil, fmt.Errorf("encode structuredContent: must be a JSON object")
 		}
 		dst = append(dst, `,"structuredContent":`...)

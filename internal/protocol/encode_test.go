@@ -186,6 +186,48 @@ func TestAppendError(t *testing.T) {
 			t.Errorf("error = %+v", e.Error)
 		}
 	})
+	// Error data comes from handlers as raw JSON. It is compacted on the
+	// way out: data that is not valid JSON is dropped rather than breaking
+	// the message, and a raw newline in it would end an SSE data line early.
+	t.Run("data is validated and compacted", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, data string
+			want       string // "" when the data must be dropped
+		}{
+			{"truncated object", `{"uri":`, ""},
+			{"bare word", `not json`, ""},
+			{"trailing garbage", `{"a":1} x`, ""},
+			{"whitespace only", " \n\t ", ""},
+			{"newlines and indentation", "{\n  \"uri\" : \"x://y\",\n  \"n\": [ 1, 2 ]\n}\n", `{"uri":"x://y","n":[1,2]}`},
+			{"CRLF around a string", "\r\n\"s\"\r\n", `"s"`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				in := &protocol.Error{Code: protocol.CodeInvalidParams, Message: "bad", Data: json.RawMessage(tc.data)}
+				b := protocol.AppendError(nil, protocol.ID(`1`), in)
+				if bytes.ContainsAny(b, "\r\n") {
+					t.Errorf("raw line break in %q", b)
+				}
+				e, m := mustEnvelope(t, b)
+				if e.Error == nil || e.Error.Code != in.Code || e.Error.Message != "bad" {
+					t.Fatalf("error = %+v in %s", e.Error, b)
+				}
+				var errMembers map[string]json.RawMessage
+				if err := json.Unmarshal(m["error"], &errMembers); err != nil {
+					t.Fatal(err)
+				}
+				got, has := errMembers["data"]
+				switch {
+				case tc.want == "" && has:
+					t.Errorf("invalid data kept as %s in %s", got, b)
+				case tc.want != "" && string(got) != tc.want:
+					t.Errorf("data = %s, want %s", got, tc.want)
+				}
+				if _, _, perr := protocol.Decode(b); perr != nil {
+					t.Errorf("Decode(%s): %v", b, perr)
+				}
+			})
+		}
+	})
 	t.Run("invalid UTF-8 message still gives valid JSON", func(t *testing.T) {
 		b := protocol.AppendError(nil, protocol.ID(`1`), &protocol.Error{Code: -1, Message: "bad \xff\xfe byte"})
 		if !json.Valid(b) {

@@ -269,6 +269,36 @@ func TestAppendToolResultMatchesMarshal(t *testing.T) {
 			t.Fatalf("AppendResponse = %s, want an error", got)
 		}
 	})
+	// MCP (server/tools): structuredContent is a JSON object. Anything else
+	// valid as JSON (null, an array, a scalar) is refused by the encoder too,
+	// so the client never receives a result it must reject.
+	t.Run("structured content that is not an object is an error", func(t *testing.T) {
+		for _, sc := range []string{`null`, `[1]`, `[]`, `"text"`, `42`, `true`, " \n[{\"a\":1}]"} {
+			r := &protocol.CallToolResult{Content: []protocol.Content{}, StructuredContent: json.RawMessage(sc)}
+			if got, err := protocol.AppendToolResult(nil, r); err == nil {
+				t.Errorf("AppendToolResult(structuredContent %q) = %s, want an error", sc, got)
+			}
+			if got, err := protocol.AppendResponse(nil, protocol.IntID(1), r); err == nil {
+				t.Errorf("AppendResponse(structuredContent %q) = %s, want an error", sc, got)
+			}
+		}
+		// An object after leading whitespace is fine.
+		r := &protocol.CallToolResult{Content: []protocol.Content{}, StructuredContent: json.RawMessage(" \n {\"a\": 1}")}
+		if got, err := protocol.AppendToolResult(nil, r); err != nil || string(got) != `{"content":[],"structuredContent":{"a":1}}` {
+			t.Errorf("AppendToolResult = %s, %v", got, err)
+		}
+	})
+	t.Run("whitespace-only structured content is an error, not a panic", func(t *testing.T) {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("AppendToolResult panicked: %v", v)
+			}
+		}()
+		r := &protocol.CallToolResult{Content: []protocol.Content{}, StructuredContent: json.RawMessage(" \n ")}
+		if got, err := protocol.AppendToolResult(nil, r); err == nil {
+			t.Errorf("AppendToolResult = %s, want an error", got)
+		}
+	})
 	t.Run("other results use encoding/json", func(t *testing.T) {
 		got, err := protocol.AppendResponse(nil, protocol.IntID(3), &protocol.ListToolsResult{Tools: []protocol.Tool{}})
 		if err != nil || string(got) != `{"jsonrpc":"2.0","id":3,"result":{"tools":[]}}` {

@@ -9,6 +9,10 @@ func accepts(h string) (jsonOK, sseOK bool) {
 	if h == "" {
 		return true, false
 	}
+	// A type refused by name stays refused whatever a wildcard says: the
+	// more specific range wins (RFC 9110 §12.5.1).
+	var noJSON, noSSE bool
+	defer func() { jsonOK, sseOK = jsonOK && !noJSON, sseOK && !noSSE }()
 	for h != "" {
 		part := h
 		if i := strings.IndexByte(h, ','); i >= 0 {
@@ -18,6 +22,12 @@ func accepts(h string) (jsonOK, sseOK bool) {
 		}
 		mt, params, _ := strings.Cut(part, ";")
 		if refused(params) {
+			switch mt = strings.TrimSpace(mt); {
+			case strings.EqualFold(mt, "application/json"):
+				noJSON = true
+			case strings.EqualFold(mt, "text/event-stream"):
+				noSSE = true
+			}
 			continue
 		}
 		switch mt = strings.TrimSpace(mt); {

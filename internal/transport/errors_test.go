@@ -5,16 +5,22 @@ package transport
 // and the request's id when it could be read, and the server keeps working.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 type errorCase struct {
@@ -232,6 +238,131 @@ func TestBodyLimitRefusedBeforeReading(t *testing.T) {
 	wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestEntityTooLarge, "null", -32600)
 	pw.CloseWithError(io.ErrClosedPipe)
 	h.toolsListOK(t, sid)
+}
+
+// firstRead signals once, on the first Read of a request body: by then the
+// handler has sized its buffer.
+type firstRead struct {
+	io.ReadCloser
+	once sync.Once
+	ch   chan<- struct{}
+}
+
+func (b *firstRead) Read(p []byte) (int, error) {
+	b.once.Do(func() { b.ch <- struct{}{} })
+	return b.ReadCloser.Read(p)
+}
+
+// slowPost sends the headers of a POST announcing a body of length bytes,
+// and its first byte only.
+func slowPost(t testing.TB, addr, sid string, length int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n{", addr, sid, length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// A Content-Length under the limit does not by itself make the server
+// allocate the body: connections that announce 4 MB and send one byte cost
+// a small buffer each, not 4 MB. (The buffer was once sized from the header,
+// so 50 such connections held 200 MB.)
+func TestBodyDeclaredLengthNotAllocatedUpFront(t *testing.T) {
+	const conns, declared = 50, 4_000_000
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxBodyBytes = 8 << 20 }))
+	sid := h.initialize(t)
+	reading := make(chan struct{}, conns)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == declared {
+			r.Body = &firstRead{ReadCloser: r.Body, ch: reading}
+		}
+		h.router.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close) // after the connections close (cleanups run last in, first out)
+	before := heapInuse()
+	for range conns {
+		slowPost(t, ts.Listener.Addr().String(), sid, declared)
+	}
+	for i := range conns {
+		select {
+		case <-reading:
+		case <-time.After(waitLong):
+			t.Fatalf("only %d of %d requests reached their body", i, conns)
+		}
+	}
+	after := heapInuse()
+	t.Logf("HeapInuse %d KiB before, %d KiB with %d requests waiting for a declared %d-byte body", before>>10, after>>10, conns, declared)
+	if after > before && after-before > 64<<20 {
+		t.Errorf("HeapInuse grew by %d MiB for %d bodies of which one byte each arrived; bound 64 MiB", (after-before)>>20, conns)
+	}
+}
+
+// A body that does not arrive within ReadBodyTimeout ends its request with
+// an error, rather than holding the connection for as long as the client
+// trickles. The deadline covers the body only: a streamed response lasts as
+// long as it needs.
+func TestBodyReadTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	h := newHarness(t, withOpts(func(o *Options) { o.ReadBodyTimeout, o.MaxBodyBytes = timeout, 8<<20 }))
+	sid := h.initialize(t)
+
+	for _, tc := range []struct {
+		name     string
+		declared int
+	}{
+		// Over net/http's 256 KiB post-handler discard limit: the server
+		// answers and closes.
+		{name: "4 MB announced, 1 byte sent", declared: 4_000_000},
+		{name: "1000 bytes announced, 1 byte sent", declared: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := slowPost(t, h.ts.Listener.Addr().String(), sid, tc.declared)
+			start := time.Now()
+			if err := c.SetReadDeadline(start.Add(waitLong)); err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("connection still held after %v, with ReadBodyTimeout %v", time.Since(start).Round(time.Millisecond), timeout)
+				}
+				return // closed without a response: also not held
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusBadRequest, "null", protocol.CodeParseError)
+			if d := time.Since(start); d < timeout/2 {
+				t.Errorf("answered after %v, before ReadBodyTimeout %v", d, timeout)
+			}
+		})
+	}
+
+	t.Run("streamed response outlives it", func(t *testing.T) {
+		blk := h.fx.block("read-timeout")
+		ps := h.postSSE(t, sid, toolCall(1, "block", map[string]any{"key": "read-timeout"}, "pt"))
+		ps.nextMessage(t)
+		notWithin(t, ps.done, 2*timeout, "the end of the stream")
+		blk.Release()
+		ps.nextMessage(t)
+		ev, _ := ps.nextMessage(t)
+		if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "1")); text != "released read-timeout" {
+			t.Fatalf("result %q", text)
+		}
+	})
 }
 
 // TestErrorStability_10000InvalidRequests is the stress form of the

@@ -32,6 +32,12 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.session = sess.id
+	if sess.Ended() {
+		// Ended between lookup and now: 404, as for any ended session.
+		rec.status = http.StatusNotFound
+		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
+		return
+	}
 	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		name, seq, ok := parseEventID(last)

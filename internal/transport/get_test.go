@@ -1,11 +1,18 @@
 package transport
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -138,6 +145,105 @@ func TestGET_GonePostStream(t *testing.T) {
 	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p99-1")
 	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
 	h.toolsListOK(t, sid)
+}
+
+// failingWriter is a ResponseWriter (with Flush) on a connection that dies
+// when the response's result is written: everything before went out, the
+// write carrying "result" fails as a write to a dead peer does.
+type failingWriter struct {
+	mu  sync.Mutex
+	h   http.Header
+	out bytes.Buffer
+}
+
+func (f *failingWriter) Header() http.Header { return f.h }
+func (f *failingWriter) WriteHeader(int)     {}
+func (f *failingWriter) FlushError() error   { return nil }
+func (f *failingWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if bytes.Contains(p, []byte(`"result"`)) {
+		return 0, errors.New("write tcp: broken pipe")
+	}
+	return f.out.Write(p)
+}
+
+func (f *failingWriter) events() []sseEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return parseSSE(f.out.Bytes())
+}
+
+// A response whose write failed stays with the session for resumption: the
+// client resumes after the last event it received and gets the response,
+// once. (An event once counted as sent when it was taken from the log, before
+// the write, so the stream was released as delivered and the response lost.)
+func TestGET_ResumeAfterFailedWrite(t *testing.T) {
+	h := newHarness(t)
+	for _, tool := range []string{"block", "block_long"} {
+		t.Run(tool, func(t *testing.T) {
+			sid := h.initialize(t)
+			key := "failed-write-" + tool
+			blk := h.fx.block(key)
+			fw := &failingWriter{h: http.Header{}}
+			req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(toolCall(31, tool, map[string]any{"key": key}, "pt")))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", acceptBoth)
+			req.Header.Set("Mcp-Session-Id", sid)
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				h.router.ServeHTTP(fw, req)
+			}()
+			blk.waitStarted(t)
+			// The client has the progress notification before the handler
+			// goes on.
+			eventually(t, waitLong, "the first progress notification to be written", func() bool {
+				for _, ev := range fw.events() {
+					if strings.Contains(ev.Data, `"started"`) {
+						return true
+					}
+				}
+				return false
+			})
+			blk.Release()
+			waitChan(t, served, "the POST to end after its failed write")
+
+			var got []string // messages the client received, over both connections
+			last := ""
+			for _, ev := range fw.events() {
+				if ev.HasID {
+					last = ev.ID
+				}
+				if ev.Data != "" {
+					got = append(got, ev.Data)
+				}
+			}
+			name, _ := splitEventID(t, last)
+			if h.session(t, sid).stream(name) == nil {
+				t.Fatalf("stream %s was released although its last write failed (client has %q)", name, got)
+			}
+			res := h.openGET(t, sid, "Last-Event-ID", last)
+			for _, ev := range res.rest(t) {
+				if ev.Data != "" {
+					got = append(got, ev.Data)
+				}
+			}
+			var results int
+			for _, data := range got {
+				if m := parseMessage(t, data); m.Method == "" {
+					results++
+					if text, _ := toolText(t, resultFromMessage(t, []byte(data), "31")); text != "released "+key {
+						t.Errorf("result %q", text)
+					}
+				}
+			}
+			if results != 1 || len(got) != 3 {
+				t.Fatalf("client received %q after resuming from %s; want two progress notifications and the result, once each", got, last)
+			}
+			h.toolsListOK(t, sid)
+		})
+	}
 }
 
 // A Last-Event-ID beyond anything issued must not make the stream skip
@@ -467,4 +573,155 @@ func TestPostSSE_CloseStreamPolling(t *testing.T) {
 			h.toolsListOK(t, sid)
 		})
 	}
+}
+
+// Before 2025-11-25 a client gets no priming event, so a stream closed
+// before its first event would leave it nothing to resume from: CloseStream
+// does nothing on such sessions, and the response arrives on the POST stream.
+// (From 2025-11-25 on it closes the stream: TestPostSSE_CloseStreamPolling.)
+func TestPostSSE_CloseStreamIgnoredBefore2025_11_25(t *testing.T) {
+	h := newHarness(t)
+	for _, version := range []string{"2025-06-18", "2025-03-26"} {
+		for _, early := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/early=%v", version, early), func(t *testing.T) {
+				sid, got := h.initializeWith(t, version, nil)
+				if got != version {
+					t.Fatalf("negotiated %s, want %s", got, version)
+				}
+				key := fmt.Sprintf("poll-%s-%v", version, early)
+				blk := h.fx.block(key)
+				ps := h.postSSE(t, sid, toolCall(43, "poll", map[string]any{"key": key, "early": early}, "pt"), "Mcp-Protocol-Version", version)
+				blk.waitStarted(t) // CloseStream has been called
+				blk.Release()
+				var msgs []string
+				for _, ev := range ps.rest(t) {
+					if ev.Retry != "" {
+						t.Errorf("retry hint %q on a %s session", ev.Retry, version)
+					}
+					if ev.priming() {
+						t.Errorf("priming event %+v on a %s session", ev, version)
+					}
+					if ev.Data == "" {
+						continue
+					}
+					if m := parseMessage(t, ev.Data); m.Method != "" {
+						msgs = append(msgs, progressOf(t, m).Message)
+					} else {
+						text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "43"))
+						msgs = append(msgs, text)
+					}
+				}
+				want := []string{"started", "after", "polled " + key}
+				if early {
+					want = want[1:]
+				}
+				if strings.Join(msgs, "|") != strings.Join(want, "|") {
+					t.Fatalf("POST stream carried %q, want %q", msgs, want)
+				}
+				h.toolsListOK(t, sid)
+			})
+		}
+	}
+}
+
+// rawGET opens the standalone stream on a bare TCP connection that is never
+// read from: a client that stopped reading. The connection closes with t.
+func (h *harness) rawGET(t testing.TB, sid string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", h.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", h.ts.Listener.Addr(), sid); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// caughtUp reports whether every event in the log has been flushed to a
+// connection (white-box).
+func (s *stream) caughtUp() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushed == s.nextSeq-1
+}
+
+// A client that stops reading its stream while the server keeps sending is
+// dropped once a write has waited WriteTimeout: its connection is not held,
+// and its stream is free for the client to resume. (Without a write deadline
+// the writer blocked for as long as the peer kept the connection open.)
+func TestGET_ClientThatStopsReadingIsDropped(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.WriteTimeout = 200 * time.Millisecond }))
+	sid := h.initialize(t)
+	// Large events fill the socket buffers (several MB on loopback) in a
+	// few dozen writes. Subscribed white-box: the protocol bounds URIs.
+	big := "test://big/" + strings.Repeat("x", 1<<20)
+	if err := h.session(t, sid).Subscribe(big); err != nil {
+		t.Fatal(err)
+	}
+	st := h.standalone(t, sid)
+	h.rawGET(t, sid)
+	eventually(t, waitLong, "the raw GET to attach", st.attached)
+	start := time.Now()
+	pushed := 0
+	// Push whenever the writer has caught up, until a write blocks for
+	// good and the deadline ends the connection.
+	eventually(t, 2*waitLong, "the stream of a client that stopped reading to be detached", func() bool {
+		if !st.attached() {
+			return true
+		}
+		if st.caughtUp() {
+			h.updated(t, big)
+			pushed++
+		}
+		return false
+	})
+	t.Logf("detached %v after the first event, %d events of 1 MiB pushed", time.Since(start).Round(time.Millisecond), pushed)
+	// The session is fine: the client may come back.
+	h.toolsListOK(t, sid)
+}
+
+// The same for a JSON response: a client that sends a request and never
+// reads the (large) answer must not hold the handler's connection beyond
+// WriteTimeout.
+func TestPost_JSONClientThatStopsReadingIsDropped(t *testing.T) {
+	var logs lockedBuffer
+	h := newHarness(t, withOpts(func(o *Options) {
+		o.WriteTimeout = 200 * time.Millisecond
+		o.MaxBodyBytes = 16 << 20
+		o.Logger = zerolog.New(&logs).Level(zerolog.InfoLevel)
+	}))
+	sid := h.initialize(t)
+	// An echo answer larger than the loopback socket buffers can take.
+	body := toolCall(1, "echo", map[string]any{"text": strings.Repeat("x", 8<<20)}, nil)
+	c, err := net.Dial("tcp", h.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	// The request's log line is written when its handler returns.
+	eventually(t, waitLong, "the handler of a client that stopped reading to return", func() bool {
+		return strings.Contains(logs.String(), `"method":"tools/call"`)
+	})
+}
+
+// The retry hint of a stream closed by CloseStreams (or a polling tool)
+// reaches the client even when the stream has been quiet for longer than
+// WriteTimeout (a keep-alive interval longer than the write timeout).
+func TestCloseStreams_RetryHintAfterQuietPeriod(t *testing.T) {
+	const writeTimeout = 100 * time.Millisecond
+	h := newHarness(t, withOpts(func(o *Options) { o.WriteTimeout, o.KeepAliveInterval = writeTimeout, time.Minute }))
+	sid := h.initialize(t)
+	get := h.openGET(t, sid)
+	get.next(t)
+	time.Sleep(3 * writeTimeout) // quiet for longer than WriteTimeout: not synchronisation
+	h.tr.CloseStreams(1234)
+	if ev := get.next(t); ev.Retry != "1234" {
+		t.Fatalf("want retry: 1234 before the end, got %+v", ev)
+	}
+	get.waitEnd(t)
 }

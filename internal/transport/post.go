@@ -40,6 +40,9 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	}
 	body, status, perr := t.readBody(w, r)
 	if perr != nil {
+		// The rest of the body is not wanted: close the connection rather
+		// than let net/http wait to drain what a stalled client never sends.
+		w.Header().Set("Connection", "close")
 		rec.status = status
 		writeError(w, status, nil, perr)
 		return
@@ -279,6 +282,13 @@ func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
 	if final == nil {
 		startSSE(w)
 		return
+	}
+	if len(final) > 64<<10 {
+		// A body that may not fit the socket buffers gets a write deadline,
+		// so a client that stops reading is dropped; small ones never block.
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	}
 	writeJSON(w, http.StatusOK, final)
 }

@@ -140,6 +140,72 @@ func TestPostSSE_NoMessagesMeansJSON(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
+// Retained POST streams
+
+// More streamed calls at once on one client session than the number of
+// finished streams it keeps for resumption (maxRetainedStreams): every call
+// keeps its stream while its handler runs, and the first one, started before
+// all the others, still gets its result. (The 33rd call once evicted the
+// first call's live stream; that client waited for a response that never
+// came, and resuming could not find it.)
+func TestPostSSE_ConcurrentStreamsAreNeverEvicted(t *testing.T) {
+	h := newHarness(t)
+	for _, tool := range []string{"block", "block_long"} {
+		t.Run(tool, func(t *testing.T) {
+			sid := h.initialize(t)
+			const n = maxRetainedStreams + 4
+			key := func(i int) string { return fmt.Sprintf("many-%s-%d", tool, i) }
+			calls := make([]*sseConn, n)
+			names := make([]string, n)
+			for i := range n {
+				calls[i] = h.postSSE(t, sid, toolCall(i, tool, map[string]any{"key": key(i)}, "pt"))
+				ev, m := calls[i].nextMessage(t)
+				if p := progressOf(t, m); p.Message != "started" {
+					t.Fatalf("call %d: first message %+v", i, p)
+				}
+				names[i], _ = splitEventID(t, ev.ID)
+				h.fx.block(key(i)).waitStarted(t)
+			}
+			sess := h.session(t, sid)
+			for i, name := range names {
+				if sess.stream(name) == nil {
+					t.Fatalf("call %d: its stream %s was dropped while its handler runs (%d calls in flight)", i, name, n)
+				}
+			}
+			for i := range n {
+				h.fx.block(key(i)).Release()
+			}
+			for i, c := range calls {
+				if _, m := c.nextMessage(t); progressOf(t, m).Message != "released" {
+					t.Fatalf("call %d: second message %+v", i, m)
+				}
+				ev, _ := c.nextMessage(t)
+				if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), strconv.Itoa(i))); text != "released "+key(i) {
+					t.Fatalf("call %d: result %q", i, text)
+				}
+				c.waitEnd(t)
+			}
+			h.toolsListOK(t, sid)
+		})
+	}
+	// The bound still holds for what it is for: streams whose response is
+	// in the log but was never delivered (the client left) are kept for
+	// resumption, at most maxRetainedStreams of them.
+	t.Run("finished, undelivered streams stay bounded", func(t *testing.T) {
+		sess := h.session(t, h.initialize(t))
+		for range 2 * maxRetainedStreams {
+			sess.newPostStream().appendFinal([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		}
+		sess.mu.Lock()
+		held := len(sess.streams)
+		sess.mu.Unlock()
+		if held > maxRetainedStreams {
+			t.Errorf("session holds %d finished streams, want at most %d", held, maxRetainedStreams)
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
 // Server-to-client requests
 
 func TestSampling_RoundTripOnPostStream(t *testing.T) {
@@ -195,6 +261,36 @@ func TestSampling_WithoutCapability(t *testing.T) {
 		if !isErr || !strings.Contains(text, "capability") {
 			t.Fatalf("%s: want an isError result about the missing capability, got %q isError=%v", tool, text, isErr)
 		}
+	}
+}
+
+// A client that answers sampling/createMessage with a JSON-RPC error has
+// refused the tool's request: the tool fails (isError, which the model
+// reads), and the client's tools/call gets a result. The client's error
+// must not come back as the error of tools/call itself, where -32601 would
+// say that tools/call does not exist.
+func TestSampling_ClientErrorIsToolError(t *testing.T) {
+	h := newHarness(t)
+	for _, tool := range []string{"sample", "sample_long"} {
+		t.Run(tool, func(t *testing.T) {
+			sid, _ := h.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+			ps := h.postSSE(t, sid, toolCall(23, tool, map[string]any{"prompt": "say hi"}, nil))
+			_, m := ps.nextMessage(t)
+			if m.Method != protocol.MethodSamplingCreateMessage || len(m.ID) == 0 {
+				t.Fatalf("want a sampling/createMessage request, got %+v", m)
+			}
+			answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+			if r := h.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+				t.Fatalf("POST of the client's error answer: %s, want 202", r)
+			}
+			ev, _ := ps.nextMessage(t)
+			text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "23"))
+			if !isErr || !strings.Contains(text, "Method not found") {
+				t.Fatalf("tool result %q isError=%v, want an isError result carrying the client's error", text, isErr)
+			}
+			ps.waitEnd(t)
+			h.toolsListOK(t, sid)
+		})
 	}
 }
 

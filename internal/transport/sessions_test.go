@@ -3,8 +3,10 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,6 +159,193 @@ func TestSession_IdleTimeout(t *testing.T) {
 	}
 }
 
+// A client that vanished while its tool call runs does not keep its session
+// alive: a handler waiting for the client's answer to sampling, or just
+// running, counts as activity only while the client's request is still
+// open. After the idle timeout the session ends, which cancels the handler.
+// Sessions whose client is still connected, on the GET stream or on the POST
+// stream of a call waiting for sampling, are kept. (A request in flight once
+// kept its session forever, whether or not anyone was still there.)
+func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.SessionIdleTimeout = 100 * time.Millisecond }))
+	sampling := map[string]any{"sampling": map[string]any{}}
+	gone := func(sid string) bool {
+		_, err := h.tr.Sessions().Get(context.Background(), sid)
+		return errors.Is(err, ErrSessionNotFound)
+	}
+
+	// Controls: a client on its GET stream, and one whose sampling request
+	// is still unanswered on its open POST stream.
+	streaming := h.initialize(t)
+	get := h.openGET(t, streaming)
+	get.next(t)
+	waiting, _ := h.initializeWith(t, protocol.LatestVersion, sampling)
+	live := h.postSSE(t, waiting, toolCall(1, "sample", map[string]any{"prompt": "still here"}, nil))
+	_, ask := live.nextMessage(t)
+	if ask.Method != protocol.MethodSamplingCreateMessage {
+		t.Fatalf("want a sampling request, got %+v", ask)
+	}
+
+	type vanished struct {
+		name string
+		sess *ClientSession
+		blk  *blockState // nil for sampling
+	}
+	var all []vanished
+	for _, tool := range []string{"sample", "sample_long", "block", "block_long"} {
+		sid, _ := h.initializeWith(t, protocol.LatestVersion, sampling)
+		v := vanished{name: tool, sess: h.session(t, sid)}
+		args := map[string]any{"prompt": "anyone?"}
+		var token any
+		if strings.HasPrefix(tool, "block") {
+			v.blk = h.fx.block("vanish-" + tool)
+			args, token = map[string]any{"key": "vanish-" + tool}, "pt"
+		}
+		ps := h.postSSE(t, sid, toolCall(1, tool, args, token))
+		ev, _ := ps.nextMessage(t) // the sampling request, or the progress notification
+		name, _ := splitEventID(t, ev.ID)
+		st := v.sess.stream(name)
+		ps.close()
+		waitDetached(t, st)
+		all = append(all, v)
+	}
+	for _, v := range all {
+		eventually(t, waitLong, v.name+": the vanished client's session to be ended", func() bool { return gone(v.sess.id) })
+		waitChan(t, v.sess.ctx.Done(), v.name+": the handler's context to be cancelled")
+		if v.blk != nil {
+			waitChan(t, v.blk.cancelled, v.name+": the handler to see its context end")
+			waitChan(t, v.blk.finished, v.name+": the handler to return")
+		}
+	}
+
+	// Several idle timeouts later the connected clients still have theirs.
+	deadline := time.Now().Add(5 * 100 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if gone(streaming) {
+			t.Fatal("a session with an open GET stream was reaped")
+		}
+		if gone(waiting) {
+			t.Fatal("a session whose client waits on its POST stream was reaped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	answer := []byte(`{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"here"},"model":"m"}}`)
+	if r := h.post(t, waiting, answer); r.Status != http.StatusAccepted {
+		t.Fatalf("answer: %s", r)
+	}
+	ev, _ := live.nextMessage(t)
+	if text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "1")); isErr || !strings.Contains(text, "here") {
+		t.Fatalf("waiting control: result %q isError=%v", text, isErr)
+	}
+}
+
+// sessionEndingStore ends a client session right after handing it out, as
+// a DELETE or the idle sweep landing between a request's session lookup and
+// the start of its handler would.
+type sessionEndingStore struct {
+	SessionStore
+	armed atomic.Bool
+}
+
+func (s *sessionEndingStore) Get(ctx context.Context, id string) (*ClientSession, error) {
+	sess, err := s.SessionStore.Get(ctx, id)
+	if err == nil && s.armed.Load() {
+		_ = s.SessionStore.Delete(ctx, id)
+	}
+	return sess, err
+}
+
+// A request on a session that ends between its lookup and its start gets
+// the same 404 as any request on an ended session, so the client knows to
+// initialize again (basic/transports). It once got 200 with a -32600 saying
+// the session ended, which clients do not act on.
+func TestSession_EndedDuringLookupIs404(t *testing.T) {
+	var store *sessionEndingStore
+	h := newHarness(t, withOpts(func(o *Options) {
+		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, time.Now)}
+		o.Sessions = store
+	}))
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		accept string
+	}{
+		{"tools/list", rpc(1, "tools/list", nil), acceptBoth},
+		{"tools/call, JSON only", toolCall(1, "echo", map[string]any{"text": "x"}, nil), "application/json"},
+		{"tools/call, streamed", toolCall(1, "progress", map[string]any{"n": 2}, "pt"), acceptBoth},
+		{"tools/call, LongRunning", toolCall(1, "echo_long", map[string]any{"text": "x"}, nil), acceptBoth},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sid := h.initialize(t)
+			store.armed.Store(true)
+			r := h.post(t, sid, tc.body, "Accept", tc.accept)
+			store.armed.Store(false)
+			wantRPCError(t, r, http.StatusNotFound, "1", protocol.CodeInvalidRequest)
+			wantRPCError(t, h.post(t, sid, rpc(2, "tools/list", nil)), http.StatusNotFound, "2", protocol.CodeInvalidRequest)
+		})
+	}
+	t.Run("GET", func(t *testing.T) {
+		sid := h.initialize(t)
+		store.armed.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		res, err := h.client.Do(h.newRequest(t, ctx, http.MethodGet, sid, nil))
+		store.armed.Store(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatalf("GET on a session ended during its lookup: %d %s, want 404", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Subscriptions
+
+// What one client session may subscribe to is bounded: a URI longer than
+// 2048 bytes or without a scheme is refused with -32602, and so is a
+// subscription past maxSubscriptions; one held already, or a new one once
+// another is dropped, is fine. Patterns (stale://memory.*) are accepted.
+func TestSubscriptions_Bounded(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	for i, uri := range []string{
+		"relative/path",
+		"/absolute/path",
+		"test://x/" + strings.Repeat("a", 2048),
+	} {
+		r := h.post(t, sid, rpc(i, "resources/subscribe", map[string]any{"uri": uri}))
+		wantRPCError(t, r, http.StatusOK, fmt.Sprint(i), protocol.CodeInvalidParams)
+		if h.session(t, sid).subscribed(uri) {
+			t.Errorf("refused uri %.40q… is subscribed", uri)
+		}
+	}
+	h.subscribe(t, sid, "stale://memory.*")
+	if !h.session(t, sid).subscribed("stale://memory.*") {
+		t.Fatal("pattern subscription not held")
+	}
+
+	// Fill up to the cap (white-box: 1023 requests would only be slow), the
+	// last one through the protocol.
+	sess := h.session(t, sid)
+	for i := 1; i < maxSubscriptions-1; i++ {
+		if err := sess.Subscribe(resURI(i)); err != nil {
+			t.Fatalf("subscription %d: %v", i+1, err)
+		}
+	}
+	h.subscribe(t, sid, resURI(maxSubscriptions-1))
+	over := resURI(maxSubscriptions)
+	wantRPCError(t, h.post(t, sid, rpc("over", "resources/subscribe", map[string]any{"uri": over})), http.StatusOK, `"over"`, protocol.CodeInvalidParams)
+	if sess.subscribed(over) {
+		t.Fatal("the subscription past the cap is held")
+	}
+	h.subscribe(t, sid, resURI(1)) // held already: no new entry
+	resultOf(t, h.post(t, sid, rpc("un", "resources/unsubscribe", map[string]any{"uri": resURI(1)})), `"un"`)
+	h.subscribe(t, sid, over)
+}
+
 // ---------------------------------------------------------------------------
 // Protocol versions
 
@@ -290,6 +479,70 @@ func TestOrigin_AllMethods(t *testing.T) {
 	h.toolsListOK(t, sid)
 }
 
+// Browser clients on an allowed origin can use the endpoint: the CORS
+// preflight is answered with the methods and MCP headers they send, and
+// responses expose Mcp-Session-Id to the page's script. A disallowed origin
+// gets no CORS headers, so the browser blocks it, and its requests are 403.
+func TestCORS(t *testing.T) {
+	const reqHeaders = "content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id"
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		origin  string
+		ok      bool
+	}{
+		{"default: localhost", nil, "http://localhost:3000", true},
+		{"default: loopback IP", nil, "http://127.0.0.1:5173", true},
+		{"default: other site", nil, "https://evil.example.com", false},
+		{"allow-list: listed", []string{"https://app.example.com"}, "https://app.example.com", true},
+		{"allow-list: localhost not implied", []string{"https://app.example.com"}, "http://localhost:3000", false},
+		{"star", []string{"*"}, "https://any.example.com", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, withOpts(func(o *Options) { o.AllowedOrigins = tc.allowed }))
+			for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+				pre := h.send(t, http.MethodOptions, "", nil, "Origin", tc.origin,
+					"Access-Control-Request-Method", method, "Access-Control-Request-Headers", reqHeaders)
+				acao := pre.Header.Get("Access-Control-Allow-Origin")
+				if !tc.ok {
+					if acao != "" {
+						t.Errorf("preflight for %s from %s: Access-Control-Allow-Origin %q, want none", method, tc.origin, acao)
+					}
+					continue
+				}
+				if pre.Status/100 != 2 || acao != tc.origin {
+					t.Errorf("preflight for %s: %s, Access-Control-Allow-Origin %q; want 2xx echoing %s", method, pre, acao, tc.origin)
+				}
+				if m := pre.Header.Get("Access-Control-Allow-Methods"); !strings.Contains(m, method) {
+					t.Errorf("preflight for %s: Access-Control-Allow-Methods %q", method, m)
+				}
+				allowed := strings.ToLower(pre.Header.Get("Access-Control-Allow-Headers"))
+				for _, hd := range strings.Split(reqHeaders, ", ") {
+					if !strings.Contains(allowed, hd) {
+						t.Errorf("preflight for %s: Access-Control-Allow-Headers %q lacks %s", method, allowed, hd)
+					}
+				}
+			}
+			r := h.post(t, "", initBody(protocol.LatestVersion, nil), "Origin", tc.origin)
+			if !tc.ok {
+				wantRPCError(t, r, http.StatusForbidden, "null", protocol.CodeInvalidRequest)
+				if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != "" {
+					t.Errorf("refused POST: Access-Control-Allow-Origin %q, want none", acao)
+				}
+				return
+			}
+			resultOf(t, r, "0")
+			if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != tc.origin {
+				t.Errorf("POST: Access-Control-Allow-Origin %q, want %s", acao, tc.origin)
+			}
+			exposed := strings.ToLower(r.Header.Get("Access-Control-Expose-Headers"))
+			if !strings.Contains(exposed, "mcp-session-id") {
+				t.Errorf("POST: Access-Control-Expose-Headers %q lacks Mcp-Session-Id", exposed)
+			}
+		})
+	}
+}
+
 func TestOrigin_MalformedAllowList(t *testing.T) {
 	for _, list := range [][]string{
 		{"app.example.com"},
@@ -404,4 +657,63 @@ func TestContentNegotiation_JSONOnlyProgressGoesToGET(t *testing.T) {
 			t.Fatalf("GET event %d = %+v, want progress %d for token \"tok\"", i, p, i)
 		}
 	}
+}
+
+// q=0 refuses a media type (RFC 9110 §12.5.1). A client that refuses
+// text/event-stream gets a streamed tool call as application/json (its
+// progress goes to the GET stream); one that refuses both is 406; a GET that
+// refuses text/event-stream is 406. Once, parameters were ignored and q=0
+// read as acceptance.
+func TestContentNegotiation_QZeroRefuses(t *testing.T) {
+	h := newHarness(t)
+	sid := h.initialize(t)
+	for i, tc := range []struct {
+		accept string
+		want   string // "json", "sse" or "406"
+	}{
+		{"application/json, text/event-stream;q=0", "json"},
+		{"application/json, text/event-stream; q=0.000", "json"},
+		{"application/json, text/event-stream;Q=0", "json"},
+		{"application/json, text/*;q=0", "json"},
+		{"application/json, text/event-stream;q=0.001", "sse"},
+		{"application/json;q=0, text/event-stream", "sse"},
+		{"application/json;q=0, text/event-stream;q=0", "406"},
+	} {
+		t.Run("POST "+tc.accept, func(t *testing.T) {
+			r := h.post(t, sid, toolCall(i, "progress", map[string]any{"n": 2}, "pt"), "Accept", tc.accept)
+			ct := r.Header.Get("Content-Type")
+			switch tc.want {
+			case "406":
+				wantRPCError(t, r, http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
+				return
+			case "json":
+				if !strings.HasPrefix(ct, "application/json") {
+					t.Fatalf("%s, want application/json: the client refused text/event-stream", r)
+				}
+			case "sse":
+				if ct != "text/event-stream" {
+					t.Fatalf("%s, want text/event-stream", r)
+				}
+			}
+			if text, _ := toolText(t, resultOf(t, r, fmt.Sprint(i))); text != "done 2" {
+				t.Fatalf("result %q", text)
+			}
+		})
+	}
+	for _, accept := range []string{"text/event-stream;q=0", "text/event-stream; q=0, application/json", "text/*;q=0"} {
+		t.Run("GET "+accept, func(t *testing.T) {
+			wantRPCError(t, h.send(t, http.MethodGet, sid, nil, "Accept", accept), http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
+		})
+	}
+	t.Run("GET text/event-stream;q=0.5", func(t *testing.T) {
+		if ev := h.openGET(t, sid, "Accept", "text/event-stream;q=0.5").next(t); !ev.priming() {
+			t.Fatalf("first event %+v, want the priming event", ev)
+		}
+	})
+	t.Run("explicit refusal beats a wildcard", func(t *testing.T) {
+		r := h.post(t, sid, toolCall(99, "progress", map[string]any{"n": 2}, "pt"), "Accept", "text/event-stream;q=0, */*")
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Fatalf("%s, want application/json", r)
+		}
+	})
 }

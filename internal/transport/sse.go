@@ -73,6 +73,7 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 		case <-c.wake:
 		case <-c.closed:
 			if c.retryMs > 0 {
+				_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // fresh: the stream may have been quiet
 				buf = append(buf, "retry: "...)
 				buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
 				buf = append(buf, "\n\n"...)
