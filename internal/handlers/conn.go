@@ -37,6 +37,12 @@ type Peer interface {
 	// only for tools registered LongRunning whose client accepts SSE;
 	// otherwise it does nothing and the response completes normally.
 	CloseStream(retryMs int)
+	// Answer sends result as the request's response now, before the
+	// handler returns; what the handler returns later is dropped. It
+	// reports whether it answered (false: already answered). The runtime
+	// uses it to answer a call that overran its timeout without waiting
+	// for a handler that ignores its context (INV-MCP-TIMEOUT-001).
+	Answer(result any) bool
 }
 
 // Request is one JSON-RPC request as the transport hands it over.

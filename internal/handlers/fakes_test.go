@@ -109,6 +109,8 @@ func (p *fakePeer) Request(_ context.Context, method string, params any) (json.R
 	return p.answer, nil
 }
 
+func (p *fakePeer) Answer(any) bool { return false }
+
 func (p *fakePeer) CloseStream(retryMs int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

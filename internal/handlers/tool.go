@@ -55,6 +55,10 @@ type ToolCall struct {
 	progressToken json.RawMessage
 }
 
+// AnswerEarly sends res as the call's response before the handler returns
+// (see Peer.Answer); false if already answered.
+func (c *ToolCall) AnswerEarly(res *protocol.CallToolResult) bool { return c.Peer.Answer(res) }
+
 // Progress sends notifications/progress when the caller asked for progress
 // (a progressToken in _meta); otherwise it does nothing. total <= 0 means
 // unknown.

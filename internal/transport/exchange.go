@@ -24,6 +24,8 @@ type exchange struct {
 	w        http.ResponseWriter
 	r        *http.Request
 	writer   chan struct{} // closed when the writer goroutine is done
+	answered bool          // the response has been sent
+	id       protocol.ID   // the request's, for an early answer
 
 	mu    sync.Mutex
 	st    *stream       // the response stream, once the handler sent a message
@@ -72,18 +74,47 @@ func (ex *exchange) send(data []byte) {
 }
 
 // finish records the response: written as JSON when no message preceded
-// it, otherwise appended to the stream as its last event.
-func (ex *exchange) finish(data []byte) {
+// it, otherwise appended to the stream as its last event. A response that
+// comes after an early answer is dropped.
+func (ex *exchange) finish(data []byte) { ex.answer(data, false) }
+
+// answer sends data as the response unless one was sent; it may run on any
+// goroutine. When the handler still holds the request's goroutine (an
+// early answer for an inline call), a writer goroutine writes it.
+func (ex *exchange) answer(data []byte, early bool) bool {
 	ex.mu.Lock()
+	if ex.answered {
+		ex.mu.Unlock()
+		return false
+	}
+	ex.answered = true
 	st := ex.st
 	if st == nil {
 		ex.final = data
 		close(ex.ready)
+		if early && !ex.detached {
+			ex.writer = make(chan struct{})
+			go func() {
+				defer close(ex.writer)
+				ex.t.writeNow(ex.w, data)
+			}()
+		}
 	}
 	ex.mu.Unlock()
 	if st != nil {
 		st.appendFinal(data)
 	}
+	return true
+}
+
+// Answer implements handlers.Peer.
+func (ex *exchange) Answer(result any) bool {
+	out, err := protocol.AppendResponse(nil, ex.id, result)
+	if err != nil {
+		ex.t.log.Error().Err(err).Msg("encode early answer")
+		out = protocol.AppendError(nil, ex.id, protocol.Errorf(protocol.CodeInternalError, "internal error"))
+	}
+	return ex.answer(out, true)
 }
 
 // Notify implements handlers.Peer.

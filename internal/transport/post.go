@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -226,7 +227,9 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	}
 	detached := sseOK && msg.Method == protocol.MethodToolsCall && t.srv.LongRunning(msg.Params)
 	ex := newExchange(t, w, r, sess, sseOK, detached)
+	ex.id = msg.ID
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess, Peer: ex}
+
 	run := func() {
 		out := t.dispatch(ctx, req, rec)
 		if sseOK && errors.Is(context.Cause(ctx), errCancelledByClient) {
@@ -272,7 +275,7 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		t.writeFinal(w, ex.final)
 		return
 	}
-	rec.streamed = true
+	rec.streamed = ex.stream() != nil
 	<-ex.writer
 }
 
@@ -291,6 +294,19 @@ func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
 		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	}
 	writeJSON(w, http.StatusOK, final)
+}
+
+// writeNow writes an early answer completely while the handler still holds
+// the request: a Content-Length, so the client knows it has it all, and a
+// flush, since net/http would otherwise hold a small body until the
+// handler returns.
+func (t *Transport) writeNow(w http.ResponseWriter, final []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(final)))
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	writeJSON(w, http.StatusOK, final)
+	_ = rc.Flush()
 }
 
 // streamResponse serves a POST response stream to its end.

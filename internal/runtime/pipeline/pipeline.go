@@ -122,15 +122,24 @@ func (p *Pipeline) precheck(name string) func(json.RawMessage) *protocol.CallToo
 }
 
 func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers.ToolHandler {
+	timedOut := func(elapsed time.Duration) *protocol.CallToolResult {
+		e := response.NewError(response.CodeToolTimeout, "%s did not finish within %s", exposed, limit).
+			WithContext("timeoutMs", limit.Milliseconds())
+		return response.Failure(e, response.Metadata{DurationMs: elapsed.Milliseconds()}, p.cfg.Response)
+	}
 	return func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
-		data, out, err := timeout.Run(ctx, limit, func(ctx context.Context) (any, error) { return t.Run(ctx, call) })
+		// The handler runs on this goroutine; at the deadline the watchdog
+		// answers the client with TOOL_TIMEOUT through the peer, even if
+		// the handler ignores ctx and keeps this goroutine
+		// (INV-MCP-TIMEOUT-001, -004).
+		ctx, stop := timeout.Watch(ctx, limit, func(elapsed time.Duration) { call.AnswerEarly(timedOut(elapsed)) })
+		data, err := p.run(ctx, t, call)
+		out := stop()
 		p.guard.After(t.Name, out.Elapsed, limit)
-		meta := response.Metadata{DurationMs: out.Elapsed.Milliseconds()}
 		if out.TimedOut {
-			e := response.NewError(response.CodeToolTimeout, "%s did not finish within %s", exposed, limit).
-				WithContext("timeoutMs", limit.Milliseconds())
-			return response.Failure(e, meta, p.cfg.Response), nil
+			return timedOut(out.Elapsed), nil // dropped if the watchdog answered first
 		}
+		meta := response.Metadata{DurationMs: out.Elapsed.Milliseconds()}
 		if err != nil {
 			if perr, ok := err.(*protocol.Error); ok {
 				return nil, perr
@@ -149,6 +158,17 @@ func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers
 		}
 		return res, nil
 	}
+}
+
+// run calls the tool, turning a panic into an error so it is reported in
+// the envelope like any failure (INV-MCP-XC-001).
+func (p *Pipeline) run(ctx context.Context, t Tool, call *handlers.ToolCall) (data any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("tool %s panicked: %v", t.Name, v)
+		}
+	}()
+	return t.Run(ctx, call)
 }
 
 // Register wraps each tool and adds them all to reg.

@@ -31,13 +31,25 @@ func (session) SetLogLevel(protocol.LoggingLevel)               {}
 func (session) Subscribe(string) error                          { return nil }
 func (session) Unsubscribe(string)                              {}
 
-type peer struct{}
+// peer records an early answer the way the transport sends one.
+type peer struct{ early chan any }
 
 func (peer) Notify(context.Context, string, any) error { return nil }
 func (peer) Request(context.Context, string, any) (json.RawMessage, error) {
 	return nil, errors.New("no client")
 }
 func (peer) CloseStream(int) {}
+func (p peer) Answer(result any) bool {
+	if p.early == nil {
+		return false
+	}
+	select {
+	case p.early <- result:
+		return true
+	default:
+		return false
+	}
+}
 
 func defaultConfig() Config {
 	return Config{Limits: limits.DefaultConfig(), Timeouts: timeout.DefaultConfig(), Response: response.DefaultLimits(), Separator: "_"}
@@ -143,31 +155,61 @@ func TestINV_MCP_LIMIT_002_EarlyRejection(t *testing.T) {
 }
 
 // TestINV_MCP_TIMEOUT_001_004_ThroughThePipeline: a handler that ignores
-// its context gets TOOL_TIMEOUT, retryable, within timeout + 100 ms, and
-// the timeout comes from the category, or the override.
+// its context is answered with TOOL_TIMEOUT, retryable, within timeout +
+// 100 ms (through the peer, while it still runs), and the timeout comes
+// from the category, or the override.
 func TestINV_MCP_TIMEOUT_001_004_ThroughThePipeline(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
 	cfg := defaultConfig()
 	cfg.Timeouts.Categories[timeout.Query] = 40 * time.Millisecond
 	cfg.Timeouts.Overrides["test.slow2"] = 80 * time.Millisecond
+	release := make(chan struct{})
 	stuck := func(context.Context, *handlers.ToolCall) (any, error) { <-release; return "late", nil }
 	e := newEnv(t, cfg, nil,
 		Tool{Name: "test.slow", Description: "ignores ctx", Category: timeout.Query, Run: stuck},
 		Tool{Name: "test.slow2", Description: "ignores ctx", Category: timeout.Query, Run: stuck})
 	for tool, limit := range map[string]time.Duration{"test_slow": 40 * time.Millisecond, "test_slow2": 80 * time.Millisecond} {
+		early := make(chan any, 1)
+		done := make(chan any, 1)
 		start := time.Now()
-		env, _ := e.call(t, tool, `{}`)
-		took := time.Since(start)
-		if took > limit+100*time.Millisecond || took < limit {
-			t.Errorf("%s answered after %v, want within [%v, %v]", tool, took, limit, limit+100*time.Millisecond)
+		go func() {
+			res, _ := e.srv.Handle(context.Background(), &handlers.Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1),
+				Params: json.RawMessage(fmt.Sprintf(`{"name":%q,"arguments":{}}`, tool)), Session: session{}, Peer: peer{early: early}})
+			done <- res
+		}()
+		var ans any
+		select {
+		case ans = <-early:
+		case <-time.After(limit + 100*time.Millisecond):
+			t.Fatalf("%s: no answer within %v", tool, limit+100*time.Millisecond)
 		}
-		if env.Error == nil || env.Error.Code != "TOOL_TIMEOUT" || !env.Error.Retryable {
-			t.Errorf("%s: %+v, want retryable TOOL_TIMEOUT", tool, env)
+		if took := time.Since(start); took < limit {
+			t.Errorf("%s answered after %v, before its timeout %v", tool, took, limit)
+		}
+		r := ans.(*protocol.CallToolResult)
+		var env envelope
+		_ = json.Unmarshal(r.StructuredContent, &env)
+		if !r.IsError || env.Error == nil || env.Error.Code != "TOOL_TIMEOUT" || !env.Error.Retryable || env.Metadata.DurationMs == nil {
+			t.Errorf("%s: %s, want retryable TOOL_TIMEOUT with durationMs", tool, r.StructuredContent)
 		}
 		if got := env.Error.Context["timeoutMs"]; got != float64(limit.Milliseconds()) {
 			t.Errorf("%s: timeoutMs %v, want %d", tool, got, limit.Milliseconds())
 		}
+		release <- struct{}{} // the handler returns late: its result is a timeout too
+		if late := (<-done).(*protocol.CallToolResult); !late.IsError {
+			t.Errorf("%s: the late result is not the timeout", tool)
+		}
+	}
+}
+
+// A handler that honours its context times out the same way.
+func TestTimeoutHonouringHandler(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Timeouts.Categories[timeout.Query] = 30 * time.Millisecond
+	e := newEnv(t, cfg, nil, Tool{Name: "test.wait", Description: "waits", Category: timeout.Query,
+		Run: func(ctx context.Context, _ *handlers.ToolCall) (any, error) { <-ctx.Done(); return nil, ctx.Err() }})
+	env, _ := e.call(t, "test_wait", `{}`)
+	if env.Error == nil || env.Error.Code != "TOOL_TIMEOUT" {
+		t.Fatalf("got %+v", env)
 	}
 }
 

@@ -5,18 +5,18 @@
 // The timeout is the tool's override if the configuration has one
 // (INV-MCP-TIMEOUT-003), else its category's, else the default.
 //
-// Run gives the handler a context with that deadline and returns when the
-// handler does or when the deadline passes, whichever is first: a handler
-// that ignores its context cannot hold the call (INV-MCP-TIMEOUT-001). It
-// then reports a timeout, which the caller turns into TOOL_TIMEOUT
-// (INV-MCP-TIMEOUT-004), and the measured duration (INV-MCP-TIMEOUT-005).
+// Watch gives the handler a context with that deadline and calls back at
+// the deadline if the handler has not finished, so the call is answered on
+// time even when the handler ignores its context (INV-MCP-TIMEOUT-001); the
+// caller turns that into TOOL_TIMEOUT (INV-MCP-TIMEOUT-004) and reports the
+// measured duration (INV-MCP-TIMEOUT-005).
 package timeout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,60 +102,31 @@ func (c Config) For(canonical, exposed string, cat Category) time.Duration {
 	return c.Default
 }
 
-// Outcome is how a run ended.
+// Watch returns ctx with a deadline d from now and arranges for onExpiry
+// to run, on a timer goroutine, if the deadline passes before stop is
+// called. The caller runs its work inline, on its own goroutine (no
+// goroutine per call), and calls stop when done: stop reports the elapsed
+// time and whether the deadline had passed. onExpiry is how a call is
+// answered on time even when its handler ignores ctx
+// (INV-MCP-TIMEOUT-001): the transport sends the TOOL_TIMEOUT response
+// while the handler is still running, and drops what it returns later.
+func Watch(ctx context.Context, d time.Duration, onExpiry func(elapsed time.Duration)) (context.Context, func() Outcome) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	var fired atomic.Bool
+	timer := time.AfterFunc(d, func() {
+		fired.Store(true)
+		onExpiry(time.Since(start))
+	})
+	return ctx, func() Outcome {
+		stopped := timer.Stop()
+		cancel()
+		return Outcome{Elapsed: time.Since(start), TimedOut: !stopped || fired.Load()}
+	}
+}
+
+// Outcome is how a watched call ended.
 type Outcome struct {
 	TimedOut bool
 	Elapsed  time.Duration
-}
-
-// Run calls fn with a context that expires after d and returns its result,
-// or, if d passes first, the zero result and TimedOut. fn runs on its own
-// goroutine so that a handler ignoring its context cannot delay the
-// answer; it is left to finish on its own (its context is done, so a
-// well-behaved handler stops at once), and what it returns late is dropped.
-func Run[R any](ctx context.Context, d time.Duration, fn func(context.Context) (R, error)) (R, Outcome, error) {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	// Cancelled when Run returns, never by the handler's goroutine: a
-	// finished result must not race its own cancellation below.
-	defer cancel()
-	type result struct {
-		r   R
-		err error
-	}
-	done := make(chan result, 1) // buffered: a late handler never blocks
-	go func() {
-		var res result
-		defer func() {
-			if v := recover(); v != nil {
-				res = result{err: fmt.Errorf("tool handler panicked: %v", v)}
-			}
-			done <- res
-		}()
-		res.r, res.err = fn(ctx)
-	}()
-	// finished reports a handler's own result; one that gave up because
-	// its deadline passed (a handler honouring ctx) timed out all the same.
-	finished := func(res result) (R, Outcome, error) {
-		out := Outcome{Elapsed: time.Since(start)}
-		out.TimedOut = ctx.Err() == context.DeadlineExceeded && errors.Is(res.err, context.DeadlineExceeded)
-		return res.r, out, res.err
-	}
-	select {
-	case res := <-done:
-		return finished(res)
-	case <-ctx.Done():
-		select {
-		case res := <-done: // finished just as the deadline passed
-			return finished(res)
-		default:
-		}
-		var zero R
-		out := Outcome{Elapsed: time.Since(start)}
-		if ctx.Err() == context.DeadlineExceeded {
-			out.TimedOut = true
-			return zero, out, context.DeadlineExceeded
-		}
-		return zero, out, ctx.Err()
-	}
 }

@@ -4,26 +4,34 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestINV_MCP_TIMEOUT_001_GuaranteedTermination: a handler that sleeps and
-// ignores its context still yields within timeout + 100 ms.
+// TestINV_MCP_TIMEOUT_001_GuaranteedTermination: while a handler sleeps
+// and ignores its context, the expiry callback (which answers the client)
+// still runs within timeout + 100 ms.
 func TestINV_MCP_TIMEOUT_001_GuaranteedTermination(t *testing.T) {
 	const limit = 50 * time.Millisecond
-	release := make(chan struct{})
-	defer close(release)
+	expired := make(chan time.Duration, 1)
 	start := time.Now()
-	_, out, err := Run(context.Background(), limit, func(context.Context) (int, error) {
-		<-release // ignores ctx entirely
-		return 1, nil
-	})
-	if took := time.Since(start); took > limit+100*time.Millisecond {
-		t.Fatalf("Run returned after %v, want within %v", took, limit+100*time.Millisecond)
+	_, stop := Watch(context.Background(), limit, func(e time.Duration) { expired <- e })
+	// The "handler": ignores ctx entirely, and is still running when the
+	// callback must fire.
+	select {
+	case e := <-expired:
+		if took := time.Since(start); took > limit+100*time.Millisecond || took < limit {
+			t.Fatalf("expiry after %v, want within [%v, %v]", took, limit, limit+100*time.Millisecond)
+		}
+		if e < limit {
+			t.Errorf("reported elapsed %v < limit", e)
+		}
+	case <-time.After(limit + 100*time.Millisecond):
+		t.Fatal("no expiry within timeout + 100ms")
 	}
-	if !out.TimedOut || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("out = %+v, err = %v; want a timeout", out, err)
+	if out := stop(); !out.TimedOut {
+		t.Errorf("stop after expiry: %+v, want TimedOut", out)
 	}
 }
 
@@ -64,50 +72,52 @@ func TestINV_MCP_TIMEOUT_003_OverridePrecedence(t *testing.T) {
 	}
 }
 
-// TestINV_MCP_TIMEOUT_004_TimeoutErrorCode: Run reports a timeout as such
-// (the pipeline maps it to TOOL_TIMEOUT; see its tests), and a cancelled
-// parent is not a timeout.
+// TestINV_MCP_TIMEOUT_004_TimeoutErrorCode: the context expires with
+// DeadlineExceeded and stop reports the timeout (the pipeline turns it into
+// TOOL_TIMEOUT; see its tests); a cancelled parent is not a timeout.
 func TestINV_MCP_TIMEOUT_004_TimeoutErrorCode(t *testing.T) {
-	_, out, err := Run(context.Background(), 10*time.Millisecond, func(ctx context.Context) (int, error) {
-		<-ctx.Done()
-		return 0, ctx.Err()
-	})
-	if !out.TimedOut || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("deadline: out=%+v err=%v", out, err)
+	ctx, stop := Watch(context.Background(), 10*time.Millisecond, func(time.Duration) {})
+	<-ctx.Done()
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("ctx.Err() = %v", ctx.Err())
+	}
+	time.Sleep(5 * time.Millisecond) // let the timer callback finish
+	if out := stop(); !out.TimedOut {
+		t.Errorf("out = %+v, want TimedOut", out)
 	}
 	parent, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, out, err = Run(parent, time.Second, func(ctx context.Context) (int, error) {
-		<-ctx.Done()
-		return 0, ctx.Err()
-	})
-	if out.TimedOut || !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled parent: out=%+v err=%v, want Canceled and no timeout", out, err)
+	var fired atomic.Bool
+	ctx, stop = Watch(parent, time.Second, func(time.Duration) { fired.Store(true) })
+	<-ctx.Done()
+	if out := stop(); out.TimedOut || fired.Load() || !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("cancelled parent: out=%+v fired=%v err=%v", out, fired.Load(), ctx.Err())
 	}
 }
 
-// TestINV_MCP_TIMEOUT_005_DurationTracking: completed, failed and timed-out
-// runs all report their elapsed time.
+// TestINV_MCP_TIMEOUT_005_DurationTracking: completed and timed-out calls
+// report their elapsed time.
 func TestINV_MCP_TIMEOUT_005_DurationTracking(t *testing.T) {
-	cases := []struct {
-		name string
-		fn   func(context.Context) (int, error)
-	}{
-		{"completed", func(context.Context) (int, error) { time.Sleep(5 * time.Millisecond); return 1, nil }},
-		{"error", func(context.Context) (int, error) { time.Sleep(5 * time.Millisecond); return 0, errors.New("boom") }},
-		{"timeout", func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }},
-		{"panic", func(context.Context) (int, error) { panic("boom") }},
+	_, stop := Watch(context.Background(), time.Second, func(time.Duration) { t.Error("fired early") })
+	time.Sleep(5 * time.Millisecond)
+	if out := stop(); out.TimedOut || out.Elapsed < 5*time.Millisecond {
+		t.Errorf("completed: %+v", out)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, out, err := Run(context.Background(), 20*time.Millisecond, tc.fn)
-			if out.Elapsed <= 0 {
-				t.Errorf("Elapsed = %v", out.Elapsed)
-			}
-			if tc.name == "panic" && (err == nil || out.TimedOut) {
-				t.Errorf("panic: err = %v, out = %+v; want an error", err, out)
-			}
-		})
+	ctx, stop := Watch(context.Background(), 5*time.Millisecond, func(time.Duration) {})
+	<-ctx.Done()
+	time.Sleep(5 * time.Millisecond)
+	if out := stop(); !out.TimedOut || out.Elapsed < 5*time.Millisecond {
+		t.Errorf("timed out: %+v", out)
+	}
+}
+
+// A call that finishes in time never fires the callback, however many.
+func TestWatch_FastCallsNeverFire(t *testing.T) {
+	for range 2000 {
+		_, stop := Watch(context.Background(), time.Second, func(time.Duration) { t.Error("fired") })
+		if out := stop(); out.TimedOut {
+			t.Fatalf("%+v", out)
+		}
 	}
 }
 
@@ -135,14 +145,3 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
-// A handler that returns promptly is never reported as timed out or
-// cancelled (the result must not race the context's own cancellation).
-func TestRun_FastResultAlwaysWins(t *testing.T) {
-	for i := range 2000 {
-		v, out, err := Run(context.Background(), time.Second, func(context.Context) (int, error) { return i, nil })
-		if v != i || err != nil || out.TimedOut {
-			t.Fatalf("run %d: v=%d err=%v out=%+v", i, v, err, out)
-		}
-	}
-}
