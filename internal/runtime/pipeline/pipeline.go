@@ -101,11 +101,6 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 	}, nil
 }
 
-// Timeout returns the timeout a tool gets (for tests and introspection).
-func (p *Pipeline) Timeout(canonical string, cat timeout.Category) time.Duration {
-	return p.cfg.Timeouts.For(canonical, handlers.ExposedName(canonical, p.cfg.Separator), cat)
-}
-
 func (p *Pipeline) precheck(name string) func(json.RawMessage) *protocol.CallToolResult {
 	return func(args json.RawMessage) *protocol.CallToolResult {
 		start := time.Now()
