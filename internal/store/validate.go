@@ -1,0 +1,139 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Both implementations validate through these functions before touching
+// data, so bad input gets the same *FieldError from either store.
+
+// CheckName validates a namespace, key, id or tag-like identifier: not
+// empty, valid UTF-8, at most max bytes, no control characters.
+func CheckName(field, s string, max int) error {
+	switch {
+	case s == "":
+		return Invalid(field, "must not be empty")
+	case len(s) > max:
+		return Invalid(field, "is %d bytes long; the limit is %d", len(s), max)
+	case !utf8.ValidString(s):
+		return Invalid(field, "is not valid UTF-8")
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return Invalid(field, "contains a control character (U+%04X) at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// CheckText validates free text (task, description, summary): valid
+// UTF-8 of at most max bytes; required says whether it may be empty.
+func CheckText(field, s string, max int, required bool) error {
+	switch {
+	case s == "" && required:
+		return Invalid(field, "must not be empty")
+	case len(s) > max:
+		return Invalid(field, "is %d bytes long; the limit is %d", len(s), max)
+	case !utf8.ValidString(s):
+		return Invalid(field, "is not valid UTF-8")
+	case strings.IndexByte(s, 0) >= 0:
+		return Invalid(field, "contains a NUL character")
+	}
+	return nil
+}
+
+// NormalizeTags validates tags and returns them sorted without
+// duplicates, never nil.
+func NormalizeTags(field string, tags []string) ([]string, error) {
+	if len(tags) > MaxTags {
+		return nil, Invalid(field, "has %d entries; the limit is %d", len(tags), MaxTags)
+	}
+	out := make([]string, 0, len(tags))
+	for i, t := range tags {
+		if err := CheckName(field+"["+itoa(i)+"]", t, MaxTagLen); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// CheckValue validates a memory value: one JSON value of at most max
+// bytes with no NUL character (PostgreSQL's jsonb cannot hold \u0000).
+func CheckValue(v json.RawMessage, max int) error {
+	switch {
+	case len(bytes.TrimSpace(v)) == 0:
+		return Invalid("value", "is required")
+	case len(v) > max:
+		return Invalid("value", "is %d bytes; the limit is %d", len(v), max)
+	case !json.Valid(v):
+		return Invalid("value", "is not valid JSON")
+	case bytes.Contains(v, []byte(`\u0000`)):
+		return Invalid("value", "contains a NUL character (\\u0000), which cannot be stored")
+	}
+	return nil
+}
+
+// CheckObject validates optional metadata: empty, null or a JSON object
+// of at most max bytes. It returns nil for empty or null.
+func CheckObject(field string, v json.RawMessage, max int) (json.RawMessage, error) {
+	t := bytes.TrimSpace(v)
+	if len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	if len(t) > max {
+		return nil, Invalid(field, "is %d bytes; the limit is %d", len(t), max)
+	}
+	if t[0] != '{' || !json.Valid(t) {
+		return nil, Invalid(field, "must be a JSON object")
+	}
+	if bytes.Contains(t, []byte(`\u0000`)) {
+		return nil, Invalid(field, "contains a NUL character (\\u0000), which cannot be stored")
+	}
+	return t, nil
+}
+
+// CheckLimit validates a page size: 0 means def, otherwise 1..max.
+func CheckLimit(limit, def, max int) (int, error) {
+	switch {
+	case limit == 0:
+		return def, nil
+	case limit < 0 || limit > max:
+		return 0, Invalid("limit", "must be between 1 and %d, got %d", max, limit)
+	}
+	return limit, nil
+}
+
+// Now is the stores' clock reading: UTC, truncated to the microsecond
+// that PostgreSQL keeps, so both stores return the same timestamps.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// MemoryID is a memory entry's id in a Pos: namespace and key cannot
+// contain control characters, so NUL separates them unambiguously.
+func MemoryID(namespace, key string) string { return namespace + "\x00" + key }
+
+// SplitMemoryID is the inverse of MemoryID.
+func SplitMemoryID(id string) (namespace, key string) {
+	namespace, key, _ = strings.Cut(id, "\x00")
+	return namespace, key
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			return string(b[n:])
+		}
+	}
+}
