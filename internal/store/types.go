@@ -183,14 +183,14 @@ type AnalyzeTraces struct {
 // nearest-rank (PostgreSQL's percentile_disc): the smallest duration d
 // such that at least p of the calls took d or less.
 type ToolStats struct {
-	Tool       string      `json:"tool"`
-	Calls      int64       `json:"calls"`
-	Errors     int64       `json:"errors"`
-	ErrorRate  float64     `json:"errorRate"` // Errors / Calls
-	P50Ms      float64     `json:"p50DurationMs"`
-	P95Ms      float64     `json:"p95DurationMs"`
-	P99Ms      float64     `json:"p99DurationMs"`
-	TopErrors  []CodeCount `json:"topErrors"` // at most TopErrorCodes, most frequent first, then by code
+	Tool      string      `json:"tool"`
+	Calls     int64       `json:"calls"`
+	Errors    int64       `json:"errors"`
+	ErrorRate float64     `json:"errorRate"` // Errors / Calls
+	P50Ms     float64     `json:"p50DurationMs"`
+	P95Ms     float64     `json:"p95DurationMs"`
+	P99Ms     float64     `json:"p99DurationMs"`
+	TopErrors []CodeCount `json:"topErrors"` // at most TopErrorCodes, most frequent first, then by code
 }
 
 // CodeCount is how often an error code occurred.
