@@ -58,8 +58,9 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
 	}
 	req.Tool = t.Name
+	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}
 	if t.Precheck != nil {
-		if res := t.Precheck(args); res != nil {
+		if res := t.Precheck(ctx, call); res != nil {
 			req.ToolError = res.IsError
 			return res, nil
 		}
@@ -70,11 +71,10 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		req.ToolError = true
 		msg = fmt.Sprintf("%s: %s", t.exposed, msg)
 		if t.Invalid != nil {
-			return t.Invalid(msg), nil
+			return t.Invalid(ctx, call, msg), nil
 		}
 		return protocol.ToolError(msg), nil
 	}
-	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}
 	if len(meta) > 0 {
 		keys := [...]string{"progressToken"}
 		var tok [1]json.RawMessage

@@ -32,10 +32,12 @@ type Tool struct {
 	// the handler does not run. The runtime guardrails (request limits,
 	// guard gates) use it, so an oversized request is refused before any
 	// work is done on it (INV-MCP-LIMIT-002).
-	Precheck func(args json.RawMessage) *protocol.CallToolResult
+	// It gets the call (its arguments and client session) so that a
+	// rejection can be traced like any other call.
+	Precheck func(ctx context.Context, call *ToolCall) *protocol.CallToolResult
 	// Invalid, if set, formats the result of a call whose arguments fail
 	// InputSchema; nil gives a plain isError text result.
-	Invalid func(message string) *protocol.CallToolResult
+	Invalid func(ctx context.Context, call *ToolCall, message string) *protocol.CallToolResult
 	// LongRunning marks a tool that may end its SSE stream early with
 	// Peer.CloseStream and keep working, the client resuming with
 	// Last-Event-ID (SEP-1699 polling). The transport runs such a tool on a

@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
 // Tool is a tool as the pipeline takes it: Run returns the data of a
@@ -53,6 +54,30 @@ type Config struct {
 	// Separator is the exposed-name separator, to match configuration
 	// keys given either as canonical or exposed names.
 	Separator string
+	// Record, if set, is told about every call once it has its result —
+	// completed, failed, timed out or rejected before running. It runs on
+	// the request's goroutine and must not block (the trace recorder
+	// queues and drops when full).
+	Record func(CallRecord)
+}
+
+// CallRecord describes one finished tools/call for the trace: sizes, never
+// the arguments themselves.
+type CallRecord struct {
+	Tenant        string
+	Tool          string // canonical name
+	ClientSession string
+	ErrorCode     response.Code // "" when the call succeeded
+	Duration      time.Duration
+	ArgBytes      int
+	ResultBytes   int // the envelope's length
+}
+
+// Result lets Run report how its data was obtained; returning a Result
+// instead of bare data sets the envelope's metadata.cached.
+type Result struct {
+	Data   any
+	Cached bool
 }
 
 // Pipeline wraps tools in the guardrails.
@@ -94,16 +119,17 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 		InputSchema: t.InputSchema, OutputSchema: response.EnvelopeSchema(), Annotations: t.Annotations,
 		LongRunning: t.LongRunning,
 		Precheck:    p.precheck(t.Name),
-		Invalid: func(msg string) *protocol.CallToolResult {
-			return response.Failure(response.NewError(response.CodeInvalidInput, "%s", msg), response.Metadata{}, p.cfg.Response)
+		Invalid: func(ctx context.Context, call *handlers.ToolCall, msg string) *protocol.CallToolResult {
+			return p.fail(ctx, call, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
 		},
 		Handler: p.handler(t, exposed, limit),
 	}, nil
 }
 
-func (p *Pipeline) precheck(name string) func(json.RawMessage) *protocol.CallToolResult {
-	return func(args json.RawMessage) *protocol.CallToolResult {
+func (p *Pipeline) precheck(name string) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
+	return func(ctx context.Context, call *handlers.ToolCall) *protocol.CallToolResult {
 		start := time.Now()
+		args := call.Arguments
 		var violations []limits.Violation
 		if len(args) > 0 {
 			violations = p.checker.Check(name, args)
@@ -112,8 +138,30 @@ func (p *Pipeline) precheck(name string) func(json.RawMessage) *protocol.CallToo
 		if rej == nil {
 			return nil
 		}
-		return response.Failure(rej, response.Metadata{DurationMs: time.Since(start).Milliseconds()}, p.cfg.Response)
+		return p.fail(ctx, call, start, rej)
 	}
+}
+
+// fail answers a call rejected before its handler ran, and records it.
+func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, start time.Time, e *response.Error) *protocol.CallToolResult {
+	d := time.Since(start)
+	res := response.Failure(e, response.Metadata{DurationMs: d.Milliseconds()}, p.cfg.Response)
+	p.record(ctx, call, e.Code, d, res)
+	return res
+}
+
+func (p *Pipeline) record(ctx context.Context, call *handlers.ToolCall, code response.Code, d time.Duration, res *protocol.CallToolResult) {
+	if p.cfg.Record == nil {
+		return
+	}
+	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.Name, ErrorCode: code, Duration: d, ArgBytes: len(call.Arguments)}
+	if call.Session != nil {
+		rec.ClientSession = call.Session.ID()
+	}
+	if res != nil {
+		rec.ResultBytes = len(res.StructuredContent)
+	}
+	p.cfg.Record(rec)
 }
 
 func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers.ToolHandler {
@@ -131,28 +179,39 @@ func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers
 		data, err := p.run(ctx, t, call)
 		out := stop()
 		p.guard.After(t.Name, out.Elapsed, limit)
-		if out.TimedOut {
-			return timedOut(out.Elapsed), nil // dropped if the watchdog answered first
-		}
-		meta := response.Metadata{DurationMs: out.Elapsed.Milliseconds()}
-		if err != nil {
-			if perr, ok := err.(*protocol.Error); ok {
-				return nil, perr
-			}
-			rerr := response.FromError(err)
-			if rerr.Code == response.CodeInternalError {
-				// The message the client sees is generic; the cause is here.
-				p.log.Error().Err(err).Str("tool", t.Name).Msg("tool failed")
-			}
-			return response.Failure(rerr, meta, p.cfg.Response), nil
-		}
-		res, err := response.Success(data, meta, p.cfg.Response)
-		if err != nil {
-			p.log.Error().Err(err).Str("tool", t.Name).Msg("encode tool result")
-			return response.Failure(response.NewError(response.CodeInternalError, "the tool's result could not be encoded"), meta, p.cfg.Response), nil
-		}
-		return res, nil
+		res, code, err := p.result(t, out, timedOut, data, err)
+		p.record(ctx, call, code, out.Elapsed, res)
+		return res, err
 	}
+}
+
+// result turns what Run returned into the envelope and its error code.
+func (p *Pipeline) result(t Tool, out timeout.Outcome, timedOut func(time.Duration) *protocol.CallToolResult, data any, err error) (*protocol.CallToolResult, response.Code, error) {
+	if out.TimedOut {
+		return timedOut(out.Elapsed), response.CodeToolTimeout, nil // dropped if the watchdog answered first
+	}
+	meta := response.Metadata{DurationMs: out.Elapsed.Milliseconds()}
+	if err != nil {
+		if perr, ok := err.(*protocol.Error); ok {
+			return nil, response.CodeInternalError, perr
+		}
+		rerr := response.FromError(err)
+		if rerr.Code == response.CodeInternalError {
+			// The message the client sees is generic; the cause is here.
+			p.log.Error().Err(err).Str("tool", t.Name).Msg("tool failed")
+		}
+		return response.Failure(rerr, meta, p.cfg.Response), rerr.Code, nil
+	}
+	if r, ok := data.(Result); ok {
+		data, meta.Cached = r.Data, r.Cached
+	}
+	res, err := response.Success(data, meta, p.cfg.Response)
+	if err != nil {
+		p.log.Error().Err(err).Str("tool", t.Name).Msg("encode tool result")
+		e := response.NewError(response.CodeInternalError, "the tool's result could not be encoded")
+		return response.Failure(e, meta, p.cfg.Response), e.Code, nil
+	}
+	return res, "", nil
 }
 
 // run calls the tool, turning a panic into an error so it is reported in
