@@ -50,6 +50,18 @@ type Config struct {
 	// ShutdownGraceMs is how long in-flight requests get to finish after
 	// SIGTERM; see [Config.ShutdownGrace].
 	ShutdownGraceMs int64 `yaml:"shutdownGraceMs"`
+	// DatabaseURL selects PostgreSQL for the durable state; empty means the
+	// embedded in-memory store, whose data does not survive a restart.
+	DatabaseURL string `yaml:"databaseURL"`
+	// RedisURL enables Redis as the second cache tier and the bus between
+	// replicas; empty means one process with no second tier.
+	RedisURL string `yaml:"redisURL"`
+	// Cache is the in-process cache tier.
+	Cache Cache `yaml:"cache"`
+	// Store, Redis and Traces tune the durable state.
+	Store  Store  `yaml:"store"`
+	Redis  Redis  `yaml:"redis"`
+	Traces Traces `yaml:"traces"`
 	// Timeouts, Limits and Response are the runtime guardrails.
 	Timeouts Timeouts `yaml:"timeouts"`
 	Limits   Limits   `yaml:"limits"`
@@ -115,6 +127,10 @@ func Default() Config {
 		Timeouts:        defaultTimeouts(),
 		Limits:          defaultLimits(),
 		Response:        defaultResponse(),
+		Cache:           defaultCache(),
+		Store:           defaultStore(),
+		Redis:           defaultRedis(),
+		Traces:          defaultTraces(),
 	}
 }
 

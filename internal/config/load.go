@@ -115,6 +115,12 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	if v := getenv(EnvLogFormat); v != "" {
 		cfg.LogFormat = v
 	}
+	if v := getenv(EnvDatabaseURL); v != "" {
+		cfg.DatabaseURL = v
+	}
+	if v := getenv(EnvRedisURL); v != "" {
+		cfg.RedisURL = v
+	}
 }
 
 // splitList splits a comma-separated list, trimming spaces and dropping empty

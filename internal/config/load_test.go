@@ -89,6 +89,10 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		Timeouts:        defaultTimeouts(),
 		Limits:          defaultLimits(),
 		Response:        defaultResponse(),
+		Cache:           defaultCache(),
+		Store:           defaultStore(),
+		Redis:           defaultRedis(),
+		Traces:          defaultTraces(),
 	}
 	for _, tc := range []struct {
 		name string

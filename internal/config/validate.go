@@ -57,6 +57,10 @@ func overrides(key string) string {
 		return EnvLogLevel + ", -" + flagLogLevel
 	case key == "logFormat":
 		return EnvLogFormat
+	case key == "databaseURL":
+		return EnvDatabaseURL
+	case key == "redisURL":
+		return EnvRedisURL
 	}
 	return ""
 }
@@ -116,6 +120,7 @@ func (c Config) Validate() error {
 		fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 
 	errs = append(errs, c.validateRuntime()...)
+	errs = append(errs, c.validateStorage(bad, intRange)...)
 	return errors.Join(errs...)
 }
 

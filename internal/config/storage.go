@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
+)
+
+// Environment variables for the storage back ends: a Kubernetes Deployment
+// takes them from a Secret, so they are read from the environment and
+// never printed.
+const (
+	EnvDatabaseURL = "DATABASE_URL" // databaseURL
+	EnvRedisURL    = "REDIS_URL"    // redisURL
+)
+
+// Cache is the in-process cache, the first tier in front of Redis and the
+// database (optimization-prd.md, Feature 1: MCPCacheConfigSchema).
+type Cache struct {
+	MaxSizeBytes      int64   `yaml:"maxSizeBytes"`
+	MaxEntries        int     `yaml:"maxEntries"`
+	DefaultTtlMs      int64   `yaml:"defaultTtlMs"`
+	EvictionPolicy    string  `yaml:"evictionPolicy"`
+	HighWaterMark     float64 `yaml:"highWaterMark"`
+	LowWaterMark      float64 `yaml:"lowWaterMark"`
+	CleanupIntervalMs int64   `yaml:"cleanupIntervalMs"`
+}
+
+// Store holds the limits of the durable state.
+type Store struct {
+	// ParticipantLimit caps the participants of a collaboration session,
+	// the initiator included.
+	ParticipantLimit int `yaml:"participantLimit"`
+	// MaxValueBytes caps a memory value's (and a metadata object's) JSON.
+	MaxValueBytes int `yaml:"maxValueBytes"`
+	// PurgeIntervalMs is how often expired memory entries are deleted.
+	PurgeIntervalMs int64 `yaml:"purgeIntervalMs"`
+}
+
+// Redis tunes the second cache tier.
+type Redis struct {
+	// TimeoutMs bounds every Redis operation; a slower Redis counts as down
+	// and the call is served from the database (INV-MCP-XC-002).
+	TimeoutMs int64 `yaml:"timeoutMs"`
+	// TtlMs is the lifetime of an entry in Redis.
+	TtlMs int64 `yaml:"ttlMs"`
+}
+
+// Traces configures the trace of tool calls.
+type Traces struct {
+	// QueueSize bounds the traces waiting to be written; beyond it they are
+	// dropped and counted, never blocking a call.
+	QueueSize       int   `yaml:"queueSize"`
+	BatchSize       int   `yaml:"batchSize"`
+	FlushIntervalMs int64 `yaml:"flushIntervalMs"`
+	// RetentionDays is how long traces are kept.
+	RetentionDays   int   `yaml:"retentionDays"`
+	PurgeIntervalMs int64 `yaml:"purgeIntervalMs"`
+}
+
+func defaultCache() Cache {
+	d := cache.DefaultConfig()
+	return Cache{
+		MaxSizeBytes: d.MaxSizeBytes, MaxEntries: d.MaxEntries, DefaultTtlMs: d.DefaultTTL.Milliseconds(),
+		EvictionPolicy: d.EvictionPolicy, HighWaterMark: d.HighWaterMark, LowWaterMark: d.LowWaterMark,
+		CleanupIntervalMs: d.CleanupInterval.Milliseconds(),
+	}
+}
+
+func defaultStore() Store {
+	return Store{ParticipantLimit: 10, MaxValueBytes: 1 << 20, PurgeIntervalMs: 60_000}
+}
+
+func defaultRedis() Redis { return Redis{TimeoutMs: 50, TtlMs: 5 * 60_000} }
+
+func defaultTraces() Traces {
+	return Traces{QueueSize: 10_000, BatchSize: 500, FlushIntervalMs: 200, RetentionDays: 7, PurgeIntervalMs: 3_600_000}
+}
+
+// CacheConfig returns the cache section as runtime/cache takes it.
+func (c Cache) CacheConfig() cache.Config {
+	return cache.Config{
+		MaxSizeBytes: c.MaxSizeBytes, MaxEntries: c.MaxEntries, DefaultTTL: ms(c.DefaultTtlMs),
+		EvictionPolicy: c.EvictionPolicy, HighWaterMark: c.HighWaterMark, LowWaterMark: c.LowWaterMark,
+		CleanupInterval: ms(c.CleanupIntervalMs),
+	}
+}
+
+// PurgeInterval returns PurgeIntervalMs as a duration.
+func (s Store) PurgeInterval() time.Duration { return ms(s.PurgeIntervalMs) }
+
+// Timeout returns TimeoutMs as a duration.
+func (r Redis) Timeout() time.Duration { return ms(r.TimeoutMs) }
+
+// TTL returns TtlMs as a duration.
+func (r Redis) TTL() time.Duration { return ms(r.TtlMs) }
+
+// FlushInterval returns FlushIntervalMs as a duration.
+func (t Traces) FlushInterval() time.Duration { return ms(t.FlushIntervalMs) }
+
+// Retention returns RetentionDays as a duration.
+func (t Traces) Retention() time.Duration { return time.Duration(t.RetentionDays) * 24 * time.Hour }
+
+// PurgeInterval returns PurgeIntervalMs as a duration.
+func (t Traces) PurgeInterval() time.Duration { return ms(t.PurgeIntervalMs) }
+
+// validateStorage checks the storage sections. The URLs are checked for
+// shape only (the drivers parse them at start-up) and never echoed, since
+// they usually carry a password.
+func (c Config) validateStorage(bad func(key string, value any, want string), intRange func(key string, v, lo, hi int64, want string)) []error {
+	if c.DatabaseURL != "" && !validDSN(c.DatabaseURL, "postgres", "postgresql") {
+		bad("databaseURL", "(hidden)", "a postgres:// URL or a key=value connection string")
+	}
+	if c.RedisURL != "" && !validDSN(c.RedisURL, "redis", "rediss", "unix") {
+		bad("redisURL", "(hidden)", "a redis://, rediss:// or unix:// URL")
+	}
+	var errs []error
+	if err := c.Cache.CacheConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	intRange("cache.defaultTtlMs", c.Cache.DefaultTtlMs, 0, maxDurationMs, fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
+	intRange("cache.cleanupIntervalMs", c.Cache.CleanupIntervalMs, 1, maxDurationMs, fmt.Sprintf("1 to %d milliseconds", maxDurationMs))
+	intRange("store.participantLimit", int64(c.Store.ParticipantLimit), 1, 10_000, "1 to 10000")
+	intRange("store.maxValueBytes", int64(c.Store.MaxValueBytes), 1, 64<<20, "1 to 67108864 (64 MiB)")
+	intRange("store.purgeIntervalMs", c.Store.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	intRange("redis.timeoutMs", c.Redis.TimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
+	intRange("redis.ttlMs", c.Redis.TtlMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	intRange("traces.queueSize", int64(c.Traces.QueueSize), 1, 10_000_000, "1 to 10000000")
+	intRange("traces.batchSize", int64(c.Traces.BatchSize), 1, 100_000, "1 to 100000")
+	intRange("traces.flushIntervalMs", c.Traces.FlushIntervalMs, 1, 3_600_000, "1 to 3600000 milliseconds")
+	intRange("traces.retentionDays", int64(c.Traces.RetentionDays), 1, 36_500, "1 to 36500 days")
+	intRange("traces.purgeIntervalMs", c.Traces.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	return errs
+}
+
+// validDSN accepts a URL with one of schemes, or (for PostgreSQL) a
+// key=value connection string.
+func validDSN(s string, schemes ...string) bool {
+	u, err := url.Parse(s)
+	if err == nil {
+		for _, sc := range schemes {
+			if strings.EqualFold(u.Scheme, sc) {
+				return true
+			}
+		}
+	}
+	return schemes[0] == "postgres" && strings.Contains(s, "=") && !strings.Contains(s, "://")
+}

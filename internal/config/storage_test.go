@@ -1,0 +1,86 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The storage sections load from YAML, keep their defaults for what is
+// not set, and the URLs come from the environment as a Deployment sets
+// them from a Secret.
+func TestLoadStorageSections(t *testing.T) {
+	path := writeConfig(t, `
+cache: {maxSizeBytes: 1048576, evictionPolicy: lfu, defaultTtlMs: 1000}
+store: {participantLimit: 3}
+redis: {timeoutMs: 20}
+traces: {retentionDays: 30, batchSize: 100}
+`)
+	env := map[string]string{
+		EnvDatabaseURL: "postgres://u:secret@db:5432/mcp",
+		EnvRedisURL:    "redis://cache:6379/0",
+	}
+	cfg, err := load([]string{"-config", path}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cfg.Cache.CacheConfig()
+	if cc.MaxSizeBytes != 1<<20 || cc.EvictionPolicy != "lfu" || cc.DefaultTTL != time.Second || cc.MaxEntries != 10_000 {
+		t.Errorf("cache = %+v", cc)
+	}
+	if cfg.Store.ParticipantLimit != 3 || cfg.Store.MaxValueBytes != 1<<20 {
+		t.Errorf("store = %+v", cfg.Store)
+	}
+	if cfg.Redis.Timeout() != 20*time.Millisecond || cfg.Redis.TTL() != 5*time.Minute {
+		t.Errorf("redis = %+v", cfg.Redis)
+	}
+	if cfg.Traces.Retention() != 30*24*time.Hour || cfg.Traces.BatchSize != 100 || cfg.Traces.QueueSize != 10_000 {
+		t.Errorf("traces = %+v", cfg.Traces)
+	}
+	if cfg.DatabaseURL != env[EnvDatabaseURL] || cfg.RedisURL != env[EnvRedisURL] {
+		t.Errorf("urls = %q %q", cfg.DatabaseURL, cfg.RedisURL)
+	}
+}
+
+func TestValidateStorageNamesKeys(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		key  string
+	}{
+		{"cache size", func(c *Config) { c.Cache.MaxSizeBytes = 0 }, "cache.maxSizeBytes"},
+		{"cache policy", func(c *Config) { c.Cache.EvictionPolicy = "random" }, "cache.evictionPolicy"},
+		{"cache marks", func(c *Config) { c.Cache.LowWaterMark = 0.95 }, "cache.lowWaterMark"},
+		{"cache cleanup", func(c *Config) { c.Cache.CleanupIntervalMs = 0 }, "cache.cleanupIntervalMs"},
+		{"participants", func(c *Config) { c.Store.ParticipantLimit = 0 }, "store.participantLimit"},
+		{"value bytes", func(c *Config) { c.Store.MaxValueBytes = -1 }, "store.maxValueBytes"},
+		{"purge", func(c *Config) { c.Store.PurgeIntervalMs = 10 }, "store.purgeIntervalMs"},
+		{"redis timeout", func(c *Config) { c.Redis.TimeoutMs = 0 }, "redis.timeoutMs"},
+		{"redis ttl", func(c *Config) { c.Redis.TtlMs = 1 }, "redis.ttlMs"},
+		{"trace queue", func(c *Config) { c.Traces.QueueSize = 0 }, "traces.queueSize"},
+		{"trace retention", func(c *Config) { c.Traces.RetentionDays = 0 }, "traces.retentionDays"},
+		{"database url", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "databaseURL"},
+		{"redis url", func(c *Config) { c.RedisURL = "http://u:pw@h" }, "redisURL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.mod(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.key)
+			}
+			// A URL usually carries a password: it is never echoed.
+			if strings.Contains(err.Error(), "pw") {
+				t.Errorf("the error echoes a secret: %v", err)
+			}
+		})
+	}
+	for _, ok := range []string{"postgres://h/db", "postgresql://u@h:5432/db?sslmode=disable", "host=h dbname=db user=u"} {
+		c := Default()
+		c.DatabaseURL = ok
+		if err := c.Validate(); err != nil {
+			t.Errorf("databaseURL %q rejected: %v", ok, err)
+		}
+	}
+}
