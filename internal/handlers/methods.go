@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -107,17 +108,50 @@ func isProgressToken(raw json.RawMessage) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
-func (s *Server) listResources(params []byte) (any, error) {
+// dynamicCursor prefixes the cursors of the ResourceLister, so that a
+// listing walks the concrete resources first, then the lister's.
+const dynamicCursor = "d:"
+
+func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
 	var p protocol.PaginatedParams
-	if perr := decodeParams(params, &p); perr != nil {
+	if perr := decodeParams(req.Params, &p); perr != nil {
 		return nil, perr
+	}
+	if p.Cursor != nil && s.lister != nil {
+		if c, ok := strings.CutPrefix(*p.Cursor, dynamicCursor); ok {
+			return s.listDynamic(ctx, req.Session, c)
+		}
 	}
 	all := s.resources.list()
 	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
+	if next == "" && s.lister != nil {
+		if end == start {
+			return s.listDynamic(ctx, req.Session, "")
+		}
+		next = dynamicCursor
+	}
 	return &protocol.ListResourcesResult{Resources: all[start:end], NextCursor: next}, nil
+}
+
+func (s *Server) listDynamic(ctx context.Context, session Session, cursor string) (any, error) {
+	items, next, err := s.lister.ListResources(ctx, session, cursor, s.opts.PageSize)
+	var bad *BadCursorError
+	if errors.As(err, &bad) {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: unknown or expired cursor %q", dynamicCursor+cursor)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list resources: %w", err)
+	}
+	if items == nil {
+		items = []protocol.Resource{}
+	}
+	if next != "" {
+		next = dynamicCursor + next
+	}
+	return &protocol.ListResourcesResult{Resources: items, NextCursor: next}, nil
 }
 
 func (s *Server) listTemplates(params []byte) (any, error) {

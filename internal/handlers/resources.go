@@ -15,6 +15,20 @@ import (
 // know; it becomes JSON-RPC -32002 (server/resources, "Error Handling").
 var ErrResourceNotFound = errors.New("resource not found")
 
+// ResourceLister enumerates resources that are not registered one by one —
+// the entities of the durable state — for resources/list. cursor is ""
+// for the first page or a next cursor the lister returned; next is "" on
+// the last page. A cursor the lister does not recognise is reported as a
+// *BadCursorError.
+type ResourceLister interface {
+	ListResources(ctx context.Context, s Session, cursor string, limit int) (items []protocol.Resource, next string, err error)
+}
+
+// BadCursorError reports a pagination cursor the server did not issue.
+type BadCursorError struct{ Cursor string }
+
+func (e *BadCursorError) Error() string { return fmt.Sprintf("unknown or expired cursor %q", e.Cursor) }
+
 // Resource is a concrete resource with a fixed URI.
 type Resource struct {
 	protocol.Resource

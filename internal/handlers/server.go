@@ -24,6 +24,7 @@ type Server struct {
 	tools     *ToolRegistry
 	resources *ResourceRegistry
 	prompts   *PromptRegistry
+	lister    ResourceLister
 }
 
 // NewServer returns a server over tools; resources and prompts are added
@@ -43,6 +44,10 @@ func (s *Server) AddResource(r Resource) error { return s.resources.add(r) }
 
 // AddResourceTemplate registers a resource template.
 func (s *Server) AddResourceTemplate(t ResourceTemplate) error { return s.resources.addTemplate(t) }
+
+// SetResourceLister adds the resources that lister enumerates to
+// resources/list, after the concrete resources.
+func (s *Server) SetResourceLister(lister ResourceLister) { s.lister = lister }
 
 // AddPrompt registers a prompt.
 func (s *Server) AddPrompt(p Prompt) error { return s.prompts.add(p) }
@@ -117,7 +122,7 @@ func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
 	case protocol.MethodToolsList:
 		return s.listTools(req.Params)
 	case protocol.MethodResourcesList:
-		return s.listResources(req.Params)
+		return s.listResources(ctx, req)
 	case protocol.MethodResourcesTemplatesList:
 		return s.listTemplates(req.Params)
 	case protocol.MethodResourcesRead:
