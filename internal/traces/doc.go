@@ -1,0 +1,42 @@
+// Package traces records a store.Trace for every tools/call off the hot
+// path (DESIGN.md, request path step 9) and enforces their retention.
+//
+// # Hot path
+//
+// Record is a non-blocking send of the trace, by value, into a bounded
+// channel. It shares no lock with the writer: when the channel is full the
+// trace is dropped and counted, so a slow or dead database costs a tool
+// call nothing but its trace. The only allocation is the trace id when the
+// caller did not set one.
+//
+// # Writer
+//
+// One goroutine takes traces off the queue and writes them with
+// Writer.InsertTraces in batches of up to BatchSize, or sooner when
+// FlushInterval has passed since the first trace of the batch, each write
+// bounded by WriteTimeout. A failed batch is retried a bounded number of
+// times with growing backoff while new traces keep queueing (and dropping
+// once the queue is full); after the last try it is counted in
+// Stats.LostInFailedBatches and discarded. Memory is bounded by QueueSize
+// plus one batch, whatever the database does. A batch the store refuses
+// as invalid (*store.FieldError) is not retried but halved until the
+// invalid traces stand alone, so one bad trace does not cost a whole
+// batch; those are counted in Stats.Rejected. Failures are logged at most
+// once per few seconds, with the count since the previous line, so an
+// outage does not flood the log.
+//
+// # Retention
+//
+// A second goroutine calls Writer.PurgeTraces(Now() - Retention) every
+// PurgeInterval, the first time soon after start so a restarted process
+// catches up at once. Its errors are logged and counted, never fatal.
+//
+// # Shutdown
+//
+// Close stops accepting traces, writes what is queued, and stops both
+// goroutines (INV-MCP-XC-003). It honours its context: when the context
+// ends first, the write in progress is cancelled, what is left is
+// counted in Stats.Abandoned, and Close returns the context's error
+// wrapped. Every accepted trace ends up in exactly one of Written,
+// LostInFailedBatches, Rejected or Abandoned.
+package traces
