@@ -1,0 +1,213 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+)
+
+// maxToolLen bounds a tool-name filter, in bytes.
+const maxToolLen = 128
+
+// InsertTraces stores a batch: all of it, or nothing if a trace lacks its
+// tenant or id. A trace whose (tenant, id) is already stored is skipped,
+// so a retried batch does not fail on the part that got through.
+func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, tr := range batch {
+		if err := store.CheckName(fmt.Sprintf("batch[%d].tenant", i), tr.Tenant, store.MaxIDLen); err != nil {
+			return err
+		}
+		if err := store.CheckName(fmt.Sprintf("batch[%d].id", i), tr.ID, store.MaxIDLen); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tr := range batch {
+		td := s.write(tr.Tenant)
+		if td.traces[tr.ID] != nil {
+			continue
+		}
+		// Kept as PostgreSQL's timestamptz would return it.
+		tr.StartedAt = tr.StartedAt.UTC().Truncate(time.Microsecond)
+		td.traces[tr.ID] = &tr
+	}
+	return nil
+}
+
+// GetTrace returns one trace.
+func (s *Store) GetTrace(ctx context.Context, tenant, id string) (store.Trace, error) {
+	if err := begin(ctx, tenant); err != nil {
+		return store.Trace{}, err
+	}
+	if err := store.CheckName("traceId", id, store.MaxIDLen); err != nil {
+		return store.Trace{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if td := s.read(tenant); td != nil {
+		if tr := td.traces[id]; tr != nil {
+			return *tr, nil
+		}
+	}
+	return store.Trace{}, store.NotFoundf("trace %s", id)
+}
+
+// checkTraceFilter validates the tool and status filters, which may be
+// empty.
+func checkTraceFilter(tool, status string) error {
+	if err := checkOptionalName("tool", tool, maxToolLen); err != nil {
+		return err
+	}
+	switch status {
+	case "", store.TraceOK, store.TraceError:
+		return nil
+	}
+	return store.Invalid("status", "must be %q or %q, got %q", store.TraceOK, store.TraceError, status)
+}
+
+// traces returns tenant's traces of tool ("" for any) started at or
+// after since; the caller holds s.mu.
+func (s *Store) traces(tenant, tool string, since time.Time, keep func(*store.Trace) bool) []store.Trace {
+	td := s.read(tenant)
+	if td == nil {
+		return nil
+	}
+	var out []store.Trace
+	for _, tr := range td.traces {
+		if (tool == "" || tr.Tool == tool) && !tr.StartedAt.Before(since) && keep(tr) {
+			out = append(out, *tr)
+		}
+	}
+	return out
+}
+
+// ListTraces lists traces newest first, by (startedAt, id).
+func (s *Store) ListTraces(ctx context.Context, tenant string, q store.ListTraces) (store.Page[store.Trace], error) {
+	var none store.Page[store.Trace]
+	if err := begin(ctx, tenant); err != nil {
+		return none, err
+	}
+	if err := checkTraceFilter(q.Tool, q.Status); err != nil {
+		return none, err
+	}
+	limit, err := store.CheckLimit(q.Limit, store.DefListLimit, store.MaxListLimit)
+	if err != nil {
+		return none, err
+	}
+	var afterAt time.Time
+	var afterID string
+	if q.Cursor != "" {
+		if afterAt, afterID, _, err = store.DecodeCursor("traces", q.Cursor); err != nil {
+			return none, err
+		}
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := s.traces(tenant, q.Tool, q.Since, func(tr *store.Trace) bool {
+		return (q.Status == "" || tr.Status == q.Status) &&
+			(q.Cursor == "" || byTimeDesc(afterAt, tr.StartedAt, afterID, tr.ID) < 0)
+	})
+	slices.SortFunc(out, func(a, b store.Trace) int { return byTimeDesc(a.StartedAt, b.StartedAt, a.ID, b.ID) })
+	return paginate(out, limit, func(tr store.Trace) string {
+		return store.EncodeCursor("traces", tr.StartedAt, tr.ID, "")
+	}), nil
+}
+
+// AnalyzeTraces summarizes the selected traces per tool, in tool order.
+func (s *Store) AnalyzeTraces(ctx context.Context, tenant string, q store.AnalyzeTraces) ([]store.ToolStats, error) {
+	if err := begin(ctx, tenant); err != nil {
+		return nil, err
+	}
+	if err := checkTraceFilter(q.Tool, ""); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	selected := s.traces(tenant, q.Tool, q.Since, func(*store.Trace) bool { return true })
+	s.mu.RUnlock()
+
+	byTool := make(map[string][]store.Trace)
+	for _, tr := range selected {
+		byTool[tr.Tool] = append(byTool[tr.Tool], tr)
+	}
+	out := make([]store.ToolStats, 0, len(byTool))
+	for tool, trs := range byTool {
+		out = append(out, toolStats(tool, trs))
+	}
+	slices.SortFunc(out, func(a, b store.ToolStats) int { return cmp.Compare(a.Tool, b.Tool) })
+	return out, nil
+}
+
+// toolStats summarizes the traces of one tool.
+func toolStats(tool string, trs []store.Trace) store.ToolStats {
+	st := store.ToolStats{Tool: tool, Calls: int64(len(trs))}
+	durations := make([]float64, len(trs))
+	codes := make(map[string]int64)
+	for i, tr := range trs {
+		durations[i] = tr.DurationMs
+		if tr.Status == store.TraceError {
+			st.Errors++
+			// An error without a code has nothing to rank.
+			if tr.ErrorCode != "" {
+				codes[tr.ErrorCode]++
+			}
+		}
+	}
+	st.ErrorRate = float64(st.Errors) / float64(st.Calls)
+	slices.Sort(durations)
+	st.P50Ms = percentileDisc(durations, 0.50)
+	st.P95Ms = percentileDisc(durations, 0.95)
+	st.P99Ms = percentileDisc(durations, 0.99)
+
+	st.TopErrors = make([]store.CodeCount, 0, len(codes))
+	for code, n := range codes {
+		st.TopErrors = append(st.TopErrors, store.CodeCount{Code: code, Count: n})
+	}
+	slices.SortFunc(st.TopErrors, func(a, b store.CodeCount) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Code, b.Code)
+	})
+	if len(st.TopErrors) > store.TopErrorCodes {
+		st.TopErrors = st.TopErrors[:store.TopErrorCodes]
+	}
+	return st
+}
+
+// percentileDisc is PostgreSQL's percentile_disc over sorted values: the
+// value at 1-based row ceil(p·n), computed in float64 as PostgreSQL does
+// so that both stores pick the same row.
+func percentileDisc(sorted []float64, p float64) float64 {
+	row := int(math.Ceil(p * float64(len(sorted))))
+	row = max(1, min(row, len(sorted)))
+	return sorted[row-1]
+}
+
+// PurgeTraces deletes traces of every tenant started before cutoff.
+func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, td := range s.tenants {
+		for id, tr := range td.traces {
+			if tr.StartedAt.Before(cutoff) {
+				delete(td.traces, id)
+				n++
+			}
+		}
+	}
+	return n, nil
+}
