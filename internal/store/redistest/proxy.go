@@ -1,0 +1,236 @@
+package redistest
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a Redis and can cut or freeze them, to
+// stand for a network partition: unlike Stop, the server keeps its data,
+// so a test can check what a client finds there once the partition heals.
+type Proxy struct {
+	t      testing.TB
+	target string
+	addr   string
+
+	mu     sync.Mutex
+	thawed *sync.Cond   // signalled by Thaw and Cut
+	ln     net.Listener // nil while cut
+	frozen bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// NewProxy starts a proxy to target on a free port; it is closed when the
+// test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: proxy: %v", err)
+	}
+	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: make(map[net.Conn]struct{})}
+	p.thawed = sync.NewCond(&p.mu)
+	p.serve(ln)
+	t.Cleanup(func() {
+		p.Cut()
+		p.Thaw()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is where clients connect.
+func (p *Proxy) Addr() string { return p.addr }
+
+// Cut closes every connection through the proxy and refuses new ones until
+// Restore. Cutting a cut proxy does nothing.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return
+	}
+	_ = p.ln.Close()
+	p.ln = nil
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.thawed.Broadcast() // frozen copies notice the closed connections
+}
+
+// Freeze stops forwarding bytes, in both directions, on every connection,
+// present and future, without closing any: a silent link, as a half-open
+// connection or a black-holing network path is. Thaw forwards what was
+// held back and resumes.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// Thaw undoes Freeze.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = false
+	p.thawed.Broadcast()
+}
+
+// Restore accepts connections again, on the same address.
+func (p *Proxy) Restore() {
+	p.t.Helper()
+	p.mu.Lock()
+	cut := p.ln == nil
+	p.mu.Unlock()
+	if !cut {
+		return
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatalf("redistest: proxy: listen again on %s: %v", p.addr, err)
+	}
+	p.serve(ln)
+}
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by Cut
+			}
+			p.forward(c)
+		}
+	}()
+}
+
+// forward pipes c to a new connection to the target, both ways, until
+// either side closes or Cut closes both.
+func (p *Proxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !p.track(c, up) {
+		return
+	}
+	for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+		p.wg.Add(1)
+		go func(dst, src net.Conn) {
+			defer p.wg.Done()
+			p.copy(dst, src)
+			// Closing both ends makes the other copy stop too.
+			_ = dst.Close()
+			_ = src.Close()
+			p.untrack(dst, src)
+		}(pair[0], pair[1])
+	}
+}
+
+// copy forwards src to dst until either fails, holding each chunk back
+// while the proxy is frozen.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.waitThawed(src) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitThawed blocks while the proxy is frozen; false if c was closed
+// meanwhile (by Cut).
+func (p *Proxy) waitThawed(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.frozen {
+		if _, open := p.conns[c]; !open || p.ln == nil {
+			return false
+		}
+		p.thawed.Wait()
+	}
+	return true
+}
+
+// track registers the pair, or closes it if the proxy was cut meanwhile.
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+	}
+}
+
+// Blackhole returns the address of a listener that accepts connections and
+// never answers, like a Redis stuck in a long command or a network path
+// that drops every reply. It is closed when the test ends.
+func Blackhole(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: blackhole: %v", err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}

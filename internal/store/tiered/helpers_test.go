@@ -1,0 +1,175 @@
+package tiered
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+)
+
+func silenceRedis() { redis.SetLogger(discardLogger{}) }
+
+// counting is the wrapped store of the tests: memstore, counting the
+// point reads that reach it, so a test can tell which tier answered.
+// Replicas share one, as they would share one database.
+type counting struct {
+	store.Store
+	gets   atomic.Int64
+	closed atomic.Int64
+}
+
+func newBackend() *counting { return &counting{Store: memstore.New(store.Options{})} }
+
+func (c *counting) GetMemory(ctx context.Context, tenant, ns, key string) (store.MemoryEntry, error) {
+	c.gets.Add(1)
+	return c.Store.GetMemory(ctx, tenant, ns, key)
+}
+
+func (c *counting) GetSession(ctx context.Context, tenant, id string) (store.Session, error) {
+	c.gets.Add(1)
+	return c.Store.GetSession(ctx, tenant, id)
+}
+
+func (c *counting) GetAgent(ctx context.Context, tenant, id string) (store.Agent, error) {
+	c.gets.Add(1)
+	return c.Store.GetAgent(ctx, tenant, id)
+}
+
+// Close is counted, not passed on: replicas share the backend.
+func (c *counting) Close() { c.closed.Add(1) }
+
+// newClient returns a client for addr as a deployment would create it,
+// closed when the test ends.
+func newClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		MaxRetries:            -1, // a retry would only spend the timeout again
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newReplica is one server process's Store over backend; addr "" means no
+// Redis. It is closed when the test ends.
+func newReplica(t testing.TB, backend store.Store, addr string, tune ...func(*Options)) *Store {
+	t.Helper()
+	o := Options{
+		L1:        cache.DefaultConfig(),
+		Log:       zerolog.Nop(),
+		Channel:   "test:" + t.Name() + ":invalidate",
+		KeyPrefix: "test:" + t.Name() + ":c:",
+	}
+	if addr != "" {
+		o.Redis = newClient(t, addr)
+	}
+	for _, f := range tune {
+		f(&o)
+	}
+	s, err := New(context.Background(), backend, o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// live waits until s's tier 1 is in use, i.e. its subscription is
+// confirmed; without that, a test's tier-1 expectations would race the
+// subscriber.
+func live(t testing.TB, s *Store) {
+	t.Helper()
+	eventually(t, "the subscription to be confirmed", func() bool { return s.Stats().L1Live })
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func put(t testing.TB, s store.Store, tenant, ns, key, value string, ttl time.Duration) store.MemoryEntry {
+	t.Helper()
+	e, err := s.PutMemory(context.Background(), tenant, store.PutMemory{
+		Namespace: ns, Key: key, Value: json.RawMessage(value), Tags: []string{"t"}, TTL: ttl,
+	})
+	if err != nil {
+		t.Fatalf("PutMemory(%s/%s/%s): %v", tenant, ns, key, err)
+	}
+	return e
+}
+
+// get looks up a memory entry and fails the test on an error.
+func get(t testing.TB, s *Store, tenant, ns, key string) (store.MemoryEntry, bool) {
+	t.Helper()
+	e, cached, err := s.LookupMemory(context.Background(), tenant, ns, key)
+	if err != nil {
+		t.Fatalf("LookupMemory(%s/%s/%s): %v", tenant, ns, key, err)
+	}
+	return e, cached
+}
+
+// wantValue fails unless e holds value.
+func wantValue(t testing.TB, e store.MemoryEntry, value string) {
+	t.Helper()
+	if string(e.Value) != value {
+		t.Fatalf("got value %s (version %d), want %s", e.Value, e.Version, value)
+	}
+}
+
+// rawRedis reads a tier-2 key directly.
+func rawRedis(t testing.TB, s *Store, k ckey) (string, bool) {
+	t.Helper()
+	v, err := s.t2.rdb.Get(context.Background(), s.t2.key(k)).Result()
+	if err == redis.Nil {
+		return "", false
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", s.t2.key(k), err)
+	}
+	return v, true
+}
+
+// logBuffer collects a Store's log lines; zerolog writes from several
+// goroutines, hence the lock.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// count reports how many lines contain s.
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+// logTo sends a replica's log to l.
+func logTo(l *logBuffer) func(*Options) {
+	return func(o *Options) { o.Log = zerolog.New(l) }
+}
