@@ -1,0 +1,180 @@
+package statetools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+)
+
+func (e *env) read(t *testing.T, uri string) (protocol.ResourceContents, error) {
+	t.Helper()
+	res, err := e.request(context.Background(), t, protocol.MethodResourcesRead, fmt.Sprintf(`{"uri":%q}`, uri))
+	if err != nil {
+		return protocol.ResourceContents{}, err
+	}
+	rr := res.(*protocol.ReadResourceResult)
+	if len(rr.Contents) != 1 {
+		t.Fatalf("%s: %d contents", uri, len(rr.Contents))
+	}
+	return rr.Contents[0], nil
+}
+
+// Every entity reads back as JSON through its URI; a missing or malformed
+// one is -32002 (resource not found).
+func TestResourcesRead(t *testing.T) {
+	e := newEnv(t, nil)
+	e.ok(t, "memory_store", `{"namespace":"team/a","key":"notes/today","value":{"x":1}}`, nil)
+	var s store.Session
+	e.ok(t, "session_create", `{"task":"t","initiator":"lead"}`, &s)
+	e.ok(t, "agent_register", `{"agentId":"rev","description":"d"}`, nil)
+	tr := store.Trace{ID: store.NewID(), Tenant: "default", Tool: "memory.store", Status: store.TraceOK, DurationMs: 1.5, StartedAt: store.Now()}
+	if err := e.backend.InsertTraces(context.Background(), []store.Trace{tr}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ uri, want string }{
+		{memoryURI("team/a", "notes/today"), `"x":1`},
+		{"session://" + s.ID, `"initiator":"lead"`},
+		{"agent://rev", `"description":"d"`},
+		{"trace://" + tr.ID, `"tool":"memory.store"`},
+	} {
+		c, err := e.read(t, tc.uri)
+		if err != nil {
+			t.Errorf("read %s: %v", tc.uri, err)
+			continue
+		}
+		if c.MimeType != "application/json" || !strings.Contains(c.Text, tc.want) || !json.Valid([]byte(c.Text)) {
+			t.Errorf("read %s: %+v, want JSON containing %s", tc.uri, c, tc.want)
+		}
+	}
+	for _, uri := range []string{"memory://default/missing", "session://nope", "agent://nope", "trace://nope", "agent://bad%07id"} {
+		_, err := e.read(t, uri)
+		perr, ok := err.(*protocol.Error)
+		if !ok || perr.Code != protocol.CodeResourceNotFound {
+			t.Errorf("read %s: %v, want resource not found", uri, err)
+		}
+	}
+	var b []byte
+	for params := `{}`; ; {
+		res, err := e.request(context.Background(), t, protocol.MethodResourcesTemplatesList, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := json.Marshal(res)
+		b = append(b, page...)
+		next := res.(*protocol.ListResourceTemplatesResult).NextCursor
+		if next == "" {
+			break
+		}
+		params = fmt.Sprintf(`{"cursor":%q}`, next)
+	}
+	for _, tmpl := range []string{"memory://{namespace}/{key}", "session://{id}", "agent://{id}", "trace://{id}"} {
+		if !strings.Contains(string(b), tmpl) {
+			t.Errorf("template %s not listed in %s", tmpl, b)
+		}
+	}
+}
+
+// resources/list is most recently updated first across kinds, paginated,
+// each entity exactly once — also when entities change between pages.
+func TestResourcesListRecentFirst(t *testing.T) {
+	e := newEnv(t, nil) // page size 3
+	var want []string
+	for i := range 4 {
+		key := fmt.Sprintf("k%d", i)
+		e.ok(t, "memory_store", fmt.Sprintf(`{"key":%q,"value":%d}`, key, i), nil)
+		want = append(want, memoryURI("default", key))
+		time.Sleep(2 * time.Millisecond)
+		if i == 1 {
+			var s store.Session
+			e.ok(t, "session_create", `{"task":"t","initiator":"lead"}`, &s)
+			want = append(want, "session://"+s.ID)
+			time.Sleep(2 * time.Millisecond)
+			e.ok(t, "agent_register", `{"agentId":"rev","description":"d"}`, nil)
+			want = append(want, "agent://rev")
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	var got []string
+	params := `{}`
+	for page := 0; ; page++ {
+		res, err := e.request(context.Background(), t, protocol.MethodResourcesList, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr := res.(*protocol.ListResourcesResult)
+		if page > 10 {
+			t.Fatalf("pagination does not end: %v", got)
+		}
+		if len(lr.Resources) > 3 {
+			t.Fatalf("page of %d, limit 3", len(lr.Resources))
+		}
+		for _, r := range lr.Resources {
+			got = append(got, r.URI)
+		}
+		if lr.NextCursor == "" {
+			break
+		}
+		if page == 0 {
+			// A write between pages moves an entry to the front; the
+			// listing goes on from where it was without repeating.
+			e.ok(t, "memory_store", `{"key":"k3","value":"again"}`, nil)
+		}
+		params = fmt.Sprintf(`{"cursor":%q}`, lr.NextCursor)
+	}
+	// Newest first: reverse of creation order.
+	for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
+		want[i], want[j] = want[j], want[i]
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("listed\n  %v\nwant\n  %v", got, want)
+	}
+	if _, err := e.request(context.Background(), t, protocol.MethodResourcesList, `{"cursor":"d:%%%"}`); err == nil {
+		t.Error("a forged cursor was accepted")
+	}
+}
+
+func TestTraceTools(t *testing.T) {
+	e := newEnv(t, nil)
+	now := store.Now()
+	var batch []store.Trace
+	for i := 1; i <= 100; i++ {
+		tr := store.Trace{ID: store.NewID(), Tenant: "default", Tool: "memory.store", Status: store.TraceOK,
+			DurationMs: float64(i), StartedAt: now.Add(time.Duration(i-100) * time.Second)}
+		if i%10 == 0 {
+			tr.Status, tr.ErrorCode = store.TraceError, "CONFLICT"
+		}
+		batch = append(batch, tr)
+	}
+	if err := e.backend.InsertTraces(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	var page store.Page[store.Trace]
+	e.ok(t, "trace_list", `{"status":"error","limit":5}`, &page)
+	if len(page.Items) != 5 || page.Items[0].ID != batch[99].ID || page.NextCursor == "" {
+		t.Errorf("trace_list: %+v", page)
+	}
+	var one store.Trace
+	e.ok(t, "trace_get", fmt.Sprintf(`{"traceId":%q}`, batch[0].ID), &one)
+	if one.DurationMs != 1 {
+		t.Errorf("trace_get: %+v", one)
+	}
+	var an struct {
+		Tools []store.ToolStats `json:"tools"`
+	}
+	e.ok(t, "trace_analyze", `{"tool":"memory.store"}`, &an)
+	if len(an.Tools) != 1 {
+		t.Fatalf("trace_analyze: %+v", an)
+	}
+	st := an.Tools[0]
+	if st.Calls != 100 || st.ErrorRate != 0.1 || st.P50Ms != 50 || st.P95Ms != 95 || st.P99Ms != 99 ||
+		len(st.TopErrors) != 1 || st.TopErrors[0].Code != "CONFLICT" {
+		t.Errorf("trace_analyze: %+v", st)
+	}
+	e.fails(t, "INVALID_INPUT", "trace_list", `{"since":"yesterday"}`)
+}
