@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -31,9 +32,10 @@ type app struct {
 	transport *transport.Transport
 	router    chi.Router
 	closers   []func() // background work to stop after the server
+	state     *state
 }
 
-func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
+func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
 	logger, logs, err := logging.New(logOut, logging.Options{Level: cfg.LogLevel, Format: cfg.LogFormat})
 	if err != nil {
 		return nil, fmt.Errorf("logLevel: %w", err)
@@ -41,11 +43,15 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	// Whatever started before a failure is stopped again: a caller that
 	// gets an error must not inherit goroutines.
 	var tr *transport.Transport
+	var st *state
 	var closers []func() // background work started so far, stopped on failure
 	defer func() {
 		if err != nil {
 			if tr != nil {
 				_ = tr.Close(context.Background())
+			}
+			if st != nil {
+				_ = st.close(context.Background())
 			}
 			for _, c := range closers {
 				c()
@@ -59,8 +65,10 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	}
 	srv := handlers.NewServer(handlers.Options{
 		Name: "mcp-runtime", Title: "mcp-runtime", Version: version,
-		Instructions: "mcp-runtime gives agents durable shared state. Call runtime_info to see what this server offers.",
-		PageSize:     cfg.Transport.PageSize,
+		Instructions: "mcp-runtime gives agents durable shared state: memory (memory_*), multi-agent collaboration sessions (session_*), " +
+			"an agent registry (agent_*) and a trace of every tool call (trace_*). Every entity is also a resource " +
+			"(memory://{namespace}/{key}, session://{id}, agent://{id}, trace://{id}). Call runtime_info to see what this server offers.",
+		PageSize: cfg.Transport.PageSize,
 	}, tools)
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -81,12 +89,17 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
 	}
+	st, err = openState(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	pressure := guard.NewMonitor(time.Second)
 	closers = append(closers, pressure.Close)
 	policy := guard.NewPolicy(logger, cfg.Limits.MaxRequestBytes, pressure.Level)
 	pipe, err := pipeline.New(pipeline.Config{
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
+		Record: st.record,
 	}, policy, logger)
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)
@@ -98,13 +111,17 @@ func newApp(cfg config.Config, logOut io.Writer) (a *app, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
+	err = statetools.Register(srv, pipe, st.backend, statetools.Options{ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger})
+	if err != nil {
+		return nil, fmt.Errorf("register state tools: %w", err)
+	}
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 	})
-	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers}, nil
+	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st}, nil
 }
 
 func isLoopback(host string) bool {
@@ -122,6 +139,10 @@ func isLoopback(host string) bool {
 func (a *app) serve(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
+		_ = a.state.close(context.Background())
+		for _, c := range a.closers {
+			c()
+		}
 		a.logs.Close()
 		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
 	}
@@ -138,8 +159,12 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
 	}
-	a.log.Info().Str("addr", ln.Addr().String()).Str("version", version).
-		Msg("mcp-runtime listening; embedded in-memory state: nothing survives a restart")
+	ev := a.log.Info().Str("addr", ln.Addr().String()).Str("version", version)
+	if a.state.persistent {
+		ev.Str("store", "postgres").Msg("mcp-runtime listening")
+	} else {
+		ev.Str("store", "memory").Msg("mcp-runtime listening; embedded in-memory store: nothing survives a restart (set DATABASE_URL to keep state)")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -156,6 +181,10 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	err := <-shut
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	// In-flight calls are done: flush their traces, then close the store.
+	if serr := a.state.close(grace); serr != nil {
+		err = errors.Join(err, serr)
 	}
 	for _, c := range a.closers {
 		c() // INV-MCP-XC-003: every background goroutine stops

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,7 @@ import (
 // network: the per-call CPU and allocations the server itself adds.
 func BenchmarkAPI_ToolsCall(b *testing.B) {
 	cfg := config.Default()
-	a, err := newApp(cfg, io.Discard)
+	a, err := newApp(context.Background(), cfg, io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func (b *syncBuffer) String() string {
 func startServer(t *testing.T, cfg config.Config) (url string, logs *syncBuffer) {
 	t.Helper()
 	logs = &syncBuffer{}
-	a, err := newApp(cfg, logs)
+	a, err := newApp(context.Background(), cfg, logs)
 	if err != nil {
 		t.Fatalf("newApp: %v", err)
 	}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/pgstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/tiered"
+	"github.com/mcp-runtime/mcp-runtime/internal/traces"
+)
+
+// state is the durable-state layer: the store behind the two-tier cache,
+// the trace recorder and the expiry purge.
+type state struct {
+	backend    *tiered.Store
+	recorder   *traces.Recorder
+	persistent bool          // PostgreSQL, not the embedded store
+	redis      *redis.Client // nil without REDIS_URL; tiered does not close it
+	stopPurge  context.CancelFunc
+	purgeDone  chan struct{}
+	log        zerolog.Logger
+}
+
+// startupTimeout bounds how long start-up waits for PostgreSQL: in a
+// Kubernetes rollout the database may come up a little after us.
+const startupTimeout = 30 * time.Second
+
+func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *state, err error) {
+	opts := store.Options{MaxValueBytes: cfg.Store.MaxValueBytes}
+	var base store.Store
+	persistent := cfg.DatabaseURL != ""
+	if persistent {
+		pg, err := openPostgres(ctx, cfg.DatabaseURL, opts, log)
+		if err != nil {
+			return nil, err
+		}
+		base = pg
+	} else {
+		base = memstore.New(opts)
+	}
+	var rdb *redis.Client
+	if cfg.RedisURL != "" {
+		ropts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			base.Close()
+			// The URL may carry a password: name the key, not the value.
+			return nil, errors.New("redisURL: not a valid redis:// URL")
+		}
+		// Redis may be down now: the client connects lazily and the cache
+		// degrades to the database until it answers (INV-MCP-XC-002).
+		// Honour per-call deadlines (redis.timeoutMs) rather than the
+		// client's own 3 s read timeout.
+		ropts.ContextTimeoutEnabled = true
+		rdb = redis.NewClient(ropts)
+	}
+	var rc redis.UniversalClient
+	if rdb != nil {
+		rc = rdb
+	}
+	backend, err := tiered.New(ctx, base, tiered.Options{
+		L1: cfg.Cache.CacheConfig(), Redis: rc,
+		RedisTimeout: cfg.Redis.Timeout(), RedisTTL: cfg.Redis.TTL(), Log: log,
+	})
+	if err != nil {
+		base.Close()
+		if rdb != nil {
+			_ = rdb.Close()
+		}
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	rec, err := traces.New(backend, traces.Options{
+		QueueSize: cfg.Traces.QueueSize, BatchSize: cfg.Traces.BatchSize, FlushInterval: cfg.Traces.FlushInterval(),
+		Retention: cfg.Traces.Retention(), PurgeInterval: cfg.Traces.PurgeInterval(), Log: log,
+	})
+	if err != nil {
+		backend.Close()
+		if rdb != nil {
+			_ = rdb.Close()
+		}
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	purgeCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	st = &state{backend: backend, recorder: rec, persistent: persistent, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
+	go st.purgeExpired(purgeCtx, cfg.Store.PurgeInterval())
+	return st, nil
+}
+
+// openPostgres connects and migrates, retrying while the database is
+// unreachable for up to startupTimeout.
+func openPostgres(ctx context.Context, url string, opts store.Options, log zerolog.Logger) (*pgstore.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		pg, err := pgstore.Open(ctx, url, opts)
+		if err == nil {
+			return pg, nil
+		}
+		if !errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
+			return nil, fmt.Errorf("databaseURL: open PostgreSQL: %w", err)
+		}
+		log.Warn().Err(err).Int("attempt", attempt).Msg("PostgreSQL not reachable yet; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("databaseURL: PostgreSQL not reachable within %s: %w", startupTimeout, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// purgeExpired deletes expired memory entries every interval. Reads never
+// return them anyway; this only reclaims the space.
+func (s *state) purgeExpired(ctx context.Context, every time.Duration) {
+	defer close(s.purgeDone)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		n, err := s.backend.PurgeExpiredMemory(pctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn().Err(err).Msg("purge expired memory entries")
+		case n > 0:
+			s.log.Debug().Int64("purged", n).Msg("purged expired memory entries")
+		}
+	}
+}
+
+// record is the pipeline's Record hook: it queues a trace, never blocking.
+func (s *state) record(c pipeline.CallRecord) {
+	t := store.Trace{
+		StartedAt: time.Now().Add(-c.Duration).UTC().Truncate(time.Microsecond),
+		Tenant:    c.Tenant, Tool: c.Tool, ClientSession: c.ClientSession, Status: store.TraceOK,
+		DurationMs: float64(c.Duration.Microseconds()) / 1000, ArgBytes: int64(c.ArgBytes), ResultBytes: int64(c.ResultBytes),
+	}
+	if c.ErrorCode != "" {
+		t.Status, t.ErrorCode = store.TraceError, string(c.ErrorCode)
+	}
+	s.recorder.Record(t)
+}
+
+// close flushes the traces still queued (within ctx), stops the purge and
+// closes the cache tiers and the store.
+func (s *state) close(ctx context.Context) error {
+	err := s.recorder.Close(ctx)
+	s.stopPurge()
+	<-s.purgeDone
+	s.backend.Close()
+	if s.redis != nil {
+		_ = s.redis.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("flush traces: %w", err)
+	}
+	return nil
+}
