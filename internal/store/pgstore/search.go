@@ -12,6 +12,14 @@ import (
 // maxQueryLen bounds a search query (bytes).
 const maxQueryLen = 1000
 
+// maxRanked bounds how many matching entries are ranked. ts_rank scores
+// every match before the top ones are known, so a word found in most of
+// 100k entries cost ~50 ms; with the bound, such a query ranks the first
+// maxRanked matches the index yields, and every query stays within a few
+// milliseconds. A query matching fewer entries (the useful ones) is
+// ranked exactly.
+const maxRanked = 10_000
+
 // SearchMemory runs a full-text query over the generated search column
 // (key, tags and the string values of the JSON value; see the migration)
 // and ranks hits by ts_rank, then most recently updated, then
@@ -51,8 +59,11 @@ func (s *Store) SearchMemory(ctx context.Context, tenant string, q store.SearchM
 	if len(tags) > 0 {
 		b.where("tags @> %s", tags)
 	}
-	sql := `SELECT ` + memoryCols + `, ts_rank(search, ` + query + `) AS score
-		FROM memory_entries` + b.clause() + `
+	sql := `WITH matches AS MATERIALIZED (
+			SELECT ` + memoryCols + `, search FROM memory_entries` + b.clause() + `
+			LIMIT ` + b.arg(maxRanked) + `)
+		SELECT ` + memoryCols + `, ts_rank(search, ` + query + `) AS score
+		FROM matches
 		ORDER BY score DESC, updated_at DESC, namespace COLLATE "C", key COLLATE "C"
 		LIMIT ` + b.arg(limit)
 	// Planned with the query text in hand (an unnamed statement, not the
