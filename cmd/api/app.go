@@ -93,7 +93,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, err
 	}
-	pressure := guard.NewMonitor(time.Second)
+	// The gate closes when the process nears GOMEMLIMIT or the in-process
+	// cache cannot get below its high-water mark (PRD, memory-pressure check).
+	pressure := guard.NewMonitor(time.Second, func() guard.Pressure {
+		return guard.Pressure(st.backend.Stats().L1.PressureLevel)
+	})
 	closers = append(closers, pressure.Close)
 	policy := guard.NewPolicy(logger, cfg.Limits.MaxRequestBytes, pressure.Level)
 	pipe, err := pipeline.New(pipeline.Config{

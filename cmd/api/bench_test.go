@@ -12,43 +12,101 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 )
 
+// benchClient drives cmd/api's router in process, without the network:
+// one MCP session, one request at a time. Every BenchmarkAPI_* uses it, so
+// their numbers differ only by what the server does for the call.
+type benchClient struct {
+	a   *app
+	sid string
+}
+
+// newBenchClient builds the app from cfg and performs the initialize
+// handshake. The app is shut down (traces flushed, store closed) when b
+// ends.
+func newBenchClient(b *testing.B, cfg config.Config) *benchClient {
+	b.Helper()
+	a, err := newApp(context.Background(), cfg, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = a.transport.Close(context.Background())
+		_ = a.state.close(context.Background())
+		for _, c := range a.closers {
+			c()
+		}
+		_ = a.logs.Close()
+	})
+	c := &benchClient{a: a}
+	init := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	c.sid = init.Header().Get("Mcp-Session-Id")
+	if c.sid == "" {
+		b.Fatalf("initialize: %d %s", init.Code, init.Body)
+	}
+	return c
+}
+
+// post sends one JSON-RPC message on the session.
+func (c *benchClient) post(body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if c.sid != "" {
+		req.Header.Set("Mcp-Session-Id", c.sid)
+	}
+	rec := httptest.NewRecorder()
+	c.a.router.ServeHTTP(deadlineRecorder{rec}, req)
+	return rec
+}
+
+// mustPost sends body and fails b unless the answer is 200 and contains
+// every one of want.
+func (c *benchClient) mustPost(b *testing.B, body string, want ...string) *httptest.ResponseRecorder {
+	b.Helper()
+	rec := c.post(body)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("%s: %d %s", body, rec.Code, rec.Body)
+	}
+	for _, w := range want {
+		if !strings.Contains(rec.Body.String(), w) {
+			b.Fatalf("%s: answer lacks %s: %s", body, w, rec.Body)
+		}
+	}
+	return rec
+}
+
+// loop posts body b.N times, reporting allocations.
+func (c *benchClient) loop(b *testing.B, body string) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c.post(body)
+	}
+}
+
 // BenchmarkAPI_ToolsCall measures one tools/call of runtime_echo through the
 // full request path of cmd/api (router, Origin/Host checks, session lookup,
 // decode, schema validation, handler, encode, request log), without the
 // network: the per-call CPU and allocations the server itself adds.
 func BenchmarkAPI_ToolsCall(b *testing.B) {
-	cfg := config.Default()
-	a, err := newApp(context.Background(), cfg, io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.logs.Close()
-	post := func(sid, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		rec := httptest.NewRecorder()
-		a.router.ServeHTTP(deadlineRecorder{rec}, req)
-		return rec
-	}
-	init := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	sid := init.Header().Get("Mcp-Session-Id")
-	if sid == "" {
-		b.Fatalf("initialize: %d %s", init.Code, init.Body)
-	}
+	c := newBenchClient(b, config.Default())
 	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"runtime_echo","arguments":{"text":"hello"}}}`
-	if rec := post(sid, call); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"text":"hello"`) {
-		b.Fatalf("tools/call: %d %s", rec.Code, rec.Body)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		post(sid, call)
-	}
+	c.mustPost(b, call, `"text":"hello"`)
+	c.loop(b, call)
+}
+
+// BenchmarkAPI_MemoryRetrieveCached is BenchmarkAPI_ToolsCall for
+// memory_retrieve of an entry the in-process cache holds: the cost of a
+// cached read on top of the trivial tool's.
+func BenchmarkAPI_MemoryRetrieveCached(b *testing.B) {
+	c := newBenchClient(b, config.Default())
+	c.mustPost(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_store","arguments":`+
+		`{"key":"bench","value":{"text":"hello","n":1},"tags":["bench"]}}}`, `"version":1`)
+	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"key":"bench"}}}`
+	c.mustPost(b, call, `"text":"hello"`) // the store invalidated the key: this read fills the cache
+	c.mustPost(b, call, `"cached":true`)
+	c.loop(b, call)
 }
 
 // deadlineRecorder accepts read and write deadlines as net/http's own

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,5 +119,25 @@ func TestINV_MCP_XC_003_MonitorStops(t *testing.T) {
 	case <-m.done:
 	default:
 		t.Fatal("sampler still running after Close")
+	}
+}
+
+// The monitor's level is the highest of the process's and its sources',
+// so a cache at critical pressure closes the gate (the PRD's
+// memory-pressure check reads the cache's pressureLevel).
+func TestMonitorSources(t *testing.T) {
+	var cache atomic.Value
+	cache.Store(PressureLow)
+	m := NewMonitor(time.Millisecond, func() Pressure { return cache.Load().(Pressure) }, func() Pressure { return "bogus" })
+	defer m.Close()
+	for _, want := range []Pressure{PressureHigh, PressureCritical, PressureLow} {
+		cache.Store(want)
+		deadline := time.Now().Add(2 * time.Second)
+		for m.Level() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("level %s, want %s from the cache source", m.Level(), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }

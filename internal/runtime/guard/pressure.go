@@ -15,16 +15,21 @@ import (
 // Without a limit the process has no ceiling to measure against and the
 // level stays low. Thresholds: below 50 % low, below 75 % medium, below
 // 90 % high, from 90 % critical (the PRD's highWaterMark default).
+//
+// Further sources — the in-process cache's own pressureLevel, which the
+// PRD's memory-pressure gate reads — are sampled with it, and the level is
+// the highest of all.
 type Monitor struct {
-	level atomic.Value // Pressure
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	level   atomic.Value // Pressure
+	sources []func() Pressure
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 // NewMonitor starts sampling every interval; Close stops it.
-func NewMonitor(interval time.Duration) *Monitor {
-	m := &Monitor{stop: make(chan struct{}), done: make(chan struct{})}
+func NewMonitor(interval time.Duration, sources ...func() Pressure) *Monitor {
+	m := &Monitor{sources: sources, stop: make(chan struct{}), done: make(chan struct{})}
 	m.level.Store(m.sample())
 	go m.loop(interval)
 	return m
@@ -54,6 +59,30 @@ func (m *Monitor) loop(interval time.Duration) {
 }
 
 func (m *Monitor) sample() Pressure {
+	level := processPressure()
+	for _, src := range m.sources {
+		if p := src(); rank(p) > rank(level) {
+			level = p
+		}
+	}
+	return level
+}
+
+// rank orders the levels; an unknown value ranks lowest.
+func rank(p Pressure) int {
+	switch p {
+	case PressureMedium:
+		return 1
+	case PressureHigh:
+		return 2
+	case PressureCritical:
+		return 3
+	}
+	return 0
+}
+
+// processPressure is the heap in use against GOMEMLIMIT.
+func processPressure() Pressure {
 	limit := debug.SetMemoryLimit(-1) // reads the limit without changing it
 	if limit <= 0 || limit == math.MaxInt64 {
 		return PressureLow
