@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,6 +86,8 @@ type worker struct {
 	isTool bool
 	prefix []byte // `{"jsonrpc":"2.0","id":`
 	suffix []byte // `,"method":...,"params":...}`
+	tpl    argTemplate // suffix with its -args placeholders; nil without any
+	rng    *rand.Rand  // for {{rand:N}}; only with tpl
 	idBuf  []byte
 	nextID uint64
 	idStep uint64
@@ -149,7 +152,11 @@ func (w *worker) once(ctx context.Context) (time.Duration, error) {
 	body := make([]byte, 0, len(w.prefix)+len(w.idBuf)+len(w.suffix))
 	body = append(body, w.prefix...)
 	body = append(body, w.idBuf...)
-	body = append(body, w.suffix...)
+	if w.tpl != nil {
+		body = w.tpl.appendTo(body, w.idBuf, w.rng)
+	} else {
+		body = append(body, w.suffix...)
+	}
 
 	start := time.Now()
 	env, _, err := w.conn.call(ctx, w.header, body, w.idBuf)

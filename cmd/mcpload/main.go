@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -104,7 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measurement duration (ignored when -requests is set)")
 	fs.Int64Var(&cfg.requests, "requests", 0, "total number of measured requests (overrides -duration)")
 	fs.StringVar(&cfg.tool, "tool", "", "tool to call with tools/call; without it, tools/list is sent")
-	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object")
+	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object; inside its strings, {{seq}} becomes a number unique to each request\nand {{rand:N}} a random integer from 1 to N")
 	fs.Var(&headerFlag{cfg.headers}, "header", "extra request header 'Key: Value' (repeatable)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the summary as one JSON line on stdout")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "warmup duration before measuring (not counted)")
@@ -157,6 +158,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-args: %w", err)
 	}
 	cfg.args = compact.Bytes()
+	if _, err := parseTemplate(cfg.args); err != nil {
+		return nil, fmt.Errorf("-args: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -217,6 +221,10 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	}
 
 	prefix, suffix, err := requestTemplate(cfg.tool, cfg.args)
+	var tpl argTemplate
+	if err == nil {
+		tpl, err = parseTemplate(suffix)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpload: %v\n", err)
 		return exitFailure
@@ -230,12 +238,16 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 			isTool: cfg.tool != "",
 			prefix: prefix,
 			suffix: suffix,
+			tpl:    tpl,
 			idBuf:  make([]byte, 0, 20),
 			// Ids are unique per worker and so per session.
 			nextID: uint64(firstWorkerID + i),
 			idStep: uint64(cfg.concurrency),
 			hist:   newHistogram(),
 			errs:   errs,
+		}
+		if tpl != nil {
+			workers[i].rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 		}
 	}
 
