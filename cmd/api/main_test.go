@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -35,33 +34,13 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startServer runs the real cmd/api wiring on a free loopback port.
+// startServer runs the real cmd/api wiring on a free loopback port and
+// collects its log.
 func startServer(t *testing.T, cfg config.Config) (url string, logs *syncBuffer) {
 	t.Helper()
 	logs = &syncBuffer{}
-	a, err := newApp(context.Background(), cfg, logs)
-	if err != nil {
-		t.Fatalf("newApp: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.serveOn(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server shutdown: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not shut down within 10s")
-		}
-	})
-	return "http://" + ln.Addr().String() + "/mcp", logs
+	url, _ = runServer(t, cfg, logs)
+	return url, logs
 }
 
 // TestAPI_OfficialClient drives cmd/api with the official Go SDK client:

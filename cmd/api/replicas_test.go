@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -17,8 +18,8 @@ func TestReplicasShareStateThroughRedisOutage(t *testing.T) {
 	redis := redistest.Start(t)
 	cfg := pgConfig(t)
 	cfg.RedisURL = "redis://" + redis.Addr() + "/0"
-	urlA, _ := runServer(t, cfg)
-	urlB, _ := runServer(t, cfg)
+	urlA, _ := runServer(t, cfg, io.Discard)
+	urlB, _ := runServer(t, cfg, io.Discard)
 	a, b := connect(t, urlA), connect(t, urlB)
 
 	value := func(env envelopeDoc) int {

@@ -15,14 +15,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
 )
 
-// runServer starts cmd/api's wiring and returns its URL and a stop
-// function that shuts it down as SIGTERM does.
-func runServer(t *testing.T, cfg config.Config) (url string, stop func()) {
+// runServer starts cmd/api's wiring on a free loopback port and returns
+// its URL and a stop function that shuts it down as SIGTERM does (also
+// called when the test ends).
+func runServer(t *testing.T, cfg config.Config, logOut io.Writer) (url string, stop func()) {
 	t.Helper()
-	a, err := newApp(context.Background(), cfg, io.Discard)
+	a, err := newApp(context.Background(), cfg, logOut)
 	if err != nil {
 		t.Fatalf("newApp: %v", err)
 	}
@@ -93,7 +95,7 @@ func pgConfig(t *testing.T) config.Config {
 // acknowledged write is durable.
 func TestRestartKeepsState(t *testing.T) {
 	cfg := pgConfig(t)
-	url, stop := runServer(t, cfg)
+	url, stop := runServer(t, cfg, io.Discard)
 	cs := connect(t, url)
 	mustSucceed(t, call(t, cs, "memory_store", map[string]any{"key": "plan", "value": map[string]any{"step": 3}, "tags": []string{"x"}}), "memory_store")
 	created := call(t, cs, "session_create", map[string]any{"task": "ship", "initiator": "lead"})
@@ -105,7 +107,7 @@ func TestRestartKeepsState(t *testing.T) {
 	_ = cs.Close()
 	stop()
 
-	url, _ = runServer(t, cfg) // migrations run again: a no-op
+	url, _ = runServer(t, cfg, io.Discard) // migrations run again: a no-op
 	cs = connect(t, url)
 	got := call(t, cs, "memory_retrieve", map[string]any{"key": "plan"})
 	mustSucceed(t, got, "memory_retrieve after restart")
@@ -137,93 +139,19 @@ func TestRestartKeepsState(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to target until Stop, which closes the
-// listener and every connection — to the server, PostgreSQL has gone away.
-type proxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	p := &proxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.Stop)
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.pipe(c)
-		}
-	}()
-}
-
-func (p *proxy) pipe(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[c], p.conns[up] = true, true
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(up, c); up.Close() }()
-	_, _ = io.Copy(c, up)
-	c.Close()
-}
-
-// Stop drops the listener and every connection.
-func (p *proxy) Stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-// Start listens again on the same address.
-func (p *proxy) Start(t *testing.T) {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serve(ln)
-}
-
 // With PostgreSQL gone, calls answer SERVICE_UNAVAILABLE (retryable)
 // promptly instead of hanging or crashing; when it is back, they succeed
 // again without a restart.
 func TestPostgresOutage(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
 	cfg := config.Default()
-	px := startProxy(t, "127.0.0.1:5432")
-	cfg.DatabaseURL = withHost(t, dbURL, px.addr)
-	url, _ := runServer(t, cfg)
+	px := netfault.NewProxy(t, "127.0.0.1:5432")
+	cfg.DatabaseURL = withHost(t, dbURL, px.Addr())
+	url, _ := runServer(t, cfg, io.Discard)
 	cs := connect(t, url)
 	mustSucceed(t, call(t, cs, "memory_store", map[string]any{"key": "k", "value": 1}), "memory_store")
 
-	px.Stop()
+	px.Cut()
 	for i, c := range []struct {
 		tool string
 		args map[string]any
@@ -242,7 +170,7 @@ func TestPostgresOutage(t *testing.T) {
 		}
 	}
 
-	px.Start(t)
+	px.Restore()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		env := call(t, cs, "memory_store", map[string]any{"key": "k3", "value": 3})

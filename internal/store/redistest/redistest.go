@@ -1,9 +1,8 @@
 // Package redistest gives tests a Redis of their own: Start runs a private
 // redis-server child process on a free port, so a test can kill and
 // restart it without disturbing any other test; Shared returns the
-// machine's shared Redis for tests that only need a server; Proxy and
-// Blackhole stand between a client and Redis to cut the network or make
-// it hang.
+// machine's shared Redis for tests that only need a server. To cut the
+// network or make it hang, put an internal/netfault proxy in between.
 //
 // Private servers keep nothing on disk (--save "" --appendonly no), so a
 // Restart comes back empty, like a cache node replaced by the orchestrator,

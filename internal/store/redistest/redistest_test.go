@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"net"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ func TestShared(t *testing.T) {
 
 func TestProxy(t *testing.T) {
 	s := Start(t)
-	p := NewProxy(t, s.Addr())
+	p := netfault.NewProxy(t, s.Addr())
 	if err := ping(p.Addr(), time.Second); err != nil {
 		t.Fatalf("through the proxy: %v", err)
 	}
@@ -63,7 +64,7 @@ func TestProxy(t *testing.T) {
 }
 
 func TestBlackhole(t *testing.T) {
-	addr := Blackhole(t)
+	addr := netfault.Blackhole(t)
 	start := time.Now()
 	if err := ping(addr, 200*time.Millisecond); err == nil {
 		t.Fatal("the black hole answered")

@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"fmt"
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"testing"
 	"time"
 
@@ -122,7 +123,7 @@ func TestRedisOutage(t *testing.T) {
 // from before is not served to anyone afterwards.
 func TestPartitionReplaysInvalidations(t *testing.T) {
 	r := redistest.Start(t)
-	p := redistest.NewProxy(t, r.Addr())
+	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
 	a := newReplica(t, backend, p.Addr(), fast) // behind the proxy
 	b := newReplica(t, backend, r.Addr(), fast)
@@ -171,7 +172,7 @@ func TestPartitionReplaysInvalidations(t *testing.T) {
 // prefix once Redis is back, and tells every replica to drop tier 1.
 func TestPendingOverflowFlushesEverything(t *testing.T) {
 	r := redistest.Start(t)
-	p := redistest.NewProxy(t, r.Addr())
+	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
 	small := func(o *Options) {
 		fast(o)
@@ -222,7 +223,7 @@ func r2keys(t *testing.T, s *Store) int {
 func TestSlowRedis(t *testing.T) {
 	t.Run("black hole", func(t *testing.T) {
 		backend := newBackend()
-		s := newReplica(t, backend, redistest.Blackhole(t), fast)
+		s := newReplica(t, backend, netfault.Blackhole(t), fast)
 		for i := range 20 {
 			k := fmt.Sprint("k", i)
 			timed(t, "a write to a silent Redis", func() { put(t, s, "acme", "ns", k, `1`, 0) })
@@ -278,7 +279,7 @@ func TestSlowRedis(t *testing.T) {
 // link thaws.
 func TestSilentLink(t *testing.T) {
 	r := redistest.Start(t)
-	p := redistest.NewProxy(t, r.Addr())
+	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
 	a := newReplica(t, backend, p.Addr(), fast)
 	b := newReplica(t, backend, r.Addr(), fast)

@@ -1,4 +1,9 @@
-package redistest
+// Package netfault simulates network faults for tests: a TCP proxy that
+// can cut (a partition or a crashed peer, refused and reset) or freeze (a
+// silent link) the connections through it, and a black hole that accepts
+// and never answers. Redis, PostgreSQL and upstream-server outage tests
+// all use it.
+package netfault
 
 import (
 	"errors"
@@ -7,9 +12,9 @@ import (
 	"testing"
 )
 
-// Proxy forwards TCP connections to a Redis and can cut or freeze them, to
-// stand for a network partition: unlike Stop, the server keeps its data,
-// so a test can check what a client finds there once the partition heals.
+// Proxy forwards TCP connections to target and can cut or freeze them, to
+// stand for a network partition: the server behind it keeps its state, so
+// a test can check what a client finds there once the partition heals.
 type Proxy struct {
 	t      testing.TB
 	target string
@@ -29,7 +34,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("redistest: proxy: %v", err)
+		t.Fatalf("netfault: proxy: %v", err)
 	}
 	p := &Proxy{t: t, target: target, addr: ln.Addr().String(), conns: make(map[net.Conn]struct{})}
 	p.thawed = sync.NewCond(&p.mu)
@@ -90,7 +95,7 @@ func (p *Proxy) Restore() {
 	}
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
-		p.t.Fatalf("redistest: proxy: listen again on %s: %v", p.addr, err)
+		p.t.Fatalf("netfault: proxy: listen again on %s: %v", p.addr, err)
 	}
 	p.serve(ln)
 }
@@ -195,13 +200,13 @@ func (p *Proxy) untrack(cs ...net.Conn) {
 }
 
 // Blackhole returns the address of a listener that accepts connections and
-// never answers, like a Redis stuck in a long command or a network path
+// never answers, like a server stuck in a long command or a network path
 // that drops every reply. It is closed when the test ends.
 func Blackhole(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("redistest: blackhole: %v", err)
+		t.Fatalf("netfault: blackhole: %v", err)
 	}
 	var (
 		mu    sync.Mutex
