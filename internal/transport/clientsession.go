@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
 // Limits on what one client session may hold, so a misbehaving client
@@ -37,6 +38,8 @@ var (
 // ending a session frees everything at once.
 type ClientSession struct {
 	id       string
+	tenant   string
+	index    *subscriptions
 	version  string
 	client   protocol.Implementation
 	caps     protocol.ClientCapabilities
@@ -67,12 +70,24 @@ type SessionInit struct {
 	Capabilities protocol.ClientCapabilities
 	// EventLogSize bounds each SSE stream's resumption log.
 	EventLogSize int
+	// Tenant scopes the session's subscriptions; "" is tenant.Default.
+	Tenant string
+
+	// index is the transport's subscription index the session registers
+	// its subscriptions in.
+	index *subscriptions
 }
 
 func newClientSession(parent context.Context, id string, in SessionInit, now time.Time) *ClientSession {
 	ctx, cancel := context.WithCancel(parent)
+	if in.Tenant == "" {
+		in.Tenant = tenant.Default
+	}
+	if in.index == nil {
+		in.index = newSubscriptions() // a store used without a transport
+	}
 	s := &ClientSession{
-		id: id, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
+		id: id, tenant: in.Tenant, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
 		ctx: ctx, cancel: cancel,
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
@@ -116,10 +131,17 @@ func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 func (s *ClientSession) Subscribe(uri string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.subs[uri]; !ok && len(s.subs) >= maxSubscriptions {
+	if s.ended {
+		return errSessionEnded
+	}
+	if _, ok := s.subs[uri]; ok {
+		return nil
+	}
+	if len(s.subs) >= maxSubscriptions {
 		return fmt.Errorf("a client session may hold at most %d subscriptions", maxSubscriptions)
 	}
 	s.subs[uri] = struct{}{}
+	s.index.add(s.tenant, uri, s)
 	return nil
 }
 
@@ -127,7 +149,10 @@ func (s *ClientSession) Subscribe(uri string) error {
 func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.subs, uri)
+	if _, ok := s.subs[uri]; ok {
+		delete(s.subs, uri)
+		s.index.remove(s.tenant, uri, s)
+	}
 }
 
 func (s *ClientSession) subscribed(uri string) bool {
@@ -308,6 +333,9 @@ func (s *ClientSession) terminate() {
 	}
 	clear(s.streams)
 	clear(s.pending)
+	for uri := range s.subs {
+		s.index.remove(s.tenant, uri, s)
+	}
 	clear(s.subs)
 	s.streamOrder = nil
 	s.mu.Unlock()

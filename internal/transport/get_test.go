@@ -28,7 +28,7 @@ func (h *harness) standalone(t testing.TB, sid string) *stream {
 func (h *harness) updated(t testing.TB, uris ...string) {
 	t.Helper()
 	for _, u := range uris {
-		if err := h.tr.ResourceUpdated(u); err != nil {
+		if _, err := h.tr.ResourceUpdated("", u); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -336,7 +336,7 @@ func newHarness(tb testing.TB, mods ...func(*harnessConfig)) *harness {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fx.touch = tr.ResourceUpdated
+	fx.touch = func(uri string) error { _, err := tr.ResourceUpdated("", uri); return err }
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")
 	h := &harness{tb: tb, srv: srv, tr: tr, router: r, fx: fx}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
 const (
@@ -171,6 +172,8 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Client:       params.ClientInfo,
 		Capabilities: params.Capabilities,
 		EventLogSize: t.opts.EventLogSize,
+		Tenant:       tenant.From(r.Context()),
+		index:        t.subs,
 	})
 	if err != nil {
 		rec.status = http.StatusServiceUnavailable

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
 // Options configure the transport.
@@ -45,6 +46,7 @@ type Transport struct {
 	opts     Options
 	srv      *handlers.Server
 	sessions SessionStore
+	subs     *subscriptions // resources/subscribe, by tenant and URI
 	origins  originPolicy
 	log      zerolog.Logger
 	now      func() time.Time
@@ -77,7 +79,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel}
+	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions()}
 	t.sessions = opts.Sessions
 	if t.sessions == nil {
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, now)
@@ -121,20 +123,28 @@ func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 func (t *Transport) Sessions() SessionStore { return t.sessions }
 
 // ResourceUpdated sends notifications/resources/updated for uri to every
-// client session subscribed to it, on that session's GET stream; a session
-// without a connected stream finds it in the stream's log on reconnect.
-func (t *Transport) ResourceUpdated(uri string) error {
-	data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
-	if err != nil {
-		return fmt.Errorf("encode resource update for %s: %w", uri, err)
+// client session of tenantID subscribed to exactly that URI, on the
+// session's GET stream; a session without a connected stream finds it in
+// the stream's log when it reconnects (Last-Event-ID). It reports how many
+// sessions it notified.
+func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
+	if tenantID == "" {
+		tenantID = tenant.Default
 	}
-	t.sessions.Each(func(s *ClientSession) bool {
-		if s.subscribed(uri) {
+	var data []byte
+	var err error
+	n := t.subs.each(tenantID, uri, func(s *ClientSession) {
+		if data == nil && err == nil {
+			data, err = protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
+		}
+		if err == nil {
 			s.standalone.append(data)
 		}
-		return true
 	})
-	return nil
+	if err != nil {
+		return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+	}
+	return n, nil
 }
 
 // Close ends every client session, which cancels running handlers and

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -46,7 +47,7 @@ func registerResources(srv *handlers.Server, tr *transport.Transport) error {
 	return srv.Tools().Add(handlers.Tool{
 		Name: "test_update_watched_resource", Description: "Marks test://watched-resource as changed.",
 		Handler: func(context.Context, *handlers.ToolCall) (*protocol.CallToolResult, error) {
-			if err := tr.ResourceUpdated(watchedURI); err != nil {
+			if _, err := tr.ResourceUpdated(tenant.Default, watchedURI); err != nil {
 				return nil, err
 			}
 			return handlers.TextResult("updated " + watchedURI), nil
