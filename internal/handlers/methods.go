@@ -96,6 +96,9 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if res == nil {
 		return nil, fmt.Errorf("tool %s returned no result", t.Name)
 	}
+	if s.afterCall != nil {
+		res = s.afterCall(ctx, call, res)
+	}
 	if res.Content == nil {
 		res.Content = []protocol.Content{}
 	}

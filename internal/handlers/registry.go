@@ -30,9 +30,36 @@ type toolSet struct {
 
 // ToolRegistry holds the tools a server offers.
 type ToolRegistry struct {
-	sep  string
-	mu   sync.Mutex // serialises writers
-	snap atomic.Pointer[toolSet]
+	sep      string
+	mu       sync.Mutex // serialises writers
+	snap     atomic.Pointer[toolSet]
+	decorate func(name, description string) string
+}
+
+// SetDecorator makes tools/list show decorate(canonical name, description)
+// as each tool's description — State Sync appends its Cache-Control
+// directive this way. The decorated list is built once per registry
+// change, so tools/list pays nothing per request.
+func (r *ToolRegistry) SetDecorator(decorate func(name, description string) string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.decorate = decorate
+	old := r.snap.Load()
+	next := *old
+	next.listed = make([]protocol.Tool, len(old.ordered))
+	for i, t := range old.ordered {
+		next.listed[i] = r.listing(t)
+	}
+	r.snap.Store(&next)
+}
+
+// listing is how t appears in tools/list.
+func (r *ToolRegistry) listing(t *registeredTool) protocol.Tool {
+	l := t.listed
+	if r.decorate != nil {
+		l.Description = r.decorate(t.Name, t.Description)
+	}
+	return l
 }
 
 // NewToolRegistry returns an empty registry whose exposed names join
@@ -76,7 +103,7 @@ func (r *ToolRegistry) Add(tools ...Tool) error {
 	}
 	next.listed = make([]protocol.Tool, len(next.ordered))
 	for i, t := range next.ordered {
-		next.listed[i] = t.listed
+		next.listed[i] = r.listing(t)
 	}
 	r.snap.Store(next)
 	return nil

@@ -25,6 +25,7 @@ type Server struct {
 	resources *ResourceRegistry
 	prompts   *PromptRegistry
 	lister    ResourceLister
+	afterCall func(ctx context.Context, call *ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult
 }
 
 // NewServer returns a server over tools; resources and prompts are added
@@ -44,6 +45,14 @@ func (s *Server) AddResource(r Resource) error { return s.resources.add(r) }
 
 // AddResourceTemplate registers a resource template.
 func (s *Server) AddResourceTemplate(t ResourceTemplate) error { return s.resources.addTemplate(t) }
+
+// SetAfterCall installs a hook that sees every result a tool handler
+// returns and may replace it — State Sync prepends its invalidation block
+// and publishes notifications this way. Without a hook (State Sync off)
+// the call path runs no extra code.
+func (s *Server) SetAfterCall(fn func(ctx context.Context, call *ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult) {
+	s.afterCall = fn
+}
 
 // SetResourceLister adds the resources that lister enumerates to
 // resources/list, after the concrete resources.
