@@ -80,7 +80,11 @@ func (t *tools) agentRegister(ctx context.Context, call *handlers.ToolCall) (any
 		ID: a.AgentID, Description: a.Description, DisplayName: a.DisplayName,
 		Capabilities: a.Capabilities, Tags: a.Tags, Metadata: a.Metadata,
 	})
-	return ag, t.storeError(err)
+	if err != nil {
+		return nil, t.storeError(err)
+	}
+	t.changed(ctx, agentURI(ag.ID))
+	return ag, nil
 }
 
 func (t *tools) agentGet(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -123,5 +127,6 @@ func (t *tools) agentRemove(ctx context.Context, call *handlers.ToolCall) (any, 
 	if err := t.b.RemoveAgent(ctx, tenant.From(ctx), a.AgentID); err != nil {
 		return nil, t.storeError(err)
 	}
+	t.changed(ctx, agentURI(a.AgentID))
 	return map[string]any{"removed": true, "agentId": a.AgentID}, nil
 }

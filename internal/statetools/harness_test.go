@@ -52,6 +52,11 @@ type env struct {
 
 func newEnv(t *testing.T, wrap func(Backend) Backend) *env {
 	t.Helper()
+	return newEnvOpts(t, wrap, Options{ParticipantLimit: 3})
+}
+
+func newEnvOpts(t *testing.T, wrap func(Backend) Backend, opts Options) *env {
+	t.Helper()
 	tb, err := tiered.New(context.Background(), memstore.New(store.Options{}), tiered.Options{L1: cache.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +76,7 @@ func newEnv(t *testing.T, wrap func(Backend) Backend) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Register(srv, p, b, Options{ParticipantLimit: 3}); err != nil {
+	if err := Register(srv, p, b, opts); err != nil {
 		t.Fatal(err)
 	}
 	return &env{srv: srv, backend: b}

@@ -141,6 +141,7 @@ func (t *tools) memoryStore(ctx context.Context, call *handlers.ToolCall) (any, 
 	if err != nil {
 		return nil, t.storeError(err)
 	}
+	t.changed(ctx, memoryURI(e.Namespace, e.Key))
 	return storedEntry{Namespace: e.Namespace, Key: e.Key, Version: e.Version, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt}, nil
 }
 
@@ -209,6 +210,7 @@ func (t *tools) memoryDelete(ctx context.Context, call *handlers.ToolCall) (any,
 	if err := t.b.DeleteMemory(ctx, tenant.From(ctx), ns, a.Key); err != nil {
 		return nil, t.storeError(err)
 	}
+	t.changed(ctx, memoryURI(ns, a.Key))
 	return map[string]any{"deleted": true, "namespace": ns, "key": a.Key}, nil
 }
 
@@ -228,6 +230,9 @@ func (t *tools) memoryBulkDelete(ctx context.Context, call *handlers.ToolCall) (
 	}
 	if keys == nil {
 		keys = []string{}
+	}
+	for _, k := range keys {
+		t.changed(ctx, memoryURI(ns, k))
 	}
 	return map[string]any{"namespace": ns, "deleted": len(keys), "keys": keys}, nil
 }

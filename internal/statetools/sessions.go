@@ -117,7 +117,7 @@ func (t *tools) sessionCreate(ctx context.Context, call *handlers.ToolCall) (any
 		return nil, err
 	}
 	s, err := t.b.CreateSession(ctx, tenant.From(ctx), store.NewSession{Task: a.Task, Initiator: a.Initiator, Metadata: a.Metadata})
-	return s, t.storeError(err)
+	return t.sessionChanged(ctx, s, err)
 }
 
 func (t *tools) sessionJoin(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -129,7 +129,7 @@ func (t *tools) sessionJoin(ctx context.Context, call *handlers.ToolCall) (any, 
 		a.Role = store.RoleCollaborator
 	}
 	s, err := t.b.JoinSession(ctx, tenant.From(ctx), a.SessionID, a.AgentID, a.Role, t.opts.ParticipantLimit)
-	return s, t.storeError(err)
+	return t.sessionChanged(ctx, s, err)
 }
 
 func (t *tools) sessionLeave(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -138,7 +138,7 @@ func (t *tools) sessionLeave(ctx context.Context, call *handlers.ToolCall) (any,
 		return nil, err
 	}
 	s, err := t.b.LeaveSession(ctx, tenant.From(ctx), a.SessionID, a.AgentID)
-	return s, t.storeError(err)
+	return t.sessionChanged(ctx, s, err)
 }
 
 func (t *tools) sessionComplete(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -150,7 +150,7 @@ func (t *tools) sessionComplete(ctx context.Context, call *handlers.ToolCall) (a
 		return nil, err
 	}
 	s, err := t.b.CompleteSession(ctx, tenant.From(ctx), a.SessionID, a.Summary)
-	return s, t.storeError(err)
+	return t.sessionChanged(ctx, s, err)
 }
 
 func (t *tools) sessionFail(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -162,7 +162,7 @@ func (t *tools) sessionFail(ctx context.Context, call *handlers.ToolCall) (any, 
 		return nil, err
 	}
 	s, err := t.b.FailSession(ctx, tenant.From(ctx), a.SessionID, a.Error)
-	return s, t.storeError(err)
+	return t.sessionChanged(ctx, s, err)
 }
 
 func (t *tools) sessionStatus(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -195,4 +195,14 @@ func (t *tools) sessionList(ctx context.Context, call *handlers.ToolCall) (any, 
 		page.Items = []store.Session{}
 	}
 	return page, nil
+}
+
+// sessionChanged finishes a session mutation: the session, or the mapped
+// error, and the change reported on success.
+func (t *tools) sessionChanged(ctx context.Context, s store.Session, err error) (any, error) {
+	if err != nil {
+		return nil, t.storeError(err)
+	}
+	t.changed(ctx, sessionURI(s.ID))
+	return s, nil
 }

@@ -39,6 +39,12 @@ type Options struct {
 	ParticipantLimit int
 	// RetryAfter is the retryAfterMs hint of SERVICE_UNAVAILABLE.
 	RetryAfter time.Duration
+	// Changed, if set, is told the URI of every entity a successful call
+	// changed (memory://ns/key, session://id, agent://id), with the call's
+	// context (and so its tenant): State Sync turns it into
+	// notifications/resources/updated for the subscribers. It must not
+	// block.
+	Changed func(ctx context.Context, uri string)
 	Log        zerolog.Logger
 }
 
@@ -102,6 +108,16 @@ func (t *tools) storeError(err error) error {
 			WithRetryAfter(t.opts.RetryAfter)
 	}
 	return err
+}
+
+// changed reports entities a successful call changed.
+func (t *tools) changed(ctx context.Context, uris ...string) {
+	if t.opts.Changed == nil {
+		return
+	}
+	for _, u := range uris {
+		t.opts.Changed(ctx, u)
+	}
 }
 
 // decode unmarshals validated arguments. The schema has already been
