@@ -115,7 +115,13 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
-	err = statetools.Register(srv, pipe, st.backend, statetools.Options{ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger})
+	syncLayer, err := wireStateSync(cfg.StateSync, srv, tr, logger)
+	if err != nil {
+		return nil, err
+	}
+	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
+		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: syncLayer.changed,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)
 	}

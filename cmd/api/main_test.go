@@ -197,7 +197,13 @@ type envelopeDoc struct {
 func envelope(t *testing.T, res *mcp.CallToolResult) envelopeDoc {
 	t.Helper()
 	structured, _ := json.Marshal(res.StructuredContent)
-	text := res.Content[0].(*mcp.TextContent).Text
+	// State Sync may put its invalidation block first; the envelope is the
+	// first block after it.
+	blocks := res.Content
+	if len(blocks) > 1 && strings.HasPrefix(blocks[0].(*mcp.TextContent).Text, "[System: ") {
+		blocks = blocks[1:]
+	}
+	text := blocks[0].(*mcp.TextContent).Text
 	var a, b envelopeDoc
 	if err := json.Unmarshal(structured, &a); err != nil {
 		t.Fatalf("structuredContent %s: %v", structured, err)

@@ -62,6 +62,8 @@ type Config struct {
 	Store  Store  `yaml:"store"`
 	Redis  Redis  `yaml:"redis"`
 	Traces Traces `yaml:"traces"`
+	// StateSync is the cache-control and causal-invalidation layer.
+	StateSync StateSync `yaml:"stateSync"`
 	// Timeouts, Limits and Response are the runtime guardrails.
 	Timeouts Timeouts `yaml:"timeouts"`
 	Limits   Limits   `yaml:"limits"`
@@ -131,6 +133,7 @@ func Default() Config {
 		Store:           defaultStore(),
 		Redis:           defaultRedis(),
 		Traces:          defaultTraces(),
+		StateSync:       defaultStateSync(),
 	}
 }
 

@@ -93,6 +93,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		Store:           defaultStore(),
 		Redis:           defaultRedis(),
 		Traces:          defaultTraces(),
+		StateSync:       defaultStateSync(),
 	}
 	for _, tc := range []struct {
 		name string

@@ -84,3 +84,40 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestStateSyncSection(t *testing.T) {
+	if err := Default().StateSync.validate(); err != nil {
+		t.Fatalf("shipped policies invalid: %v", err)
+	}
+	path := writeConfig(t, `
+stateSync:
+  defaults: {cacheControl: immutable}
+  policies:
+    - {match: "billing.pay", invalidates: ["billing.invoices.*", "reports.balance"]}
+`)
+	cfg, err := load([]string{"-config", path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.StateSync.SyncConfig()
+	if !cfg.StateSync.Enabled || len(sc.Policies) != 1 || sc.Defaults.CacheControl != "immutable" || len(sc.Policies[0].Invalidates) != 2 {
+		t.Errorf("stateSync = %+v", sc)
+	}
+	for _, tc := range []struct{ name, yaml, key string }{
+		{"empty match", `{match: "", cacheControl: no-store}`, "stateSync.policies[0].match"},
+		{"bad directive", `{match: "a.b", cacheControl: max-age}`, "stateSync.policies[0].cacheControl"},
+		{"bad segment", `{match: "a..b", cacheControl: no-store}`, "stateSync.policies[0].match"},
+		{"bad invalidates", `{match: "a.b", invalidates: ["x.*", ""]}`, "stateSync.policies[0].invalidates[1]"},
+	} {
+		path := writeConfig(t, "stateSync:\n  policies:\n    - "+tc.yaml+"\n")
+		_, err := load([]string{"-config", path}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.key)
+		}
+	}
+	// Disabled, the policies are not used and not checked.
+	path = writeConfig(t, "stateSync:\n  enabled: false\n  policies:\n    - {match: \"\"}\n")
+	if _, err := load([]string{"-config", path}, nil); err != nil {
+		t.Errorf("disabled stateSync rejected: %v", err)
+	}
+}

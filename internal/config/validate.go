@@ -121,6 +121,9 @@ func (c Config) Validate() error {
 
 	errs = append(errs, c.validateRuntime()...)
 	errs = append(errs, c.validateStorage(bad, intRange)...)
+	if err := c.StateSync.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,59 @@
+package statesync
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+)
+
+// Bus carries resource updates (notifications/resources/updated) to the
+// client sessions subscribed to them. LocalBus is all one process needs;
+// with several replicas, Redis pub/sub goes behind the same interface, so
+// a subscriber whose GET stream another replica holds is reached too.
+// Publish never blocks on a slow subscriber: delivery appends to the
+// subscriber's stream log, which its connection drains.
+type Bus interface {
+	Publish(ctx context.Context, tenant, uri string)
+}
+
+// Deliverer hands an update to this process's subscribers; the transport
+// is one.
+type Deliverer interface {
+	ResourceUpdated(tenant, uri string) (int, error)
+}
+
+// LocalBus delivers in this process.
+type LocalBus struct {
+	d         Deliverer
+	log       zerolog.Logger
+	published atomic.Int64
+	delivered atomic.Int64
+}
+
+// NewLocalBus returns a bus that delivers through d.
+func NewLocalBus(d Deliverer, log zerolog.Logger) *LocalBus { return &LocalBus{d: d, log: log} }
+
+// Publish delivers uri's update to its subscribers in tenant. A failure
+// is logged, never returned: a notification that cannot be sent must not
+// fail the mutation that caused it.
+func (b *LocalBus) Publish(_ context.Context, tenant, uri string) {
+	b.published.Add(1)
+	n, err := b.d.ResourceUpdated(tenant, uri)
+	if err != nil {
+		b.log.Warn().Err(err).Str("uri", uri).Msg("resource update not delivered")
+		return
+	}
+	b.delivered.Add(int64(n))
+}
+
+// BusStats counts what a LocalBus did.
+type BusStats struct {
+	Published int64 // updates published
+	Delivered int64 // notifications queued to subscribers
+}
+
+// Stats returns the counters.
+func (b *LocalBus) Stats() BusStats {
+	return BusStats{Published: b.published.Load(), Delivered: b.delivered.Load()}
+}
