@@ -187,12 +187,18 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.n > 0 {
+		// The log holds consecutive seqs oldest..nextSeq-1, so the first
+		// event after cursor is found by arithmetic, not by a scan of the
+		// whole log: a woken connection costs O(new events), not
+		// O(eventLogSize), under the lock appends wait on.
 		oldest := s.ring[s.head].seq
 		lost = cursor+1 < oldest
-		for i := 0; i < s.n; i++ {
-			if ev := s.ring[(s.head+i)%len(s.ring)]; ev.seq > cursor {
-				buf = append(buf, ev)
-			}
+		skip := 0
+		if cursor >= oldest {
+			skip = int(min(cursor-oldest+1, uint64(s.n)))
+		}
+		for i := skip; i < s.n; i++ {
+			buf = append(buf, s.ring[(s.head+i)%len(s.ring)])
 		}
 	}
 	return buf, s.done, lost
