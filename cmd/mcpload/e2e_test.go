@@ -27,6 +27,7 @@ type fakeServer struct {
 	mu       sync.Mutex
 	sessions map[string]bool
 	deleted  []string
+	texts    []string // the text argument of every tools/call of echo
 	nextID   int
 	calls    atomic.Int64
 	inits    atomic.Int64
@@ -162,6 +163,11 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			} `json:"arguments"`
 		}
 		_ = json.Unmarshal(msg.Params, &p)
+		if p.Name == "echo" {
+			s.mu.Lock()
+			s.texts = append(s.texts, p.Arguments.Text)
+			s.mu.Unlock()
+		}
 		switch {
 		case p.Name != "echo":
 			s.replyRaw(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"unknown tool %s"}}`, msg.ID, p.Name))

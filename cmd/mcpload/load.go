@@ -84,8 +84,8 @@ type worker struct {
 	conn   *conn
 	header http.Header // the session's read-only headers
 	isTool bool
-	prefix []byte // `{"jsonrpc":"2.0","id":`
-	suffix []byte // `,"method":...,"params":...}`
+	prefix []byte      // `{"jsonrpc":"2.0","id":`
+	suffix []byte      // `,"method":...,"params":...}`
 	tpl    argTemplate // suffix with its -args placeholders; nil without any
 	rng    *rand.Rand  // for {{rand:N}}; only with tpl
 	idBuf  []byte
@@ -149,7 +149,8 @@ func (w *worker) run(ctx context.Context, p *phase) {
 func (w *worker) once(ctx context.Context) (time.Duration, error) {
 	w.idBuf = strconv.AppendUint(w.idBuf[:0], w.nextID, 10)
 	w.nextID += w.idStep
-	body := make([]byte, 0, len(w.prefix)+len(w.idBuf)+len(w.suffix))
+	// A placeholder's value is at most 20 digits long.
+	body := make([]byte, 0, len(w.prefix)+len(w.idBuf)+len(w.suffix)+20*len(w.tpl))
 	body = append(body, w.prefix...)
 	body = append(body, w.idBuf...)
 	if w.tpl != nil {

@@ -45,7 +45,7 @@ type Options struct {
 	// notifications/resources/updated for the subscribers. It must not
 	// block.
 	Changed func(ctx context.Context, uri string)
-	Log        zerolog.Logger
+	Log     zerolog.Logger
 }
 
 // Register adds every tool through p and every resource template and the
