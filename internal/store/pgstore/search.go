@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -59,13 +60,19 @@ func (s *Store) SearchMemory(ctx context.Context, tenant string, q store.SearchM
 	if len(tags) > 0 {
 		b.where("tags @> %s", tags)
 	}
+	// Rank only the sort keys of the candidates, then fetch the few rows
+	// that made the page: carrying whole rows (value and all) through the
+	// CTE spilled a common word's ~9k matches to a temporary file.
 	sql := `WITH matches AS MATERIALIZED (
-			SELECT ` + memoryCols + `, search FROM memory_entries` + b.clause() + `
-			LIMIT ` + b.arg(maxRanked) + `)
-		SELECT ` + memoryCols + `, ts_rank(search, ` + query + `) AS score
-		FROM matches
-		ORDER BY score DESC, updated_at DESC, namespace COLLATE "C", key COLLATE "C"
-		LIMIT ` + b.arg(limit)
+			SELECT namespace, key, updated_at, search FROM memory_entries` + b.clause() + `
+			LIMIT ` + b.arg(maxRanked) + `),
+		top AS (
+			SELECT namespace, key, ts_rank(search, ` + query + `) AS score, updated_at FROM matches
+			ORDER BY score DESC, updated_at DESC, namespace COLLATE "C", key COLLATE "C"
+			LIMIT ` + b.arg(limit) + `)
+		SELECT ` + qualified("m", memoryCols) + `, top.score
+		FROM top JOIN memory_entries m ON m.tenant = $1 AND m.namespace = top.namespace AND m.key = top.key
+		ORDER BY top.score DESC, top.updated_at DESC, top.namespace COLLATE "C", top.key COLLATE "C"`
 	// Planned with the query text in hand (an unnamed statement, not the
 	// cached prepared one), so websearch_to_tsquery is folded into a
 	// constant once: under a generic plan PostgreSQL re-parses the query
@@ -85,6 +92,15 @@ func (s *Store) SearchMemory(ctx context.Context, tenant string, q store.SearchM
 		return nil, fmt.Errorf("search memory: %w", classify(err))
 	}
 	return hits, nil
+}
+
+// qualified prefixes each column of a comma-separated list with alias.
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, c := range parts {
+		parts[i] = alias + "." + c
+	}
+	return strings.Join(parts, ", ")
 }
 
 // scanTail lets a row scanner for a fixed column list read a row that
