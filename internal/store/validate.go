@@ -137,3 +137,31 @@ func itoa(i int) string {
 		}
 	}
 }
+
+// MaxDisplayNameLen bounds an agent's display name (bytes).
+const MaxDisplayNameLen = 256
+
+// NormalizeAgent validates the fields of an agent to register (not its
+// id, which each store checks with its tenant) and returns it with
+// capabilities and tags normalized and metadata compacted to nil or an
+// object. Both stores register through it, so they accept and refuse the
+// same agents.
+func NormalizeAgent(a Agent, valueLimit int) (Agent, error) {
+	if err := CheckText("description", a.Description, MaxTextLen, true); err != nil {
+		return Agent{}, err
+	}
+	if err := CheckText("displayName", a.DisplayName, MaxDisplayNameLen, false); err != nil {
+		return Agent{}, err
+	}
+	var err error
+	if a.Capabilities, err = NormalizeTags("capabilities", a.Capabilities); err != nil {
+		return Agent{}, err
+	}
+	if a.Tags, err = NormalizeTags("tags", a.Tags); err != nil {
+		return Agent{}, err
+	}
+	if a.Metadata, err = CheckObject("metadata", a.Metadata, valueLimit); err != nil {
+		return Agent{}, err
+	}
+	return a, nil
+}

@@ -9,9 +9,6 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// maxDisplayNameLen bounds an agent's display name, in bytes.
-const maxDisplayNameLen = 256
-
 // copyAgent returns a copy of a that shares nothing with the store.
 func copyAgent(a *store.Agent) store.Agent {
 	out := *a
@@ -29,21 +26,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err := checkAgentID(a.ID); err != nil {
 		return store.Agent{}, err
 	}
-	if err := store.CheckText("description", a.Description, store.MaxTextLen, true); err != nil {
-		return store.Agent{}, err
-	}
-	if err := store.CheckText("displayName", a.DisplayName, maxDisplayNameLen, false); err != nil {
-		return store.Agent{}, err
-	}
-	caps, err := store.NormalizeTags("capabilities", a.Capabilities)
-	if err != nil {
-		return store.Agent{}, err
-	}
-	tags, err := store.NormalizeTags("tags", a.Tags)
-	if err != nil {
-		return store.Agent{}, err
-	}
-	meta, err := store.CheckObject("metadata", a.Metadata, s.opts.ValueLimit())
+	a, err := store.NormalizeAgent(a, s.opts.ValueLimit())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -57,7 +40,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	now := store.Now()
 	stored := &store.Agent{
 		ID: a.ID, Description: a.Description, DisplayName: a.DisplayName,
-		Capabilities: caps, Tags: tags, Metadata: compactJSON(meta),
+		Capabilities: a.Capabilities, Tags: a.Tags, Metadata: compactJSON(a.Metadata),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	td.agents[a.ID] = stored

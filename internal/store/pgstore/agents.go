@@ -11,9 +11,6 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// maxDisplayName bounds an agent's display name (bytes).
-const maxDisplayName = 256
-
 const agentCols = `id, description, display_name, capabilities, tags, metadata, created_at, updated_at`
 
 func scanAgent(row pgx.Row) (store.Agent, error) {
@@ -47,21 +44,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err := checkAgentID(tenant, a.ID); err != nil {
 		return store.Agent{}, err
 	}
-	if err := store.CheckText("description", a.Description, store.MaxTextLen, true); err != nil {
-		return store.Agent{}, err
-	}
-	if err := store.CheckText("displayName", a.DisplayName, maxDisplayName, false); err != nil {
-		return store.Agent{}, err
-	}
-	caps, err := store.NormalizeTags("capabilities", a.Capabilities)
-	if err != nil {
-		return store.Agent{}, err
-	}
-	tags, err := store.NormalizeTags("tags", a.Tags)
-	if err != nil {
-		return store.Agent{}, err
-	}
-	metadata, err := store.CheckObject("metadata", a.Metadata, s.opts.ValueLimit())
+	a, err := store.NormalizeAgent(a, s.opts.ValueLimit())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -70,7 +53,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 		INSERT INTO agents (tenant, id, description, display_name, capabilities, tags, metadata, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
 		RETURNING `+agentCols,
-		tenant, a.ID, a.Description, a.DisplayName, caps, tags, jsonValue(metadata), now))
+		tenant, a.ID, a.Description, a.DisplayName, a.Capabilities, a.Tags, jsonValue(a.Metadata), now))
 	if isUniqueViolation(err) {
 		return store.Agent{}, store.AlreadyExistsf("agent %s", a.ID)
 	}
