@@ -13,6 +13,10 @@ import (
 
 const agentIDOnly = `{"type":"object","properties":{` + agentIDProp + `},"required":["agentId"],"additionalProperties":false}`
 
+type agentArgs struct {
+	AgentID string `json:"agentId"`
+}
+
 func (t *tools) agentTools() []pipeline.Tool {
 	return []pipeline.Tool{
 		{
@@ -88,7 +92,7 @@ func (t *tools) agentRegister(ctx context.Context, call *handlers.ToolCall) (any
 }
 
 func (t *tools) agentGet(ctx context.Context, call *handlers.ToolCall) (any, error) {
-	var a sessionArgs
+	var a agentArgs
 	if err := decode(call, &a); err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func (t *tools) agentList(ctx context.Context, call *handlers.ToolCall) (any, er
 }
 
 func (t *tools) agentRemove(ctx context.Context, call *handlers.ToolCall) (any, error) {
-	var a sessionArgs
+	var a agentArgs
 	if err := decode(call, &a); err != nil {
 		return nil, err
 	}
