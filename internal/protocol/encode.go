@@ -194,12 +194,16 @@ func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 			return nil, fmt.Errorf("encode structuredContent: must be a JSON object")
 		}
 		dst = append(dst, `,"structuredContent":`...)
-		// Compact validates too: a tool's raw JSON must not break the frame.
-		buf := bytes.NewBuffer(dst)
-		if err := json.Compact(buf, r.StructuredContent); err != nil {
-			return nil, fmt.Errorf("encode structuredContent: %w", err)
+		if r.StructuredCompact {
+			dst = append(dst, r.StructuredContent...)
+		} else {
+			// Compact validates too: a tool's raw JSON must not break the frame.
+			buf := bytes.NewBuffer(dst)
+			if err := json.Compact(buf, r.StructuredContent); err != nil {
+				return nil, fmt.Errorf("encode structuredContent: %w", err)
+			}
+			dst = buf.Bytes()
 		}
-		dst = buf.Bytes()
 	}
 	if r.IsError {
 		dst = append(dst, `,"isError":true`...)

@@ -218,6 +218,11 @@ func TestAppendToolResultMatchesMarshal(t *testing.T) {
 			StructuredContent: json.RawMessage("{ \"a\" : 1,\n \"b\": [ 1, 2 ] }"),
 		},
 		"error": {Content: []protocol.Content{protocol.TextContent("boom")}, IsError: true},
+		"structured compact": {
+			Content:           []protocol.Content{protocol.TextContent(`{"a":1}`)},
+			StructuredContent: json.RawMessage(`{"a":1,"b":[1,2]}`),
+			StructuredCompact: true,
+		},
 	}
 	for name, r := range results {
 		t.Run(name, func(t *testing.T) {
@@ -254,6 +259,18 @@ func TestAppendToolResultMatchesMarshal(t *testing.T) {
 			}
 		})
 	}
+	// StructuredCompact is the producer's promise: the bytes are copied as
+	// they are, so the encoder does no second pass over them.
+	t.Run("compact structured content is copied as is", func(t *testing.T) {
+		r := &protocol.CallToolResult{Content: []protocol.Content{}, StructuredContent: json.RawMessage(`{"a": 1}`), StructuredCompact: true}
+		if got, err := protocol.AppendToolResult(nil, r); err != nil || string(got) != `{"content":[],"structuredContent":{"a": 1}}` {
+			t.Fatalf("AppendToolResult = %s, %v", got, err)
+		}
+		r.StructuredCompact = false
+		if got, err := protocol.AppendToolResult(nil, r); err != nil || string(got) != `{"content":[],"structuredContent":{"a":1}}` {
+			t.Fatalf("AppendToolResult = %s, %v", got, err)
+		}
+	})
 	t.Run("nil content is an empty array", func(t *testing.T) {
 		got, err := protocol.AppendToolResult(nil, &protocol.CallToolResult{})
 		if err != nil || string(got) != `{"content":[]}` {

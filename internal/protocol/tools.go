@@ -39,6 +39,12 @@ type CallToolResult struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
+	// StructuredCompact promises that StructuredContent is a compact,
+	// valid JSON object, so AppendToolResult copies it without the pass
+	// that otherwise compacts and validates it. Only the code that
+	// produced the bytes may set it (package response, whose encoder
+	// writes nothing else); it is never sent.
+	StructuredCompact bool `json:"-"`
 }
 
 // ToolError returns an isError result with one text block: a tool failure

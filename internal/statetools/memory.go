@@ -146,15 +146,15 @@ func (t *tools) memoryStore(ctx context.Context, call *handlers.ToolCall) (any, 
 }
 
 func (t *tools) memoryRetrieve(ctx context.Context, call *handlers.ToolCall) (any, error) {
-	var a memoryKeyArgs
-	if err := decode(call, &a); err != nil {
+	a, err := decodeKey(call)
+	if err != nil {
 		return nil, err
 	}
 	e, cached, err := t.b.LookupMemory(ctx, tenant.From(ctx), orDefault(a.Namespace), a.Key)
 	if err != nil {
 		return nil, t.storeError(err)
 	}
-	return pipeline.Result{Data: e, Cached: cached}, nil
+	return pipeline.Result{Data: entryJSON{&e}, Cached: cached}, nil
 }
 
 func (t *tools) memorySearch(ctx context.Context, call *handlers.ToolCall) (any, error) {
@@ -202,8 +202,8 @@ func (t *tools) memoryList(ctx context.Context, call *handlers.ToolCall) (any, e
 }
 
 func (t *tools) memoryDelete(ctx context.Context, call *handlers.ToolCall) (any, error) {
-	var a memoryKeyArgs
-	if err := decode(call, &a); err != nil {
+	a, err := decodeKey(call)
+	if err != nil {
 		return nil, err
 	}
 	ns := orDefault(a.Namespace)

@@ -70,8 +70,9 @@
 //
 // The data is written exactly once per pass, straight from its JSON into
 // the envelope: small data with nothing to cut (every call, nearly) costs
-// json.Marshal, one scan and copy, and the result's allocations — never a
-// decode and re-encode. Strings are normalised on the way (no HTML escapes,
+// json.Marshal (or the data's own JSONAppender), one scan and copy, and
+// the result's allocations — never a decode and re-encode. The result is
+// marked StructuredCompact, so the transport copies the envelope as is. Strings are normalised on the way (no HTML escapes,
 // invalid UTF-8 replaced), so the size on the wire is computed, not guessed.
 //
 // The package keeps no state: no package-level variables, no init.

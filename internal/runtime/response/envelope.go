@@ -41,8 +41,8 @@ const tailRoom = 128
 // Success returns the result of a successful call: the envelope
 // {"success":true,"data":DATA,"metadata":{...}} as StructuredContent and as
 // the text of the only content block. data is any value encoding/json can
-// marshal, or a json.RawMessage (used as is once validated; empty means
-// null). Lists, strings and the whole result are cut to l as the package
+// marshal, a json.RawMessage (used as is once validated; empty means
+// null), or a JSONAppender (used unchecked). Lists, strings and the whole result are cut to l as the package
 // documentation describes. The error is non-nil only when data cannot be
 // marshalled or is invalid raw JSON.
 func Success(data any, meta Metadata, l Limits) (*protocol.CallToolResult, error) {
@@ -99,11 +99,23 @@ func Failure(err *Error, meta Metadata, l Limits) *protocol.CallToolResult {
 	}
 }
 
+// JSONAppender is data that writes its own JSON. Success uses
+// AppendJSON instead of encoding/json and does not check its output, so
+// AppendJSON must append exactly one valid JSON value (white space and
+// unescaped non-ASCII allowed: the envelope normalises both). It is for hot
+// read paths, where reflection and the re-validation that encoding/json
+// applies to every Marshaler's output cost more than the rest of the call.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
 // marshalData returns the JSON of data.
 func marshalData(data any) ([]byte, error) {
 	switch d := data.(type) {
 	case nil:
 		return []byte("null"), nil
+	case JSONAppender:
+		return d.AppendJSON(nil), nil
 	case json.RawMessage:
 		if len(d) == 0 {
 			return []byte("null"), nil
@@ -357,7 +369,9 @@ func newResult(env []byte, isError bool) *protocol.CallToolResult {
 	env = env[:len(env):len(env)]
 	b := &resultBlock{}
 	b.c[0] = protocol.TextContent(string(env))
-	b.r = protocol.CallToolResult{Content: b.c[:], StructuredContent: env, IsError: isError}
+	// The emitter writes compact, valid JSON (see emitter), so the
+	// encoder need not check it again.
+	b.r = protocol.CallToolResult{Content: b.c[:], StructuredContent: env, IsError: isError, StructuredCompact: true}
 	return &b.r
 }
 

@@ -95,6 +95,15 @@ func checkResult(t tb, s *jsonschema.Schema, r *protocol.CallToolResult) (envelo
 	if r.Content[0].Text != string(r.StructuredContent) {
 		t.Fatalf("text block %q differs from structuredContent %q", r.Content[0].Text, r.StructuredContent)
 	}
+	// The result promises compact, valid JSON (StructuredCompact), which
+	// the encoder copies unchecked: hold every result to it.
+	if !r.StructuredCompact {
+		t.Fatal("StructuredCompact is false")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, r.StructuredContent); err != nil || !bytes.Equal(compact.Bytes(), r.StructuredContent) {
+		t.Fatalf("structuredContent %q is not compact, valid JSON (%v)", r.StructuredContent, err)
+	}
 	wire, err := protocol.AppendToolResult(nil, r)
 	if err != nil {
 		t.Fatalf("encode: %v", err)

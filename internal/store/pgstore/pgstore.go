@@ -28,6 +28,13 @@ import (
 const (
 	defaultConnectTimeout   = 5 * time.Second
 	defaultStatementTimeout = "10s"
+	// defaultMaxConns replaces pgxpool's default of max(4, CPUs). A call
+	// holds a connection only for its statement's round trip, but with
+	// four connections sixteen concurrent writers queue for the pool and
+	// reach a third of what PostgreSQL itself sustains (BENCHMARKS.md,
+	// "memory_store vs pgbench"); sixteen keep up with it. Three replicas
+	// stay well inside PostgreSQL's default max_connections of 100.
+	defaultMaxConns = 16
 )
 
 // Store is a store.Store backed by PostgreSQL.
@@ -43,8 +50,9 @@ var _ store.Store = (*Store)(nil)
 
 // Open connects to databaseURL, checks that the database answers, applies
 // pending migrations and returns the store. Pool settings in the URL
-// (pool_max_conns and friends) are respected; connect_timeout and
-// statement_timeout default to 5s and 10s when the URL does not set them.
+// (pool_max_conns and friends) are respected; pool_max_conns,
+// connect_timeout and statement_timeout default to 16, 5s and 10s when the
+// URL does not set them.
 func Open(ctx context.Context, databaseURL string, opts store.Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -82,6 +90,11 @@ func newStore(pool *pgxpool.Pool, opts store.Options) (*Store, error) {
 }
 
 func applyDefaults(cfg *pgxpool.Config) {
+	// pgxpool fills MaxConns whether or not the URL names it, so the
+	// connection string is what tells a choice from a default.
+	if !strings.Contains(cfg.ConnString(), "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
 	cc := cfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = defaultConnectTimeout

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -51,4 +52,38 @@ func newPoolFromConfig(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// TestApplyDefaults: settings the database URL leaves out get the
+// server's defaults; settings it names are kept.
+func TestApplyDefaults(t *testing.T) {
+	tests := []struct {
+		name      string
+		url       string
+		maxConns  int32
+		timeout   time.Duration
+		statement string
+	}{
+		{"bare URL", "postgres://u@db/app", defaultMaxConns, defaultConnectTimeout, defaultStatementTimeout},
+		{"pool size named", "postgres://u@db/app?pool_max_conns=3", 3, defaultConnectTimeout, defaultStatementTimeout},
+		{"keyword form", "host=db user=u dbname=app pool_max_conns=40 connect_timeout=2", 40, 2 * time.Second, defaultStatementTimeout},
+		{"statement timeout named", "postgres://u@db/app?statement_timeout=1s", defaultMaxConns, defaultConnectTimeout, "1s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := pgxpoolConfig(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.MaxConns != tc.maxConns {
+				t.Errorf("MaxConns = %d, want %d", cfg.MaxConns, tc.maxConns)
+			}
+			if cfg.ConnConfig.ConnectTimeout != tc.timeout {
+				t.Errorf("ConnectTimeout = %v, want %v", cfg.ConnConfig.ConnectTimeout, tc.timeout)
+			}
+			if got := cfg.ConnConfig.RuntimeParams["statement_timeout"]; got != tc.statement {
+				t.Errorf("statement_timeout = %q, want %q", got, tc.statement)
+			}
+		})
+	}
 }
