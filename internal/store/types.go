@@ -213,3 +213,15 @@ type Pos struct {
 	UpdatedAt time.Time
 	ID        string
 }
+
+// UpstreamRecord is an upstream MCP server registered through the admin
+// API. Upstreams belong to the deployment, not to a tenant. The store
+// keeps Config as an opaque JSON object; package upstream owns its fields
+// and their validation.
+type UpstreamRecord struct {
+	ID        string          `json:"id"`
+	Config    json.RawMessage `json:"config"`
+	Version   int64           `json:"version"` // 1 when created, +1 per update
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}

@@ -1,0 +1,168 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// State is a server's connection state (INV-MCP-ECO-200).
+type State string
+
+const (
+	StateConnecting State = "connecting"
+	StateConnected  State = "connected"
+	StateError      State = "error"
+	StateDisabled   State = "disabled"
+)
+
+// Source says where a server was declared: the YAML file (read-only
+// through the admin API) or the admin API (persisted in the store).
+type Source string
+
+const (
+	SourceConfig Source = "config"
+	SourceAPI    Source = "api"
+)
+
+// Tool is one upstream tool as mcp-runtime offers it.
+type Tool struct {
+	// Server is the upstream's id; Name the tool's name there, sent as is
+	// in tools/call.
+	Server string
+	Name   string
+	// Canonical is serverId.toolName with each segment reduced to
+	// [A-Za-z0-9_-] (see CanonicalName).
+	Canonical   string
+	Title       string
+	Description string
+	// InputSchema compiled without error (JSON Schema 2020-12 unless its
+	// $schema says otherwise) and has type "object".
+	InputSchema json.RawMessage
+	Annotations *protocol.ToolAnnotations
+}
+
+// RetrySafe reports whether a failed call of the tool may be sent again:
+// only tools that say they are read-only or idempotent.
+func (t Tool) RetrySafe() bool {
+	a := t.Annotations
+	return a != nil && (isTrue(a.ReadOnlyHint) || isTrue(a.IdempotentHint))
+}
+
+// ToolProblem is an upstream tool left out of the tool set, and why.
+type ToolProblem struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Status is a server's configuration and condition, as the admin API
+// shows it.
+type Status struct {
+	Config Config `json:"config"`
+	Source Source `json:"source"`
+	State  State  `json:"state"`
+	// LastError is the last failure's message; empty after a success.
+	LastError string `json:"lastError,omitempty"`
+	// ConsecutiveFailures counts failures since the last success.
+	ConsecutiveFailures int        `json:"consecutiveFailures"`
+	LastSuccessAt       *time.Time `json:"lastSuccessAt,omitempty"`
+	// LastDiscoveryAt and DiscoveryMs: when the tool list was last
+	// fetched from the server and how long that took.
+	LastDiscoveryAt *time.Time `json:"lastDiscoveryAt,omitempty"`
+	DiscoveryMs     int64      `json:"discoveryMs"`
+	ToolCount       int        `json:"toolCount"`
+	ResourceCount   int        `json:"resourceCount"`
+	// InvalidTools were left out (an invalid inputSchema, say).
+	InvalidTools    []ToolProblem `json:"invalidTools,omitempty"`
+	ServerName      string        `json:"serverName,omitempty"`
+	ServerVersion   string        `json:"serverVersion,omitempty"`
+	ProtocolVersion string        `json:"protocolVersion,omitempty"`
+	// StaleToolsUntil is set while the server is failing and its last
+	// known tools are still offered (the grace period).
+	StaleToolsUntil *time.Time `json:"staleToolsUntil,omitempty"`
+}
+
+// DiscoverOptions tune Discover.
+type DiscoverOptions struct {
+	// ForceRefresh fetches every server's tool list again instead of
+	// answering from the last discovery.
+	ForceRefresh bool
+	// IncludeDisabled also reports disabled servers (which are still
+	// never contacted).
+	IncludeDisabled bool
+}
+
+// ServerResult is one server's part of a discovery.
+type ServerResult struct {
+	Server     string `json:"server"`
+	State      State  `json:"state"`
+	ToolCount  int    `json:"toolCount"`
+	Error      string `json:"error,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+	// Cached is true when the tools came from the last discovery.
+	Cached bool `json:"cached"`
+}
+
+// Discovery is the aggregated result of discovering every server: the
+// tools of those that answered, and each server's outcome. When every
+// server fails, Tools is empty and Servers says why (INV-MCP-ECO-002).
+type Discovery struct {
+	Tools   []Tool         `json:"-"`
+	Servers []ServerResult `json:"servers"`
+	At      time.Time      `json:"at"`
+}
+
+// Failure kinds of a call to an upstream, mapped to the envelope's codes by
+// the caller (CONNECTION_TIMEOUT, INVOCATION_FAILED).
+var (
+	// ErrConnectionTimeout: connecting or initializing took longer than
+	// connectionTimeoutMs (INV-MCP-ECO-100).
+	ErrConnectionTimeout = errors.New("connection timeout")
+	// ErrInvocationFailed: the request could not be completed — refused,
+	// dropped, timed out after requestTimeoutMs, or answered with a
+	// protocol error (INV-MCP-ECO-301).
+	ErrInvocationFailed = errors.New("invocation failed")
+	// ErrNotFound: no such server; ErrExists: the id is taken;
+	// ErrReadOnly: the server is declared in the configuration file and
+	// cannot be changed through the API.
+	ErrNotFound = errors.New("upstream not found")
+	ErrExists   = errors.New("upstream already exists")
+	ErrReadOnly = errors.New("upstream is declared in the configuration file")
+	// ErrDisabled: the server is disabled and was not contacted.
+	ErrDisabled = errors.New("upstream is disabled")
+)
+
+// Error is a failed operation on one server. Kind is ErrConnectionTimeout
+// or ErrInvocationFailed; the message names the server, the operation and,
+// after retries, how many attempts were made (INV-MCP-ECO-100, -101).
+type Error struct {
+	Kind     error
+	Server   string
+	Op       string // "connect", "initialize", "tools/list", "tools/call search", ...
+	Attempts int
+	Timeout  bool // the operation's deadline expired
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("upstream %s: %s", e.Server, e.Op)
+	if e.Timeout {
+		msg += " timed out"
+	} else {
+		msg += " failed"
+	}
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" after %d attempts", e.Attempts)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
+
+func isTrue(b *bool) bool { return b != nil && *b }
