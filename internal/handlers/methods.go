@@ -53,10 +53,24 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	}
 	t := s.tools.lookupRaw(name)
 	if t == nil {
-		// Unknown tool is a protocol error, not a tool result (server/tools).
 		var n string
 		_ = json.Unmarshal(name, &n) // a valid JSON string
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
+		switch cands := s.tools.lookupBare(n); len(cands) {
+		case 0:
+			// Unknown tool is a protocol error, not a tool result (server/tools).
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
+		case 1:
+			t = cands[0]
+		default:
+			// A bare name several upstream servers offer: the model must
+			// pick one, so it gets the candidates (INV-MCP-ECO-003).
+			names := make([]string, len(cands))
+			for i, c := range cands {
+				names[i] = c.exposed
+			}
+			req.ToolError = true
+			return s.ambiguousTool(ctx, n, names), nil
+		}
 	}
 	req.Tool = t.Name
 	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}

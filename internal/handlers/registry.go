@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,7 +26,41 @@ type toolSet struct {
 	ordered     []*registeredTool
 	byExposed   map[string]*registeredTool
 	byCanonical map[string]*registeredTool
-	listed      []protocol.Tool
+	// byBare holds the tools of each BareName, in registration order.
+	byBare map[string][]*registeredTool
+	listed []protocol.Tool
+}
+
+// newToolSet indexes ordered and builds its tools/list.
+func (r *ToolRegistry) newToolSet(ordered []*registeredTool) *toolSet {
+	s := &toolSet{
+		ordered:     ordered,
+		byExposed:   make(map[string]*registeredTool, len(ordered)),
+		byCanonical: make(map[string]*registeredTool, len(ordered)),
+		byBare:      map[string][]*registeredTool{},
+		listed:      make([]protocol.Tool, len(ordered)),
+	}
+	for i, t := range ordered {
+		s.byExposed[t.exposed], s.byCanonical[t.Name] = t, t
+		if t.BareName != "" {
+			s.byBare[t.BareName] = append(s.byBare[t.BareName], t)
+		}
+		s.listed[i] = r.listing(t)
+	}
+	return s
+}
+
+// addChecked appends rt to the set being built in ordered/names, or says why its
+// names are taken.
+func addChecked(ordered []*registeredTool, names map[string]string, rt *registeredTool) ([]*registeredTool, error) {
+	if _, dup := names["c:"+rt.Name]; dup {
+		return ordered, fmt.Errorf("register tool %s: a tool with this name exists", rt.Name)
+	}
+	if other, dup := names["e:"+rt.exposed]; dup {
+		return ordered, fmt.Errorf("register tool %s: exposed name %q is taken by %s", rt.Name, rt.exposed, other)
+	}
+	names["c:"+rt.Name], names["e:"+rt.exposed] = rt.Name, rt.Name
+	return append(ordered, rt), nil
 }
 
 // ToolRegistry holds the tools a server offers.
@@ -44,13 +79,7 @@ func (r *ToolRegistry) SetDecorator(decorate func(name, description string) stri
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.decorate = decorate
-	old := r.snap.Load()
-	next := *old
-	next.listed = make([]protocol.Tool, len(old.ordered))
-	for i, t := range old.ordered {
-		next.listed[i] = r.listing(t)
-	}
-	r.snap.Store(&next)
+	r.snap.Store(r.newToolSet(r.snap.Load().ordered))
 }
 
 // listing is how t appears in tools/list.
@@ -69,7 +98,7 @@ func NewToolRegistry(sep string) (*ToolRegistry, error) {
 		return nil, fmt.Errorf("tool name separator %q: must be 1-3 characters from [A-Za-z0-9_-]", sep)
 	}
 	r := &ToolRegistry{sep: sep}
-	r.snap.Store(&toolSet{byExposed: map[string]*registeredTool{}, byCanonical: map[string]*registeredTool{}})
+	r.snap.Store(r.newToolSet(nil))
 	return r, nil
 }
 
@@ -79,34 +108,69 @@ func (r *ToolRegistry) Add(tools ...Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.snap.Load()
-	next := &toolSet{
-		ordered:     append([]*registeredTool(nil), old.ordered...),
-		byExposed:   make(map[string]*registeredTool, len(old.byExposed)+len(tools)),
-		byCanonical: make(map[string]*registeredTool, len(old.byCanonical)+len(tools)),
-	}
-	for _, t := range old.ordered {
-		next.byExposed[t.exposed], next.byCanonical[t.Name] = t, t
+	ordered := slices.Clone(old.ordered)
+	names := make(map[string]string, 2*(len(ordered)+len(tools)))
+	for _, t := range ordered {
+		names["c:"+t.Name], names["e:"+t.exposed] = t.Name, t.Name
 	}
 	for _, t := range tools {
 		rt, err := r.prepare(t)
 		if err != nil {
 			return err
 		}
-		if _, dup := next.byCanonical[rt.Name]; dup {
-			return fmt.Errorf("register tool %s: a tool with this name exists", rt.Name)
+		if ordered, err = addChecked(ordered, names, rt); err != nil {
+			return err
 		}
-		if other, dup := next.byExposed[rt.exposed]; dup {
-			return fmt.Errorf("register tool %s: exposed name %q is taken by %s", rt.Name, rt.exposed, other.Name)
-		}
-		next.ordered = append(next.ordered, rt)
-		next.byExposed[rt.exposed], next.byCanonical[rt.Name] = rt, rt
 	}
-	next.listed = make([]protocol.Tool, len(next.ordered))
-	for i, t := range next.ordered {
-		next.listed[i] = r.listing(t)
-	}
-	r.snap.Store(next)
+	r.snap.Store(r.newToolSet(ordered))
 	return nil
+}
+
+// ReplaceGroup makes tools the whole of group: the group's other tools go,
+// the rest of the registry stays, in one atomic swap (calls in flight keep
+// the tool they looked up). Tools must all carry Group == group. A tool
+// that is malformed or whose name is taken is left out and reported in
+// errs; the others are registered. changed reports whether tools/list is
+// different afterwards.
+func (r *ToolRegistry) ReplaceGroup(group string, tools []Tool) (changed bool, errs []error) {
+	if group == "" {
+		return false, []error{fmt.Errorf("replace tool group: the group name is empty")}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	ordered := make([]*registeredTool, 0, len(old.ordered)+len(tools))
+	names := make(map[string]string, 2*cap(ordered))
+	for _, t := range old.ordered {
+		if t.Group != group {
+			ordered, _ = addChecked(ordered, names, t)
+		}
+	}
+	for _, t := range tools {
+		if t.Group != group {
+			errs = append(errs, fmt.Errorf("register tool %s: group %q, want %q", t.Name, t.Group, group))
+			continue
+		}
+		rt, err := r.prepare(t)
+		if err == nil {
+			ordered, err = addChecked(ordered, names, rt)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	next := r.newToolSet(ordered)
+	changed = !slices.EqualFunc(old.listed, next.listed, sameListing)
+	r.snap.Store(next)
+	return changed, errs
+}
+
+// sameListing compares two tools/list entries by their JSON, which is what
+// a client sees.
+func sameListing(a, b protocol.Tool) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
@@ -155,6 +219,12 @@ func (r *ToolRegistry) lookup(name string) *registeredTool {
 		return t
 	}
 	return s.byCanonical[name]
+}
+
+// lookupBare finds the tools whose BareName is name: one resolves the
+// call, several make it ambiguous (INV-MCP-ECO-003).
+func (r *ToolRegistry) lookupBare(name string) []*registeredTool {
+	return r.snap.Load().byBare[name]
 }
 
 // lookupRaw finds a tool by its name as a raw JSON string, without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -26,6 +27,7 @@ type Server struct {
 	prompts   *PromptRegistry
 	lister    ResourceLister
 	afterCall func(ctx context.Context, call *ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult
+	ambiguous func(ctx context.Context, name string, candidates []string) *protocol.CallToolResult
 }
 
 // NewServer returns a server over tools; resources and prompts are added
@@ -56,6 +58,20 @@ func (s *Server) SetAfterCall(fn func(ctx context.Context, call *ToolCall, res *
 
 // SetResourceLister adds the resources that lister enumerates to
 // resources/list, after the concrete resources.
+// SetAmbiguousTool sets how a tools/call of a bare name that several
+// tools share is answered (the runtime answers with an AMBIGUOUS_TOOL
+// envelope); the default is a plain isError text result.
+func (s *Server) SetAmbiguousTool(fn func(ctx context.Context, name string, candidates []string) *protocol.CallToolResult) {
+	s.ambiguous = fn
+}
+
+func (s *Server) ambiguousTool(ctx context.Context, name string, candidates []string) *protocol.CallToolResult {
+	if s.ambiguous != nil {
+		return s.ambiguous(ctx, name, candidates)
+	}
+	return protocol.ToolError(fmt.Sprintf("tool name %q is ambiguous; call one of: %s", name, strings.Join(candidates, ", ")))
+}
+
 func (s *Server) SetResourceLister(lister ResourceLister) { s.lister = lister }
 
 // AddPrompt registers a prompt.
@@ -82,7 +98,9 @@ func (s *Server) Initialize(params json.RawMessage) (*protocol.InitializeParams,
 // capabilities advertises only what works (basic/lifecycle).
 func (s *Server) capabilities() protocol.ServerCapabilities {
 	c := protocol.ServerCapabilities{
-		Tools:     &protocol.ToolsCapability{},
+		// listChanged: upstream servers' tools come and go at run time
+		// (admin API, discovery), and clients are told.
+		Tools:     &protocol.ToolsCapability{ListChanged: true},
 		Resources: &protocol.ResourcesCapability{Subscribe: true},
 		Logging:   &struct{}{},
 	}

@@ -44,6 +44,15 @@ type Tool struct {
 	// goroutine of its own so that the HTTP response can end while it runs;
 	// every other tool runs on the request's goroutine, which is cheaper.
 	LongRunning bool
+	// Group, if set, names the set of tools the tool belongs to, which
+	// ToolRegistry.ReplaceGroup swaps as a whole (an upstream server's
+	// tools, rediscovered at run time).
+	Group string
+	// BareName, if set, is a short name tools/call also accepts while no
+	// other tool has the same one: an upstream tool's own name, so
+	// "search" finds "server-a.search" (INV-MCP-ECO-003). When several
+	// tools share it, the call fails with AMBIGUOUS_TOOL.
+	BareName string
 }
 
 // ToolCall is what a tool handler gets besides its context.
