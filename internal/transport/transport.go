@@ -147,6 +147,24 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	return n, nil
 }
 
+// ToolsListChanged sends notifications/tools/list_changed to every client
+// session, on its GET stream or into the stream's log for when it
+// reconnects, and reports how many sessions it told. Every session sees
+// the same tools, so there is no filter.
+func (t *Transport) ToolsListChanged() (int, error) {
+	data, err := protocol.MarshalNotification(protocol.NotificationToolsListChanged, nil)
+	if err != nil {
+		return 0, fmt.Errorf("encode tools/list_changed: %w", err)
+	}
+	n := 0
+	t.sessions.Each(func(s *ClientSession) bool {
+		s.standalone.append(data)
+		n++
+		return true
+	})
+	return n, nil
+}
+
 // Close ends every client session, which cancels running handlers and
 // closes every stream, then waits for detached handlers until ctx is done.
 func (t *Transport) Close(ctx context.Context) error {
