@@ -23,7 +23,11 @@
 // touching os.Args or os.Setenv.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
+)
 
 // Config is the complete runtime configuration. The YAML keys are the yaml
 // tags below. Durations are stored as integer milliseconds, exactly as they
@@ -68,6 +72,12 @@ type Config struct {
 	Timeouts Timeouts `yaml:"timeouts"`
 	Limits   Limits   `yaml:"limits"`
 	Response Response `yaml:"response"`
+	// Upstreams are the upstream MCP servers declared in the file; more
+	// can be registered at run time through the admin API.
+	Upstreams  []upstream.Config `yaml:"upstreams"`
+	Federation Federation        `yaml:"federation"`
+	// Admin configures the admin REST API.
+	Admin Admin `yaml:"admin"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -134,6 +144,7 @@ func Default() Config {
 		Redis:           defaultRedis(),
 		Traces:          defaultTraces(),
 		StateSync:       defaultStateSync(),
+		Federation:      defaultFederation(),
 	}
 }
 

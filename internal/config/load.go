@@ -121,6 +121,9 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	if v := getenv(EnvRedisURL); v != "" {
 		cfg.RedisURL = v
 	}
+	if v := getenv(EnvAdminToken); v != "" {
+		cfg.Admin.Token = v
+	}
 }
 
 // splitList splits a comma-separated list, trimming spaces and dropping empty

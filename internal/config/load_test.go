@@ -94,6 +94,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		Redis:           defaultRedis(),
 		Traces:          defaultTraces(),
 		StateSync:       defaultStateSync(),
+		Federation:      defaultFederation(),
 	}
 	for _, tc := range []struct {
 		name string

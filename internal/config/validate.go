@@ -38,6 +38,11 @@ func (e *FieldError) Error() string {
 		v = strconv.Quote(s)
 	}
 	msg := fmt.Sprintf("%s: invalid value %s: want %s", e.Key, v, e.Want)
+	if e.Value == nil {
+		// Want carries the whole reason (a value that must not be echoed,
+		// or one already quoted in it).
+		msg = e.Key + ": " + e.Want
+	}
 	// The key is named as in YAML, but the value may have come from the
 	// environment or a flag; say which other names set it.
 	if alt := overrides(e.Key); alt != "" {
@@ -61,6 +66,8 @@ func overrides(key string) string {
 		return EnvDatabaseURL
 	case key == "redisURL":
 		return EnvRedisURL
+	case key == "admin.token":
+		return EnvAdminToken
 	}
 	return ""
 }
@@ -124,6 +131,7 @@ func (c Config) Validate() error {
 	if err := c.StateSync.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	c.validateFederation(bad, intRange)
 	return errors.Join(errs...)
 }
 

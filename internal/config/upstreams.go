@@ -1,0 +1,75 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
+)
+
+// EnvAdminToken sets admin.token. A Kubernetes Deployment takes it from a
+// Secret; it is never printed.
+const EnvAdminToken = "MCP_ADMIN_TOKEN"
+
+// Admin configures the admin REST API (/admin/*).
+type Admin struct {
+	// Token is the bearer token the API requires. Empty disables the API:
+	// it registers URLs the server then fetches, so it is never open by
+	// default.
+	Token string `yaml:"token"`
+}
+
+// Federation tunes how upstream MCP servers are watched.
+type Federation struct {
+	// HealthIntervalMs is how often connected servers are pinged and failed
+	// ones retried.
+	HealthIntervalMs int64 `yaml:"healthIntervalMs"`
+	// GracePeriodMs is how long a failing server's last known tools stay
+	// offered before they are withdrawn.
+	GracePeriodMs int64 `yaml:"gracePeriodMs"`
+	// SyncIntervalMs is how often a replica reloads the servers registered
+	// through the admin API (possibly on another replica) from the store.
+	SyncIntervalMs int64 `yaml:"syncIntervalMs"`
+}
+
+func defaultFederation() Federation {
+	return Federation{HealthIntervalMs: 30_000, GracePeriodMs: 60_000, SyncIntervalMs: 10_000}
+}
+
+// HealthInterval, GracePeriod and SyncInterval are the settings as durations.
+func (f Federation) HealthInterval() time.Duration {
+	return time.Duration(f.HealthIntervalMs) * time.Millisecond
+}
+func (f Federation) GracePeriod() time.Duration {
+	return time.Duration(f.GracePeriodMs) * time.Millisecond
+}
+func (f Federation) SyncInterval() time.Duration {
+	return time.Duration(f.SyncIntervalMs) * time.Millisecond
+}
+
+// validateFederation checks the upstreams list and the federation settings.
+func (c Config) validateFederation(bad func(key string, value any, want string), intRange func(key string, v, lo, hi int64, want string)) {
+	f := c.Federation
+	intRange("federation.healthIntervalMs", f.HealthIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	intRange("federation.gracePeriodMs", f.GracePeriodMs, 0, maxDurationMs, fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
+	intRange("federation.syncIntervalMs", f.SyncIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	seen := map[string]int{}
+	for i, u := range c.Upstreams {
+		if err := u.Validate(); err != nil {
+			var fe *upstream.FieldError
+			if !errors.As(err, &fe) {
+				bad(fmt.Sprintf("upstreams[%d]", i), nil, err.Error())
+				continue
+			}
+			// The reason names the value where it is safe to; header
+			// values are credentials and are never echoed.
+			bad(fmt.Sprintf("upstreams[%d].%s", i, fe.Field), nil, fe.Reason)
+			continue
+		}
+		if j, dup := seen[u.ID]; dup {
+			bad(fmt.Sprintf("upstreams[%d].id", i), u.ID, fmt.Sprintf("an id no other upstream has (upstreams[%d] has it)", j))
+		}
+		seen[u.ID] = i
+	}
+}
