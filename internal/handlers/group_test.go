@@ -61,7 +61,11 @@ func TestReplaceGroup(t *testing.T) {
 		{"one server gone", []Tool{upstreamTool("a", "search")}, true, 0, "memory_store,a_search"},
 		{"collision with a built-in is left out", []Tool{upstreamTool("memory", "store"), upstreamTool("a", "search")}, false, 1, "memory_store,a_search"},
 		{"wrong group is left out", []Tool{{Name: "x.y", Description: "d", Handler: nopHandler, Group: "other"}}, true, 1, "memory_store"},
-		{"invalid schema is left out", []Tool{func() Tool { t := upstreamTool("a", "bad"); t.InputSchema = []byte(`{"type":"object","properties":{"x":{"type":"nope"}}}`); return t }()}, false, 1, "memory_store"},
+		{"invalid schema is left out", []Tool{func() Tool {
+			t := upstreamTool("a", "bad")
+			t.InputSchema = []byte(`{"type":"object","properties":{"x":{"type":"nope"}}}`)
+			return t
+		}()}, false, 1, "memory_store"},
 	}
 	for _, st := range steps {
 		changed, errs := reg.ReplaceGroup("upstream", st.tools)

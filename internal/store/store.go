@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -44,6 +45,7 @@ type Store interface {
 	SessionStore
 	AgentStore
 	TraceStore
+	UpstreamStore
 	// Ping reports whether the backing database answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
@@ -122,4 +124,18 @@ type TraceStore interface {
 	// PurgeTraces deletes traces of every tenant started before cutoff
 	// and reports how many.
 	PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error)
+}
+
+// UpstreamStore keeps the upstream MCP servers registered through the admin
+// API. Upstreams belong to the deployment, not to a tenant.
+type UpstreamStore interface {
+	// ListUpstreams returns every record, ordered by ID (byte order).
+	ListUpstreams(ctx context.Context) ([]UpstreamRecord, error)
+	GetUpstream(ctx context.Context, id string) (UpstreamRecord, error) // ErrNotFound
+	// CreateUpstream stores a new record (Version 1, both timestamps now); ErrAlreadyExists when the id is taken.
+	CreateUpstream(ctx context.Context, id string, config json.RawMessage) (UpstreamRecord, error)
+	// UpdateUpstream replaces the config of an existing record, Version+1, UpdatedAt now.
+	// ifVersion, when non-nil, must equal the current version or ErrConflict. ErrNotFound when absent.
+	UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (UpstreamRecord, error)
+	DeleteUpstream(ctx context.Context, id string) error // ErrNotFound
 }

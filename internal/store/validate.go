@@ -165,3 +165,22 @@ func NormalizeAgent(a Agent, valueLimit int) (Agent, error) {
 	}
 	return a, nil
 }
+
+// Bounds of an upstream registration (bytes).
+const (
+	MaxUpstreamIDLen     = 64
+	MaxUpstreamConfigLen = 64 << 10
+)
+
+// CheckUpstreamID validates an upstream's id.
+func CheckUpstreamID(id string) error { return CheckName("id", id, MaxUpstreamIDLen) }
+
+// CheckUpstreamConfig validates an upstream's config, which unlike
+// metadata is required, and returns it trimmed.
+func CheckUpstreamConfig(config json.RawMessage) (json.RawMessage, error) {
+	c, err := CheckObject("config", config, MaxUpstreamConfigLen)
+	if err == nil && c == nil {
+		return nil, Invalid("config", "is required")
+	}
+	return c, err
+}

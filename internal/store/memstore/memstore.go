@@ -29,6 +29,9 @@ type Store struct {
 
 	mu      sync.RWMutex
 	tenants map[string]*tenantData
+	// upstreams are deployment-wide, so outside tenants; upstreams.go
+	// creates the map on first write.
+	upstreams map[string]*store.UpstreamRecord
 }
 
 // tenantData is everything one tenant owns. Keeping a map per tenant

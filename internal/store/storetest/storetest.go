@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"sessions list", testSessionsList},
 		{"agents", testAgents},
 		{"traces", testTraces},
+		{"upstreams", testUpstreams},
 		{"concurrency", testConcurrency},
 		{"tenant isolation", testIsolation},
 		{"cancelled context", testCancelled},

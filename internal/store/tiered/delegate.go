@@ -2,6 +2,7 @@ package tiered
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
@@ -68,3 +69,26 @@ func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error
 // Ping checks the wrapped store only: Redis is optional, and its health
 // is in Stats.
 func (s *Store) Ping(ctx context.Context) error { return s.next.Ping(ctx) }
+
+// Upstreams are deployment-wide admin data, not per-call state: they are
+// not cached either.
+
+func (s *Store) ListUpstreams(ctx context.Context) ([]store.UpstreamRecord, error) {
+	return s.next.ListUpstreams(ctx)
+}
+
+func (s *Store) GetUpstream(ctx context.Context, id string) (store.UpstreamRecord, error) {
+	return s.next.GetUpstream(ctx, id)
+}
+
+func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMessage) (store.UpstreamRecord, error) {
+	return s.next.CreateUpstream(ctx, id, config)
+}
+
+func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (store.UpstreamRecord, error) {
+	return s.next.UpdateUpstream(ctx, id, config, ifVersion)
+}
+
+func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
+	return s.next.DeleteUpstream(ctx, id)
+}
