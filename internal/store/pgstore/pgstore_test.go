@@ -87,3 +87,21 @@ func TestApplyDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestCandidateCap: a quoted phrase, whose every candidate costs a
+// positional recheck, ranks fewer matches than a query of plain words.
+func TestCandidateCap(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"deploy", maxRanked},
+		{"deploy -staging or rollback", maxRanked},
+		{`"deploy script"`, maxRankedPhrase},
+		{`rollback "deploy script"`, maxRankedPhrase},
+	} {
+		if got := candidateCap(tc.query); got != tc.want {
+			t.Errorf("candidateCap(%q) = %d, want %d", tc.query, got, tc.want)
+		}
+	}
+}
