@@ -13,21 +13,24 @@ import (
 // maxQueryLen bounds a search query (bytes).
 const maxQueryLen = 1000
 
-// maxRanked bounds how many matching entries are ranked. ts_rank scores
-// every match before the top ones are known, so a word found in most of
-// 100k entries cost ~50 ms; with the bound, such a query ranks the first
-// maxRanked matches the index yields, and every query stays within a few
-// milliseconds. A query matching fewer entries (the useful ones) is
-// ranked exactly.
-const maxRanked = 10_000
+// maxRanked bounds how many matching entries are ranked. ts_rank needs
+// every match's tsvector before the top ones are known, and reading them
+// costs ~3.5 µs a row: a word in 9 % of 100k entries took 33 ms (p50) to
+// rank exactly, one in nearly all of them 22 ms with a bound of 10,000.
+// With 2,000 both take under 10 ms (BENCHMARKS.md, "memory_search"). The
+// price: a query matching more entries than this ranks the first 2,000
+// the index yields (table order), not all of them. A query that unspecific
+// gets a best-effort top list; any query matching fewer (the useful ones)
+// is ranked exactly.
+const maxRanked = 2_000
 
 // maxRankedPhrase is maxRanked for a query with a "quoted phrase". The
 // index finds the entries holding every word of the phrase, and each of
 // them must then be read to check the words' positions: for a phrase of
 // two common words that is most of the table for a tenth of it matching,
-// ~60 ms over 100k entries to collect 6,000 matches. Stopping at 1,000
-// matches reads a sixth as many rows.
-const maxRankedPhrase = 1_000
+// so each match costs about ten row reads (~130 ms to collect all 6,000
+// over 100k entries). 500 matches keep it near 10 ms.
+const maxRankedPhrase = 500
 
 // candidateCap is how many matches of query are ranked.
 func candidateCap(query string) int {
