@@ -104,6 +104,8 @@ type ServerResult struct {
 	DurationMs int64  `json:"durationMs"`
 	// Cached is true when the tools came from the last discovery.
 	Cached bool `json:"cached"`
+
+	err error // the failure behind Error (an *Error)
 }
 
 // Discovery is the aggregated result of discovering every server: the
@@ -166,3 +168,14 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// CallResult is an upstream tools/call result. An upstream isError answer
+// is a CallResult with IsError true, its content kept (partial results
+// included), not a Go error (INV-MCP-ECO-301).
+type CallResult struct {
+	// Content is the result's content array as JSON; never null ([]).
+	Content json.RawMessage `json:"content"`
+	// StructuredContent is nil when the result has none.
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError"`
+}

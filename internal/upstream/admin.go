@@ -1,0 +1,212 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+)
+
+// List returns every server's status, by id.
+func (m *Manager) List(ctx context.Context) ([]Status, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	out := make([]Status, 0, len(m.servers))
+	for _, s := range m.servers {
+		out = append(out, statusLocked(s))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Config.ID, b.Config.ID) })
+	return out, nil
+}
+
+// Get returns one server's status; ErrNotFound when there is none.
+func (m *Manager) Get(ctx context.Context, id string) (Status, error) {
+	if err := ctx.Err(); err != nil {
+		return Status{}, err
+	}
+	s, err := m.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return statusLocked(s), nil
+}
+
+// Create registers a server through the API: the config is validated
+// (*FieldError), persisted in its Normalized form and, if enabled,
+// connected in the background. ErrExists when the id is taken, by an API
+// server or a declared one.
+func (m *Manager) Create(ctx context.Context, c Config) (Status, error) {
+	if err := c.Validate(); err != nil {
+		return Status{}, err
+	}
+	c = c.Normalized()
+	m.mu.Lock()
+	_, taken := m.servers[c.ID]
+	m.mu.Unlock()
+	if taken {
+		return Status{}, fmt.Errorf("upstream %q: %w", c.ID, ErrExists)
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return Status{}, fmt.Errorf("upstream %q: encoding the config: %w", c.ID, err)
+	}
+	rec, err := m.opts.Store.CreateUpstream(ctx, c.ID, raw)
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return Status{}, fmt.Errorf("upstream %q: %w", c.ID, ErrExists)
+	}
+	if err != nil {
+		return Status{}, fmt.Errorf("upstream %q: storing: %w", c.ID, err)
+	}
+	return m.install(c, rec.Version), nil
+}
+
+// install puts a server with a just-stored config in service, replacing
+// the one with its id unless the store sync already installed this (or a
+// later) version.
+func (m *Manager) install(c Config, version int64) Status {
+	var old *conn
+	m.mu.Lock()
+	cur := m.servers[c.ID]
+	if cur != nil && cur.version >= version {
+		st := statusLocked(cur)
+		m.mu.Unlock()
+		return st
+	}
+	if cur != nil {
+		old = m.removeLocked(cur)
+	}
+	s := newServer(c, SourceAPI, version)
+	m.addLocked(s)
+	m.recomputeLocked()
+	st := statusLocked(s)
+	m.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return st
+}
+
+// apiServer returns the API-managed server id: ErrNotFound, or
+// ErrReadOnly for a declared one.
+func (m *Manager) apiServer(id string) (*server, error) {
+	s, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.source == SourceConfig {
+		return nil, fmt.Errorf("upstream %q: %w", id, ErrReadOnly)
+	}
+	return s, nil
+}
+
+// Update replaces an API server's config and reconnects it. c.ID must be
+// empty or id. ErrReadOnly for a declared server.
+func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, error) {
+	if _, err := m.apiServer(id); err != nil {
+		return Status{}, err
+	}
+	if c.ID == "" {
+		c.ID = id
+	}
+	if c.ID != id {
+		return Status{}, invalid("id", "%q differs from the server's id %q; an id cannot be changed", c.ID, id)
+	}
+	if err := c.Validate(); err != nil {
+		return Status{}, err
+	}
+	return m.store(ctx, c.Normalized())
+}
+
+// store persists an existing API server's new config and installs it.
+func (m *Manager) store(ctx context.Context, c Config) (Status, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return Status{}, fmt.Errorf("upstream %q: encoding the config: %w", c.ID, err)
+	}
+	rec, err := m.opts.Store.UpdateUpstream(ctx, c.ID, raw, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return Status{}, fmt.Errorf("upstream %q: %w", c.ID, ErrNotFound)
+	}
+	if err != nil {
+		return Status{}, fmt.Errorf("upstream %q: storing: %w", c.ID, err)
+	}
+	return m.install(c, rec.Version), nil
+}
+
+// Delete removes an API server: its session is closed and its tools
+// dropped. ErrReadOnly for a declared server.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	if _, err := m.apiServer(id); err != nil {
+		return err
+	}
+	err := m.opts.Store.DeleteUpstream(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("upstream %q: deleting: %w", id, err)
+	}
+	var old *conn
+	m.mu.Lock()
+	s := m.servers[id]
+	if s != nil && s.source == SourceAPI {
+		old = m.removeLocked(s)
+		delete(m.servers, id)
+		m.metrics.forget(id)
+		m.recomputeLocked()
+	}
+	m.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	if err != nil {
+		// Another replica deleted it first.
+		return fmt.Errorf("upstream %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetEnabled enables or disables an API server. Disabling closes its
+// session (state disabled) and drops its tools; enabling connects it
+// (INV-MCP-ECO-201). ErrReadOnly for a declared server.
+func (m *Manager) SetEnabled(ctx context.Context, id string, enabled bool) (Status, error) {
+	s, err := m.apiServer(id)
+	if err != nil {
+		return Status{}, err
+	}
+	c := s.cfg
+	if c.IsEnabled() == enabled {
+		return m.Get(ctx, id)
+	}
+	c.Enabled = &enabled
+	return m.store(ctx, c)
+}
+
+// Refresh fetches one server's tools again, now. The status is returned
+// even when the server failed; the error is then the failure (*Error).
+// ErrNotFound for no such server, ErrDisabled for a disabled one (which is
+// not contacted).
+func (m *Manager) Refresh(ctx context.Context, id string) (Status, error) {
+	s, err := m.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	if !s.cfg.IsEnabled() {
+		return Status{}, fmt.Errorf("upstream %q: %w", id, ErrDisabled)
+	}
+	res := m.syncServer(ctx, s, true, s.cfg.Retries()+1)
+	st, gerr := m.Get(ctx, id)
+	if gerr != nil {
+		return st, gerr
+	}
+	if res.err != nil {
+		return st, res.err
+	}
+	return st, nil
+}

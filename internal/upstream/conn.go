@@ -1,0 +1,237 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// conn is one live MCP session with an upstream server, through the
+// official go-sdk client. It knows nothing about state or retries; it
+// bounds every operation by the server's timeouts and turns failures into
+// *Error values (INV-MCP-ECO-100, INV-MCP-ECO-301).
+type conn struct {
+	cfg     Config
+	session *mcp.ClientSession
+	init    *mcp.InitializeResult
+}
+
+// dialParams is what dial needs besides the server's Config.
+type dialParams struct {
+	base          *http.Client
+	clientName    string
+	clientVersion string
+	// onToolsChanged is called when the server sends
+	// notifications/tools/list_changed.
+	onToolsChanged func()
+}
+
+// headerTransport adds a server's configured headers to every request
+// sent to it (credentials for that upstream, typically).
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	// A RoundTripper must not modify the caller's request.
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// httpClientFor returns base with cfg's headers added to every request.
+// Its Timeout is left as base's: the SDK keeps long-lived streams open,
+// and every request is bounded by its own context instead.
+func httpClientFor(base *http.Client, cfg Config) *http.Client {
+	c := *base
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if len(cfg.Headers) > 0 {
+		rt = headerTransport{base: rt, headers: cfg.Headers}
+	}
+	c.Transport = rt
+	return &c
+}
+
+// dial connects to the server and runs the initialize handshake, both
+// bounded by connectionTimeoutMs (INV-MCP-ECO-100). The session outlives
+// ctx: the SDK's streamable transport detaches the connection's own
+// context from the one given to Connect, so the connect deadline only
+// bounds the handshake, never the session.
+func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout())
+	defer cancel()
+
+	opts := &mcp.ClientOptions{
+		// No roots, sampling or elicitation: mcp-runtime only consumes
+		// the upstream's tools.
+		Capabilities: &mcp.ClientCapabilities{},
+	}
+	if p.onToolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { p.onToolsChanged() }
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: p.clientName, Version: p.clientVersion}, opts)
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   cfg.URL,
+		HTTPClient: httpClientFor(p.base, cfg),
+		// Reconnecting is the manager's job (with its own backoff and
+		// state tracking); the transport's silent retries would hide a
+		// failing server and stretch every timeout.
+		MaxRetries: -1,
+	}
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		e := &Error{Kind: ErrInvocationFailed, Server: cfg.ID, Op: "connect", Err: err}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			e.Kind, e.Op, e.Timeout = ErrConnectionTimeout, "initialize", true
+			e.Err = fmt.Errorf("no answer within %v (connectionTimeoutMs)", cfg.ConnectionTimeout())
+		}
+		return nil, e
+	}
+	return &conn{cfg: cfg, session: session, init: session.InitializeResult()}, nil
+}
+
+// requestError turns a failed request into an *Error of kind
+// ErrInvocationFailed. A server's JSON-RPC error answer is permanent
+// (sending the same request again gets the same answer); a transport
+// failure or a timeout may be retried.
+func (c *conn) requestError(ctx context.Context, op string, err error) error {
+	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e.Timeout = true
+		e.Err = fmt.Errorf("no answer within %v (requestTimeoutMs)", c.cfg.RequestTimeout())
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return permanent(e)
+	}
+	return e
+}
+
+// broken reports whether err means the session cannot be used again and
+// must be replaced: a transport failure. A server's JSON-RPC error answer
+// or a slow answer (a timeout) says nothing against the session; treating
+// a slow tool as a dead server would mark healthy servers failed.
+func broken(err error) bool {
+	var wire *jsonrpc.Error
+	var e *Error
+	switch {
+	case err == nil, errors.As(err, &wire):
+		return false
+	case errors.As(err, &e) && e.Timeout:
+		return false
+	}
+	return true
+}
+
+// listTools fetches the whole tool list, following NextCursor, under one
+// requestTimeoutMs deadline per page.
+func (c *conn) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > 1000 {
+			// A server that keeps returning cursors would loop forever.
+			return nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
+				Err: errors.New("more than 1000 pages")})
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+		res, err := c.session.ListTools(rctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			err = c.requestError(rctx, "tools/list", err)
+		}
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, res.Tools...)
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// countResources counts the server's resources when it advertises any;
+// 0 otherwise. A failure is reported but does not fail discovery.
+func (c *conn) countResources(ctx context.Context) (int, error) {
+	if c.init == nil || c.init.Capabilities == nil || c.init.Capabilities.Resources == nil {
+		return 0, nil
+	}
+	n, cursor := 0, ""
+	for page := 0; page <= 1000; page++ {
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+		res, err := c.session.ListResources(rctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			err = c.requestError(rctx, "resources/list", err)
+		}
+		cancel()
+		if err != nil {
+			return n, err
+		}
+		n += len(res.Resources)
+		if res.NextCursor == "" {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	return n, nil
+}
+
+// ping checks the session answers within requestTimeoutMs.
+func (c *conn) ping(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+	defer cancel()
+	if err := c.session.Ping(rctx, nil); err != nil {
+		return c.requestError(rctx, "ping", err)
+	}
+	return nil
+}
+
+// call sends tools/call under requestTimeoutMs. An answer with isError is
+// a result, not a Go error (INV-MCP-ECO-301).
+func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+	defer cancel()
+	params := &mcp.CallToolParams{Name: name}
+	if len(args) > 0 {
+		params.Arguments = args
+	}
+	res, err := c.session.CallTool(rctx, params)
+	if err != nil {
+		return CallResult{}, c.requestError(rctx, "tools/call "+name, err)
+	}
+	return toCallResult(res)
+}
+
+func toCallResult(res *mcp.CallToolResult) (CallResult, error) {
+	out := CallResult{IsError: res.IsError, Content: json.RawMessage("[]")}
+	if len(res.Content) > 0 {
+		b, err := json.Marshal(res.Content)
+		if err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's content: %w", err)
+		}
+		out.Content = b
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's structuredContent: %w", err)
+		}
+		out.StructuredContent = b
+	}
+	return out, nil
+}
+
+// close ends the session; errors are of no use to the caller.
+func (c *conn) close() { _ = c.session.Close() }

@@ -1,0 +1,378 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultHealthInterval = 30 * time.Second
+	DefaultGracePeriod    = 60 * time.Second
+	DefaultSyncInterval   = 10 * time.Second
+	DefaultDebounce       = 250 * time.Millisecond
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Declared are the servers of the configuration file: Source "config",
+	// read-only through the admin API.
+	Declared []Config
+	// Store keeps the API-managed servers; required.
+	Store Persistence
+	// HealthInterval: how often connected servers are pinged (and their
+	// tools re-listed) and failed ones reconnected, with backoff.
+	HealthInterval time.Duration
+	// GracePeriod: how long a failing server's last known tools stay
+	// offered.
+	GracePeriod time.Duration
+	// SyncInterval: how often API-managed servers are reloaded from Store
+	// (other replicas change them).
+	SyncInterval time.Duration
+	// Debounce coalesces tool-set changes before OnToolsChanged.
+	Debounce time.Duration
+	// OnToolsChanged is called, never concurrently, after the merged tool
+	// set really changed (names, descriptions, schemas, annotations).
+	OnToolsChanged func()
+	ClientName     string
+	ClientVersion  string
+	// HTTPClient is the base client (nil: a default one); each server's
+	// headers are added to it.
+	HTTPClient *http.Client
+	// Metrics, when set, receives the state metrics.
+	Metrics prometheus.Registerer
+	Log     zerolog.Logger
+
+	// backoff replaces fullJitter (tests make retries fast with it).
+	backoff backoffFunc
+}
+
+// Persistence is what the manager needs from the store (package store
+// implements it).
+type Persistence interface {
+	ListUpstreams(ctx context.Context) ([]store.UpstreamRecord, error)
+	CreateUpstream(ctx context.Context, id string, config json.RawMessage) (store.UpstreamRecord, error)
+	UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (store.UpstreamRecord, error)
+	DeleteUpstream(ctx context.Context, id string) error
+}
+
+// Manager connects to the upstream servers, discovers their tools, keeps
+// their state and forwards tool calls to them.
+type Manager struct {
+	opts    Options
+	log     zerolog.Logger
+	metrics *metrics
+	backoff backoffFunc
+
+	ctx    context.Context // background work; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// changed wakes the debouncer (capacity 1: a pending wake-up is
+	// enough however many changes follow).
+	changed chan struct{}
+
+	mu      sync.Mutex
+	servers map[string]*server
+	tools   []Tool // merged tool set, sorted by Canonical
+	toolsFP string // fingerprint of tools
+	// starting: Start was called; started: servers added from now on
+	// are connected at once.
+	starting, started bool
+	closed            bool
+}
+
+// server is one upstream. A server's Config never changes: an update
+// replaces the whole *server, so background work on the old one can tell
+// it is stale (removed) and drop its results.
+type server struct {
+	cfg     Config
+	source  Source
+	version int64 // the store record's version (API servers)
+
+	// opMu serializes connecting and discovery of this server.
+	opMu sync.Mutex
+	// busy is set while a health check or list_changed refresh runs, so
+	// they do not pile up on a slow server.
+	busy atomic.Bool
+
+	// Guarded by Manager.mu.
+	status  Status
+	conn    *conn
+	tools   []Tool // last discovered tools (kept through the grace period)
+	nextTry time.Time
+	grace   *time.Timer
+	removed bool
+}
+
+// NewManager validates the options. Declared configurations are checked
+// one by one; an error names the entry (upstreams[2].url: ...).
+func NewManager(opts Options) (*Manager, error) {
+	if opts.Store == nil {
+		return nil, errors.New("upstream: Options.Store is required")
+	}
+	opts.HealthInterval = orDefault(opts.HealthInterval, DefaultHealthInterval)
+	opts.GracePeriod = orDefault(opts.GracePeriod, DefaultGracePeriod)
+	opts.SyncInterval = orDefault(opts.SyncInterval, DefaultSyncInterval)
+	opts.Debounce = orDefault(opts.Debounce, DefaultDebounce)
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "mcp-runtime"
+	}
+	if opts.backoff == nil {
+		opts.backoff = fullJitter
+	}
+	met, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: registering metrics: %w", err)
+	}
+	m := &Manager{
+		opts: opts, log: opts.Log, metrics: met, backoff: opts.backoff,
+		changed: make(chan struct{}, 1),
+		servers: make(map[string]*server),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	seen := map[string]int{}
+	for i, c := range opts.Declared {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("upstreams[%d].%w", i, err)
+		}
+		if j, dup := seen[c.ID]; dup {
+			return nil, fmt.Errorf("upstreams[%d].%w", i, invalid("id", "%q is already the id of upstreams[%d]", c.ID, j))
+		}
+		seen[c.ID] = i
+		m.servers[c.ID] = newServer(c, SourceConfig, 0)
+	}
+	m.toolsFP = fingerprint(nil)
+	return m, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func newServer(c Config, src Source, version int64) *server {
+	c = c.Normalized()
+	c.Headers = maps.Clone(c.Headers)
+	s := &server{cfg: c, source: src, version: version}
+	s.status = Status{Config: c, Source: src, State: StateConnecting}
+	if !c.IsEnabled() {
+		s.status.State = StateDisabled
+	}
+	return s
+}
+
+// Start loads the API-managed servers, starts connecting every enabled
+// server in the background (it does not wait for them) and starts the
+// health, store-sync and debounce loops.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.starting || m.closed {
+		m.mu.Unlock()
+		return errors.New("upstream: Start called twice or after Close")
+	}
+	m.starting = true
+	m.mu.Unlock()
+	if err := m.syncStore(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.started = true
+	for _, s := range m.servers {
+		m.metrics.setState(s.cfg.ID, s.status.State, true)
+		if s.cfg.IsEnabled() {
+			m.connectLocked(s)
+		}
+	}
+	m.mu.Unlock()
+	m.goBackground(m.debounceLoop)
+	m.goBackground(m.healthLoop)
+	m.goBackground(m.storeLoop)
+	return nil
+}
+
+// Close stops the loops, waits for background work and closes every
+// session: no goroutine is left behind.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	for _, s := range m.servers {
+		m.stopGraceLocked(s)
+	}
+	m.mu.Unlock()
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("upstream: waiting for background work: %w", ctx.Err())
+	}
+	m.mu.Lock()
+	var conns []*conn
+	for _, s := range m.servers {
+		if s.conn != nil {
+			conns = append(conns, s.conn)
+			s.conn = nil
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	return nil
+}
+
+// goBackground runs f in a goroutine Close waits for; after Close it does
+// nothing.
+func (m *Manager) goBackground(f func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.goBackgroundLocked(f)
+}
+
+func (m *Manager) goBackgroundLocked(f func()) bool {
+	if m.closed {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// connectLocked starts connecting s (and discovering its tools) in the
+// background.
+func (m *Manager) connectLocked(s *server) {
+	m.goBackgroundLocked(func() { m.syncServer(m.ctx, s, true, s.cfg.Retries()+1) })
+}
+
+// Tools returns the merged tool set, sorted by Canonical. It is a
+// snapshot: cheap, and never changed afterwards.
+func (m *Manager) Tools() []Tool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tools
+}
+
+// offeredLocked reports whether s's tools are in the merged set: it is
+// connected, or failing but still within its grace period.
+func (m *Manager) offeredLocked(s *server, now time.Time) bool {
+	if s.removed || !s.cfg.IsEnabled() {
+		return false
+	}
+	if s.status.State == StateConnected {
+		return true
+	}
+	return s.status.StaleToolsUntil != nil && now.Before(*s.status.StaleToolsUntil)
+}
+
+// recomputeLocked rebuilds the merged tool set and wakes the debouncer
+// when it changed.
+func (m *Manager) recomputeLocked() {
+	now := time.Now()
+	var tools []Tool
+	for _, s := range m.servers {
+		if m.offeredLocked(s, now) {
+			tools = append(tools, s.tools...)
+		}
+	}
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
+	fp := fingerprint(tools)
+	if fp == m.toolsFP {
+		return
+	}
+	m.tools, m.toolsFP = tools, fp
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// setStateLocked moves s to state to, logging and exporting the change
+// (INV-MCP-ECO-200: the status follows the connection immediately).
+func (m *Manager) setStateLocked(s *server, to State, errMsg string) {
+	from := s.status.State
+	s.status.State = to
+	if from == to {
+		return
+	}
+	ev := m.log.Info()
+	if to == StateError {
+		ev = m.log.Warn()
+	}
+	ev.Str("server", s.cfg.ID).Str("from", string(from)).Str("to", string(to)).Str("error", errMsg).
+		Msg("upstream state changed")
+	m.metrics.setState(s.cfg.ID, to, true)
+}
+
+// removeLocked takes s out of service (deleted, disabled or replaced by a
+// new configuration) and returns its session for the caller to close
+// outside the lock.
+func (m *Manager) removeLocked(s *server) *conn {
+	s.removed = true
+	m.stopGraceLocked(s)
+	c := s.conn
+	s.conn, s.tools = nil, nil
+	return c
+}
+
+func (m *Manager) stopGraceLocked(s *server) {
+	if s.grace != nil && s.grace.Stop() {
+		m.wg.Done() // the timer's function will not run
+	}
+	s.grace = nil
+}
+
+func (m *Manager) lookup(id string) (*server, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.servers[id]
+	if s == nil {
+		return nil, fmt.Errorf("upstream %q: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
+
+// statusLocked is a copy of s's status sharing nothing with it.
+func statusLocked(s *server) Status {
+	st := s.status
+	st.Config.Headers = maps.Clone(st.Config.Headers)
+	st.InvalidTools = slices.Clone(st.InvalidTools)
+	st.LastSuccessAt = clonePtr(st.LastSuccessAt)
+	st.LastDiscoveryAt = clonePtr(st.LastDiscoveryAt)
+	st.StaleToolsUntil = clonePtr(st.StaleToolsUntil)
+	return st
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

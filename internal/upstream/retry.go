@@ -1,0 +1,81 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff bounds of retries and reconnects (INV-MCP-ECO-101).
+const (
+	backoffBase = 100 * time.Millisecond
+	backoffCap  = 5 * time.Second
+)
+
+// backoffFunc returns the pause before retry number n (n >= 1).
+type backoffFunc func(n int) time.Duration
+
+// fullJitter is exponential backoff with full jitter: a uniform pause in
+// [0, min(cap, base*2^(n-1))]. The jitter keeps many replicas (or many
+// servers failing at once) from retrying in lock step.
+func fullJitter(n int) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < backoffCap; i++ {
+		d *= 2
+	}
+	d = min(d, backoffCap)
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// permanentError stops retrying: the failure would repeat (a protocol
+// error from the server) or repeating the operation is unsafe.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return permanentError{err} }
+
+// retry runs op at most attempts times, pausing with backoff between
+// attempts, and stops early when op succeeds, returns a permanent error or
+// ctx ends. It returns the number of attempts made; an *Error in the final
+// error gets Attempts set to it, so the message reports it
+// (INV-MCP-ECO-101: bounded, and the final failure says how many).
+func retry(ctx context.Context, attempts int, backoff backoffFunc, op func(ctx context.Context) error) (int, error) {
+	attempts = max(attempts, 1)
+	var err error
+	n := 0
+	for n < attempts {
+		if n > 0 {
+			t := time.NewTimer(backoff(n))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return n, withAttempts(err, n)
+			case <-t.C:
+			}
+		}
+		n++
+		err = op(ctx)
+		if err == nil {
+			return n, nil
+		}
+		var p permanentError
+		if errors.As(err, &p) {
+			return n, withAttempts(p.err, n)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return n, withAttempts(err, n)
+}
+
+func withAttempts(err error, n int) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Attempts = n
+	}
+	return err
+}

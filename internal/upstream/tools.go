@@ -1,0 +1,151 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// noLoader refuses every external $ref: an upstream's schema must never
+// make mcp-runtime fetch a URL or read a file.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %s is not allowed", url)
+}
+
+// checkInputSchema compiles a tool's inputSchema (JSON Schema 2020-12
+// unless its $schema says otherwise) and checks it describes an object.
+// A tool that fails is left out, never the whole server: one upstream's
+// bad schema must not break the client for the whole gateway.
+func checkInputSchema(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return errors.New("inputSchema is missing")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("inputSchema is not valid JSON: %w", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return errors.New("inputSchema is not a JSON object")
+	}
+	if obj["type"] != "object" {
+		return fmt.Errorf(`inputSchema type is %v, not "object"`, obj["type"])
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const loc = "urn:mcp-runtime:upstream-tool-input"
+	if err := c.AddResource(loc, doc); err != nil {
+		return fmt.Errorf("inputSchema: %w", err)
+	}
+	if _, err := c.Compile(loc); err != nil {
+		return fmt.Errorf("inputSchema does not compile: %s", firstLine(err.Error()))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// convertTools turns a server's tool list into Tools, sorted by
+// Canonical, leaving out (and reporting) tools that are invalid or whose
+// name or canonical name repeats an earlier one.
+func convertTools(serverID string, in []*mcp.Tool) ([]Tool, []ToolProblem) {
+	var (
+		out      []Tool
+		problems []ToolProblem
+		names    = map[string]bool{}
+		canon    = map[string]bool{}
+	)
+	for _, t := range in {
+		if t == nil {
+			continue
+		}
+		tool, err := convertTool(serverID, t)
+		switch {
+		case err != nil:
+		case names[t.Name]:
+			err = errors.New("the server lists this name more than once")
+		case canon[tool.Canonical]:
+			err = fmt.Errorf("canonical name %s is taken by another tool", tool.Canonical)
+		}
+		if err != nil {
+			problems = append(problems, ToolProblem{Name: t.Name, Reason: err.Error()})
+			continue
+		}
+		names[t.Name], canon[tool.Canonical] = true, true
+		out = append(out, tool)
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
+	return out, problems
+}
+
+func convertTool(serverID string, t *mcp.Tool) (Tool, error) {
+	if t.Name == "" {
+		return Tool{}, errors.New("the tool has no name")
+	}
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return Tool{}, fmt.Errorf("inputSchema: %w", err)
+	}
+	if err := checkInputSchema(schema); err != nil {
+		return Tool{}, err
+	}
+	out := Tool{
+		Server:      serverID,
+		Name:        t.Name,
+		Canonical:   CanonicalName(serverID, t.Name),
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: compact(schema),
+	}
+	if t.Annotations != nil {
+		// Through JSON: the SDK's and our annotation types share the wire
+		// format, not the Go types.
+		b, err := json.Marshal(t.Annotations)
+		if err != nil {
+			return Tool{}, fmt.Errorf("annotations: %w", err)
+		}
+		var a protocol.ToolAnnotations
+		if err := json.Unmarshal(b, &a); err != nil {
+			return Tool{}, fmt.Errorf("annotations: %w", err)
+		}
+		out.Annotations = &a
+	}
+	return out, nil
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// fingerprint identifies a tool set by everything a client sees of it
+// (names, descriptions, schemas, annotations), so OnToolsChanged fires only
+// on a real change.
+func fingerprint(tools []Tool) string {
+	b, err := json.Marshal(tools)
+	if err != nil {
+		// Cannot happen for these types; an unequal value makes the
+		// caller notify rather than miss a change.
+		return fmt.Sprintf("unencodable:%p", &tools)
+	}
+	return string(b)
+}
