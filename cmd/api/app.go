@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/admin"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
@@ -33,6 +37,7 @@ type app struct {
 	router    chi.Router
 	closers   []func() // background work to stop after the server
 	state     *state
+	fed       *federation
 }
 
 func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
@@ -125,13 +130,26 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)
 	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, metrics, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv.SetAmbiguousTool(ambiguousTool(cfg.Response.ResponseLimits()))
+	if err := fed.start(ctx); err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")
+	admin.New(fed.m, admin.Options{Token: cfg.Admin.Token, Log: logger}).Mount(r)
+	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 	})
-	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st}, nil
+	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed}, nil
 }
 
 func isLoopback(host string) bool {
@@ -192,7 +210,11 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	// In-flight calls are done: flush their traces, then close the store.
+	// In-flight calls are done: disconnect the upstreams, flush the
+	// traces, then close the store they write to.
+	if ferr := a.fed.close(grace); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
 	if serr := a.state.close(grace); serr != nil {
 		err = errors.Join(err, serr)
 	}

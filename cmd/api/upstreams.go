@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
+)
+
+// upstreamGroup is the handlers.Tool group of every proxied tool.
+const upstreamGroup = "upstream"
+
+// federation connects the upstream MCP servers and keeps their tools in
+// the registry: each upstream tool becomes a tool of this server, behind
+// the same guardrails as the built-in ones (limits, timeout category,
+// envelope and truncation, traces), under the canonical name
+// serverId.toolName (DESIGN.md, "Tool names").
+type federation struct {
+	m      *upstream.Manager
+	pipe   *pipeline.Pipeline
+	tools  *handlers.ToolRegistry
+	notify func() (int, error) // tells clients the tool list changed
+	log    zerolog.Logger
+
+	mu sync.Mutex // serialises sync: OnToolsChanged and the first sync
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newFederation builds the manager from cfg; start connects it.
+func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeline.Pipeline, tools *handlers.ToolRegistry,
+	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger) (*federation, error) {
+	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log}
+	m, err := upstream.NewManager(upstream.Options{
+		Declared:       cfg.Upstreams,
+		Store:          persist,
+		HealthInterval: cfg.Federation.HealthInterval(),
+		GracePeriod:    cfg.Federation.GracePeriod(),
+		SyncInterval:   cfg.Federation.SyncInterval(),
+		OnToolsChanged: func() { f.sync(context.Background()) },
+		ClientName:     "mcp-runtime",
+		ClientVersion:  version,
+		Metrics:        metrics,
+		Log:            log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("upstreams: %w", err)
+	}
+	f.m = m
+	return f, nil
+}
+
+// start connects the enabled servers in the background and registers the
+// tools of those that answer as they do.
+func (f *federation) start(ctx context.Context) error {
+	if err := f.m.Start(ctx); err != nil {
+		return fmt.Errorf("start upstreams: %w", err)
+	}
+	f.sync(ctx)
+	return nil
+}
+
+// close stops the manager once; the app calls it before closing the store
+// the manager persists to, and again (a no-op) among its closers.
+func (f *federation) close(ctx context.Context) error {
+	f.closeOnce.Do(func() { f.closeErr = f.m.Close(ctx) })
+	return f.closeErr
+}
+
+// sync makes the registry's upstream group the manager's current tool set
+// and tells clients when tools/list changed, never otherwise.
+func (f *federation) sync(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ups := f.m.Tools()
+	tools := make([]handlers.Tool, 0, len(ups))
+	categories := map[string]timeout.Category{}
+	for _, u := range ups {
+		cat, ok := categories[u.Server]
+		if !ok {
+			cat = timeout.Category(upstream.DefaultCategory)
+			if st, err := f.m.Get(ctx, u.Server); err == nil {
+				cat = timeout.Category(st.Config.TimeoutCategory())
+			}
+			categories[u.Server] = cat
+		}
+		t, err := f.pipe.Tool(f.proxy(u, cat))
+		if err != nil {
+			f.log.Warn().Err(err).Str("server", u.Server).Str("tool", u.Name).Msg("upstream tool left out")
+			continue
+		}
+		t.Group, t.BareName = upstreamGroup, u.Name
+		tools = append(tools, t)
+	}
+	changed, errs := f.tools.ReplaceGroup(upstreamGroup, tools)
+	for _, err := range errs {
+		// A name taken by a built-in tool, or a schema the registry
+		// refuses: that tool is left out, the others are served.
+		f.log.Warn().Err(err).Msg("upstream tool left out")
+	}
+	if !changed {
+		return
+	}
+	if n, err := f.notify(); err != nil {
+		f.log.Error().Err(err).Msg("notify tools/list_changed")
+	} else {
+		f.log.Info().Int("tools", len(tools)).Int("sessions", n).Msg("upstream tools changed; clients notified")
+	}
+}
+
+// proxy is the pipeline tool that forwards calls of u to its server. The
+// arguments were validated against u's inputSchema by the registry before
+// Run (INV-MCP-ECO-300).
+func (f *federation) proxy(u upstream.Tool, category timeout.Category) pipeline.Tool {
+	desc := u.Description
+	if strings.TrimSpace(desc) == "" {
+		desc = fmt.Sprintf("Tool %s of the upstream MCP server %s.", u.Name, u.Server)
+	}
+	return pipeline.Tool{
+		Name: u.Canonical, Title: u.Title, Description: desc,
+		InputSchema: u.InputSchema, Annotations: u.Annotations,
+		Category: category,
+		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) {
+			res, err := f.m.Call(ctx, u.Server, u.Name, call.Arguments)
+			if err != nil {
+				return nil, callError(u, err)
+			}
+			if res.IsError {
+				return nil, toolError(u, res)
+			}
+			return proxiedData{Content: res.Content, StructuredContent: res.StructuredContent}, nil
+		},
+	}
+}
+
+// proxiedData is the envelope's data for a proxied call: the upstream
+// result as it came, minus isError (the envelope says success).
+type proxiedData struct {
+	Content           json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+}
+
+// callError maps a failed call to the envelope's codes (INV-MCP-ECO-100,
+// -301): the message names the server and the operation.
+func callError(u upstream.Tool, err error) error {
+	ctx := map[string]any{"server": u.Server, "tool": u.Name}
+	var ue *upstream.Error
+	if errors.As(err, &ue) {
+		ctx["attempts"] = max(ue.Attempts, 1)
+		ctx["timedOut"] = ue.Timeout
+	}
+	code := response.CodeInvocationFailed
+	switch {
+	case errors.Is(err, upstream.ErrConnectionTimeout):
+		code = response.CodeConnectionTimeout
+	case errors.Is(err, upstream.ErrNotFound):
+		code = response.CodeNotFound
+	case errors.Is(err, upstream.ErrDisabled):
+		code = response.CodeServiceUnavailable
+	}
+	e := response.NewError(code, "%s", err.Error())
+	e.Context = ctx
+	return e
+}
+
+// toolError is an upstream tool's own failure (isError): its message and
+// whatever content it sent, kept for the model (INV-MCP-ECO-301).
+func toolError(u upstream.Tool, res upstream.CallResult) error {
+	var blocks []protocol.Content
+	_ = json.Unmarshal(res.Content, &blocks)
+	var texts []string
+	for _, b := range blocks {
+		if b.Type == protocol.ContentText && b.Text != "" {
+			texts = append(texts, b.Text)
+		}
+	}
+	msg := strings.Join(texts, "\n")
+	if msg == "" {
+		msg = fmt.Sprintf("upstream %s: tool %s reported an error without a message", u.Server, u.Name)
+	}
+	e := response.NewError(response.CodeOperationFailed, "%s", msg)
+	e.Context = map[string]any{"server": u.Server, "tool": u.Name, "content": res.Content}
+	if len(res.StructuredContent) > 0 {
+		e.Context["structuredContent"] = res.StructuredContent
+	}
+	return e
+}
+
+// ambiguousTool answers a bare tool name several servers share.
+func ambiguousTool(limits response.Limits) func(context.Context, string, []string) *protocol.CallToolResult {
+	return func(_ context.Context, name string, candidates []string) *protocol.CallToolResult {
+		e := response.NewError(response.CodeAmbiguousTool, "tool name %q is offered by several upstream servers; call one of: %s",
+			name, strings.Join(candidates, ", "))
+		e.Context = map[string]any{"name": name, "candidates": candidates}
+		return response.Failure(e, response.Metadata{}, limits)
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
+)
+
+type searchIn struct {
+	Query string `json:"query" jsonschema:"what to look for"`
+}
+
+type searchOut struct {
+	Hits []string `json:"hits"`
+}
+
+// sdkUpstream runs an MCP server built with the official go-sdk on a
+// loopback port: "search" (read-only), "fail" (always an isError result)
+// and any extra tools. calls counts the tool calls it received.
+func sdkUpstream(t *testing.T, name string, calls *atomic.Int64, extra ...string) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Searches " + name + ".", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
+			calls.Add(1)
+			return nil, searchOut{Hits: []string{name + ":" + in.Query}}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, searchIn) (*mcp.CallToolResult, searchOut, error) {
+			calls.Add(1)
+			return nil, searchOut{}, fmt.Errorf("%s cannot do that", name)
+		})
+	for _, tool := range extra {
+		mcp.AddTool(s, &mcp.Tool{Name: tool, Description: "Extra tool " + tool + "."},
+			func(context.Context, *mcp.CallToolRequest, searchIn) (*mcp.CallToolResult, searchOut, error) {
+				calls.Add(1)
+				return nil, searchOut{Hits: []string{tool}}, nil
+			})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// toolNames lists the exposed tool names the gateway offers.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// adminDo sends one admin API request.
+func adminDo(t *testing.T, base, method, path, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// errorContext returns the envelope's error.context of a failed call.
+func errorContext(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (envelopeDoc, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	env := envelope(t, res)
+	var doc struct {
+		Error struct {
+			Context map[string]any `json:"context"`
+		} `json:"error"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &doc)
+	return env, doc.Error.Context
+}
+
+// TestUpstreamFederation drives the gateway end to end with the official
+// client: two go-sdk upstreams that share a tool name and a second
+// mcp-runtime behind this one; namespacing, ambiguity, validation before
+// forwarding, upstream tool errors, the guardrails' envelope and traces on
+// proxied calls, and an upstream added and removed through the admin API
+// with tools/list_changed sent to the client each time.
+func TestUpstreamFederation(t *testing.T) {
+	var callsA, callsB, callsD atomic.Int64
+	urlA := sdkUpstream(t, "server-a", &callsA)
+	urlB := sdkUpstream(t, "server-b", &callsB)
+	urlD := sdkUpstream(t, "server-d", &callsD, "lookup")
+	inner, _ := runServer(t, config.Default(), io.Discard)
+
+	cfg := config.Default()
+	cfg.Admin.Token = "admin-secret"
+	cfg.Upstreams = []upstream.Config{
+		{ID: "server-a", URL: urlA},
+		{ID: "server-b", URL: urlB},
+		{ID: "runtime2", URL: inner},
+	}
+	url, _ := runServer(t, cfg, io.Discard)
+	base := strings.TrimSuffix(url, "/mcp")
+
+	var listChanged atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federation-e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { listChanged.Add(1) },
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+
+	waitFor(t, func() bool {
+		names := toolNames(t, cs)
+		return slices.Contains(names, "server-a_search") && slices.Contains(names, "server-b_search") &&
+			slices.Contains(names, "runtime2_memory_store")
+	})
+
+	t.Run("qualified names resolve", func(t *testing.T) {
+		for _, name := range []string{"server-a.search", "server-a_search"} {
+			env := call(t, cs, name, map[string]any{"query": "q"})
+			mustSucceed(t, env, name)
+			if !strings.Contains(string(env.Data), `server-a:q`) || !strings.Contains(string(env.Data), `"content"`) {
+				t.Fatalf("%s data = %s", name, env.Data)
+			}
+		}
+	})
+	t.Run("an ambiguous bare name lists the candidates", func(t *testing.T) {
+		env, ctx := errorContext(t, cs, "search", map[string]any{"query": "q"})
+		if env.Success || env.Error.Code != "AMBIGUOUS_TOOL" {
+			t.Fatalf("search: %+v", env)
+		}
+		if fmt.Sprint(ctx["candidates"]) != "[server-a_search server-b_search]" {
+			t.Fatalf("candidates = %v", ctx["candidates"])
+		}
+	})
+	t.Run("built-in tools keep their names", func(t *testing.T) {
+		env := call(t, cs, "memory_store", map[string]any{"key": "k", "value": 1})
+		mustSucceed(t, env, "built-in memory_store is untouched")
+	})
+	t.Run("invalid arguments never reach the upstream", func(t *testing.T) {
+		before := callsA.Load()
+		env := call(t, cs, "server-a_search", map[string]any{"query": 42})
+		if env.Success || !strings.Contains(env.Error.Message, "query") {
+			t.Fatalf("bad arguments: %+v", env)
+		}
+		if callsA.Load() != before {
+			t.Fatal("the upstream was called with arguments its schema rejects")
+		}
+	})
+	t.Run("an upstream tool error keeps its message", func(t *testing.T) {
+		env, ctx := errorContext(t, cs, "server-a_fail", map[string]any{"query": "q"})
+		if env.Success || env.Error.Code != "OPERATION_FAILED" || !strings.Contains(env.Error.Message, "server-a cannot do that") {
+			t.Fatalf("fail: %+v", env)
+		}
+		if ctx["server"] != "server-a" || ctx["content"] == nil {
+			t.Fatalf("context = %v", ctx)
+		}
+	})
+	t.Run("mcp-runtime behind mcp-runtime", func(t *testing.T) {
+		mustSucceed(t, call(t, cs, "runtime2_memory_store", map[string]any{"key": "via-gateway", "value": map[string]any{"n": 7}}), "store via gateway")
+		direct := connect(t, inner)
+		env := call(t, direct, "memory_retrieve", map[string]any{"key": "via-gateway"})
+		mustSucceed(t, env, "retrieve directly")
+		if !strings.Contains(string(env.Data), `"n":7`) {
+			t.Fatalf("inner server has %s", env.Data)
+		}
+	})
+	t.Run("proxied calls are traced", func(t *testing.T) {
+		// Traces are written in batches, off the call's path.
+		waitFor(t, func() bool {
+			env := call(t, cs, "trace_list", map[string]any{"tool": "server-a.search"})
+			mustSucceed(t, env, "trace_list")
+			return strings.Contains(string(env.Data), `"tool":"server-a.search"`)
+		})
+	})
+	t.Run("admin API adds and removes an upstream", func(t *testing.T) {
+		body := `{"id":"server-d","url":"` + urlD + `","headers":{"Authorization":"Bearer upstream-secret"}}`
+		if code, _ := adminDo(t, base, http.MethodPost, "/admin/upstreams", "", body); code != http.StatusUnauthorized {
+			t.Fatalf("no token: %d", code)
+		}
+		code, resp := adminDo(t, base, http.MethodPost, "/admin/upstreams", "admin-secret", body)
+		if code != http.StatusCreated || strings.Contains(resp, "upstream-secret") {
+			t.Fatalf("create: %d %s", code, resp)
+		}
+		before := listChanged.Load()
+		waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "server-d_lookup") })
+		waitFor(t, func() bool { return listChanged.Load() > before })
+		mustSucceed(t, call(t, cs, "lookup", map[string]any{"query": "x"}), "bare lookup")
+		if callsD.Load() != 1 {
+			t.Fatalf("server-d got %d calls", callsD.Load())
+		}
+		code, resp = adminDo(t, base, http.MethodGet, "/admin/upstreams/server-d", "admin-secret", "")
+		if code != http.StatusOK || !strings.Contains(resp, `"state":"connected"`) || strings.Contains(resp, "upstream-secret") {
+			t.Fatalf("get: %d %s", code, resp)
+		}
+		if code, resp := adminDo(t, base, http.MethodDelete, "/admin/upstreams/server-a", "admin-secret", ""); code != http.StatusConflict {
+			t.Fatalf("deleting a server declared in the file: %d %s", code, resp)
+		}
+		before = listChanged.Load()
+		if code, resp := adminDo(t, base, http.MethodDelete, "/admin/upstreams/server-d", "admin-secret", ""); code != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", code, resp)
+		}
+		waitFor(t, func() bool { return !slices.Contains(toolNames(t, cs), "server-d_lookup") })
+		waitFor(t, func() bool { return listChanged.Load() > before })
+	})
+	t.Run("metrics export upstream states", func(t *testing.T) {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if !bytes.Contains(b, []byte(`mcp_upstream_state{server="server-a",state="connected"} 1`)) {
+			t.Fatalf("metrics lack server-a's state:\n%s", b)
+		}
+	})
+}
