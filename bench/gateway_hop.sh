@@ -68,7 +68,7 @@ done; done | tee "$tmp/rows"
 echo
 echo "Medians of the rounds (p50 µs): hop = gateway - direct"
 for c in $CONCURRENCY; do
-  d=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /direct/ {print $7+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  g=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /gateway/ {print $7+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  d=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /direct/ {print $6+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  g=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /gateway/ {print $6+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   echo "C=$c: direct $d µs, gateway $g µs, hop $((g - d)) µs"
 done
