@@ -44,6 +44,18 @@ func sdkUpstream(t *testing.T, name string, calls *atomic.Int64, extra ...string
 			calls.Add(1)
 			return nil, searchOut{}, fmt.Errorf("%s cannot do that", name)
 		})
+	// "open" takes any arguments ({"type":"object"}) and echoes them;
+	// "big" answers with more text than the gateway's string limit.
+	s.AddTool(&mcp.Tool{Name: "open", Description: "Echoes its arguments.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "big", Description: "Answers at length.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 50_000)}}}, nil
+		})
 	for _, tool := range extra {
 		mcp.AddTool(s, &mcp.Tool{Name: tool, Description: "Extra tool " + tool + "."},
 			func(context.Context, *mcp.CallToolRequest, searchIn) (*mcp.CallToolResult, searchOut, error) {
@@ -179,6 +191,20 @@ func TestUpstreamFederation(t *testing.T) {
 		}
 		if callsA.Load() != before {
 			t.Fatal("the upstream was called with arguments its schema rejects")
+		}
+	})
+	t.Run("extra arguments pass when the schema allows them", func(t *testing.T) {
+		env := call(t, cs, "server-a_open", map[string]any{"anything": []int{1, 2}, "else": "x"})
+		mustSucceed(t, env, "open")
+		if !strings.Contains(string(env.Data), `\"anything\":[1,2]`) || !strings.Contains(string(env.Data), `\"else\":\"x\"`) {
+			t.Fatalf("the upstream did not get the extra arguments: %s", env.Data)
+		}
+	})
+	t.Run("proxied results are truncated like any other", func(t *testing.T) {
+		env := call(t, cs, "server-a_big", nil)
+		mustSucceed(t, env, "big")
+		if !env.Metadata.Truncated || !strings.Contains(string(env.Data), "... [truncated]") || len(env.Data) > 20_000 {
+			t.Fatalf("50,000 characters came back untruncated (%d bytes, truncated=%v)", len(env.Data), env.Metadata.Truncated)
 		}
 	})
 	t.Run("an upstream tool error keeps its message", func(t *testing.T) {
