@@ -81,10 +81,10 @@ func TestReplaceGroup(t *testing.T) {
 	}
 }
 
-// TestBareNameResolution (INV-MCP-ECO-003): a bare name resolves while one
+// TestECO003_BareNameResolution (INV-MCP-ECO-003): a bare name resolves while one
 // server has it, is AMBIGUOUS when several do, and the qualified names
 // always resolve.
-func TestBareNameResolution(t *testing.T) {
+func TestECO003_BareNameResolution(t *testing.T) {
 	e := newEnv(t)
 	reg := e.s.tools
 	if _, errs := reg.ReplaceGroup("upstream", []Tool{upstreamTool("server-a", "search"), upstreamTool("server-b", "fetch")}); errs != nil {
