@@ -45,8 +45,11 @@ func (m *Manager) debounceLoop() {
 
 // healthLoop pings connected servers (and re-lists their tools) and
 // reconnects failed ones once their backoff has passed.
-func (m *Manager) healthLoop() {
-	t := time.NewTicker(m.opts.HealthInterval)
+func (m *Manager) healthLoop() { m.every(m.opts.HealthInterval, m.checkAll) }
+
+// every calls fn every d until the manager closes.
+func (m *Manager) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -54,7 +57,7 @@ func (m *Manager) healthLoop() {
 			return
 		case <-t.C:
 		}
-		m.checkAll()
+		fn()
 	}
 }
 
@@ -104,18 +107,11 @@ func (m *Manager) check(ctx context.Context, s *server) {
 // storeLoop reloads the API-managed servers every SyncInterval: other
 // replicas create, change and delete them.
 func (m *Manager) storeLoop() {
-	t := time.NewTicker(m.opts.SyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-		}
+	m.every(m.opts.SyncInterval, func() {
 		if err := m.syncStore(m.ctx); err != nil && m.ctx.Err() == nil {
 			m.log.Warn().Err(err).Msg("reloading upstreams from the store")
 		}
-	}
+	})
 }
 
 // syncStore applies the store's records: new ones are added (and
