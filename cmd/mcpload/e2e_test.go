@@ -381,17 +381,21 @@ func TestInterrupt(t *testing.T) {
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
 	// Interrupt once the server has answered a few calls (not after a fixed
-	// time, which a loaded machine may spend on the handshake alone).
+	// time, which a loaded machine may spend on the handshake alone). One
+	// worker sends a call only after it has its previous answer, so by the
+	// fifth request the server sees, the client holds answers it has
+	// counted; with many workers all the answers could still be on the
+	// wire when the interrupt comes (CI saw "requests 0").
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() {
-		for fs.calls.Load() < 3 && ctx.Err() == nil {
+		for fs.calls.Load() < 5 && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cancel()
 	}()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, []string{"-url", srv.URL, "-duration", "1h", "-warmup", "0", "-json",
+	code := run(ctx, []string{"-url", srv.URL, "-duration", "1h", "-warmup", "0", "-json", "-concurrency", "1",
 		"-header", "Authorization: Bearer test-token"}, &stdout, &stderr, false)
 	if code != exitInterrupt {
 		t.Fatalf("exit code %d, want %d", code, exitInterrupt)
