@@ -35,7 +35,13 @@ type federation struct {
 	notify func() (int, error) // tells clients the tool list changed
 	log    zerolog.Logger
 
+	timeouts timeout.Config // the guardrails' timeouts, to check servers' requestTimeoutMs against
+	sep      string         // the exposed-name separator, for timeout overrides by exposed name
+
 	mu sync.Mutex // serialises sync: OnToolsChanged and the first sync
+	// warned holds the servers already warned about a requestTimeoutMs
+	// their category's timeout cuts short (by id and both values).
+	warned map[string]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -44,14 +50,15 @@ type federation struct {
 // newFederation builds the manager from cfg; start connects it.
 func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeline.Pipeline, tools *handlers.ToolRegistry,
 	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger) (*federation, error) {
-	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log}
+	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log,
+		timeouts: cfg.Timeouts.TimeoutConfig(), sep: cfg.ToolNameSeparator, warned: map[string]bool{}}
 	m, err := upstream.NewManager(upstream.Options{
 		Declared:       cfg.Upstreams,
 		Store:          persist,
 		HealthInterval: cfg.Federation.HealthInterval(),
 		GracePeriod:    cfg.Federation.GracePeriod(),
 		SyncInterval:   cfg.Federation.SyncInterval(),
-		OnToolsChanged: func() { f.sync(context.Background()) },
+		OnToolsChanged: f.sync,
 		ClientName:     "mcp-runtime",
 		ClientVersion:  version,
 		Metrics:        metrics,
@@ -70,7 +77,7 @@ func (f *federation) start(ctx context.Context) error {
 	if err := f.m.Start(ctx); err != nil {
 		return fmt.Errorf("start upstreams: %w", err)
 	}
-	f.sync(ctx)
+	f.sync()
 	return nil
 }
 
@@ -83,22 +90,14 @@ func (f *federation) close(ctx context.Context) error {
 
 // sync makes the registry's upstream group the manager's current tool set
 // and tells clients when tools/list changed, never otherwise.
-func (f *federation) sync(ctx context.Context) {
+func (f *federation) sync() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ups := f.m.Tools()
 	tools := make([]handlers.Tool, 0, len(ups))
-	categories := map[string]timeout.Category{}
 	for _, u := range ups {
-		cat, ok := categories[u.Server]
-		if !ok {
-			cat = timeout.Category(upstream.DefaultCategory)
-			if st, err := f.m.Get(ctx, u.Server); err == nil {
-				cat = timeout.Category(st.Config.TimeoutCategory())
-			}
-			categories[u.Server] = cat
-		}
-		t, err := f.pipe.Tool(f.proxy(u, cat))
+		f.checkTimeoutLocked(u)
+		t, err := f.pipe.Tool(f.proxy(u, timeout.Category(u.Category)))
 		if err != nil {
 			f.log.Warn().Err(err).Str("server", u.Server).Str("tool", u.Name).Msg("upstream tool left out")
 			continue
@@ -120,6 +119,26 @@ func (f *federation) sync(ctx context.Context) {
 	} else {
 		f.log.Info().Int("tools", len(tools)).Int("sessions", n).Msg("upstream tools changed; clients notified")
 	}
+}
+
+// checkTimeoutLocked warns, once per server and setting, when a server's
+// requestTimeoutMs is not below its tools' guardrail timeout: a slow call
+// then ends with the guardrail's TOOL_TIMEOUT before the upstream's own
+// INVOCATION_FAILED, and the retries requestTimeoutMs paces never happen.
+func (f *federation) checkTimeoutLocked(u upstream.Tool) {
+	st, err := f.m.Get(context.Background(), u.Server)
+	if err != nil {
+		return
+	}
+	limit := f.timeouts.For(u.Canonical, handlers.ExposedName(u.Canonical, f.sep), timeout.Category(u.Category))
+	req := st.Config.RequestTimeout()
+	key := fmt.Sprintf("%s/%v/%v", u.Server, req, limit)
+	if req < limit || f.warned[key] {
+		return
+	}
+	f.warned[key] = true
+	f.log.Warn().Str("server", u.Server).Dur("requestTimeout", req).Dur("toolTimeout", limit).Str("category", u.Category).
+		Msg("upstream requestTimeoutMs is not below its tools' timeout: slow calls will end with TOOL_TIMEOUT; lower requestTimeoutMs or change the category")
 }
 
 // proxy is the pipeline tool that forwards calls of u to its server. The

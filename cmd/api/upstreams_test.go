@@ -275,3 +275,44 @@ func TestUpstreamFederation(t *testing.T) {
 		}
 	})
 }
+
+// A server whose requestTimeoutMs its category's timeout cuts short gets
+// one warning naming both values, however often the tool set is synced.
+func TestUpstreamRequestTimeoutAboveCategoryWarns(t *testing.T) {
+	var calls atomic.Int64
+	urlQ := sdkUpstream(t, "server-q", &calls)
+	urlE := sdkUpstream(t, "server-e", &calls)
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{
+		{ID: "server-q", URL: urlQ, Category: "query"}, // default 30 s > query's 10 s
+		{ID: "server-e", URL: urlE, Category: "query", RequestTimeoutMs: 5000},
+	}
+	var logs syncBuffer
+	url, _ := runServer(t, cfg, &logs)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "timeout-warning", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	waitFor(t, func() bool {
+		names := toolNames(t, cs)
+		return slices.Contains(names, "server-q_search") && slices.Contains(names, "server-e_search")
+	})
+	const msg = "upstream requestTimeoutMs is not below its tools' timeout"
+	// The log is written asynchronously: wait for the line, then give a
+	// second warning the time to show up.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), msg) })
+	time.Sleep(200 * time.Millisecond)
+	out := logs.String()
+	if n := strings.Count(out, msg); n != 1 {
+		t.Fatalf("%d warnings, want 1 (for server-q):\n%s", n, out)
+	}
+	for _, want := range []string{`"server":"server-q"`, `"category":"query"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("warning lacks %s", want)
+		}
+	}
+}

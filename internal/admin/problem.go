@@ -85,6 +85,8 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, id string, err error)
 	case errors.Is(err, upstream.ErrReadOnly):
 		a.problem(w, r, http.StatusConflict, fmt.Sprintf(
 			"upstream server %q is declared in the configuration file and cannot be changed through the API; change the file instead", id), "")
+	case errors.Is(err, upstream.ErrConflict):
+		a.problem(w, r, http.StatusConflict, fmt.Sprintf("upstream server %q was changed by another request meanwhile; read it and try again", id), "")
 	case errors.Is(err, upstream.ErrDisabled):
 		a.problem(w, r, http.StatusConflict, fmt.Sprintf("upstream server %q is disabled; enable it first", id), "")
 	case errors.Is(err, upstream.ErrConnectionTimeout):

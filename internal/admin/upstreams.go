@@ -24,8 +24,8 @@ const MaxBodyBytes = 64 << 10
 
 // Redacted replaces every header value in a Status the API returns: header
 // values are credentials for the upstream, and the API is not a way to read
-// them back.
-const Redacted = "[redacted]"
+// them back. An update that sends it back keeps the stored value.
+const Redacted = upstream.RedactedValue
 
 // toolView is one tool of a server, as GET /admin/upstreams/{id} shows it.
 type toolView struct {
@@ -83,7 +83,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		id = c.ID
 	}
-	a.log.Info().Str("upstream", id).Str("url", redactURL(c.URL)).Str("remote", r.RemoteAddr).Msg("admin: upstream created")
+	a.log.Info().Str("upstream", id).Str("url", upstream.RedactURL(c.URL)).Str("remote", r.RemoteAddr).Msg("admin: upstream created")
 	w.Header().Set("Location", "/admin/upstreams/"+url.PathEscape(id))
 	a.json(w, r, http.StatusCreated, redact(s))
 }
@@ -130,7 +130,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, id, fmt.Errorf("update upstream %s: %w", id, err))
 		return
 	}
-	a.log.Info().Str("upstream", id).Str("url", redactURL(c.URL)).Str("remote", r.RemoteAddr).Msg("admin: upstream updated")
+	a.log.Info().Str("upstream", id).Str("url", upstream.RedactURL(c.URL)).Str("remote", r.RemoteAddr).Msg("admin: upstream updated")
 	a.json(w, r, http.StatusOK, redact(s))
 }
 
@@ -295,19 +295,6 @@ func redact(s upstream.Status) upstream.Status {
 	}
 	s.Config.Headers = h
 	return s
-}
-
-// redactURL drops the query of a URL for the log: query strings sometimes
-// carry API keys.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "..."
-	}
-	return u.Redacted()
 }
 
 // json writes v as a JSON response. It encodes before writing anything, so

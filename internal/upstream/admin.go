@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -73,7 +74,6 @@ func (m *Manager) Create(ctx context.Context, c Config) (Status, error) {
 // the one with its id unless the store sync already installed this (or a
 // later) version.
 func (m *Manager) install(c Config, version int64) Status {
-	var old *conn
 	m.mu.Lock()
 	cur := m.servers[c.ID]
 	if cur != nil && cur.version >= version {
@@ -81,11 +81,9 @@ func (m *Manager) install(c Config, version int64) Status {
 		m.mu.Unlock()
 		return st
 	}
-	if cur != nil {
-		old = m.removeLocked(cur)
-	}
+	m.changes++
 	s := newServer(c, SourceAPI, version)
-	m.addLocked(s)
+	old := m.replaceLocked(cur, s)
 	m.recomputeLocked()
 	st := statusLocked(s)
 	m.mu.Unlock()
@@ -110,8 +108,14 @@ func (m *Manager) apiServer(id string) (*server, error) {
 
 // Update replaces an API server's config and reconnects it. c.ID must be
 // empty or id. ErrReadOnly for a declared server.
+//
+// A header value equal to RedactedValue keeps the stored value of that
+// header: the API never shows header values, so a client that reads a
+// server, changes one field and writes it back must not replace its
+// credentials with the placeholder.
 func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, error) {
-	if _, err := m.apiServer(id); err != nil {
+	s, err := m.apiServer(id)
+	if err != nil {
 		return Status{}, err
 	}
 	if c.ID == "" {
@@ -120,21 +124,65 @@ func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, erro
 	if c.ID != id {
 		return Status{}, invalid("id", "%q differs from the server's id %q; an id cannot be changed", c.ID, id)
 	}
+	c.Headers, err = keepRedacted(c.Headers, s.cfg.Headers)
+	if err != nil {
+		return Status{}, err
+	}
 	if err := c.Validate(); err != nil {
 		return Status{}, err
 	}
-	return m.store(ctx, c.Normalized())
+	return m.store(ctx, c.Normalized(), nil)
+}
+
+// keepRedacted returns in with every RedactedValue replaced by the value
+// cur has for that header (names compared as HTTP does, case-insensitively).
+func keepRedacted(in, cur map[string]string) (map[string]string, error) {
+	var out map[string]string
+	for name, v := range in {
+		if v != RedactedValue {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(in)
+		}
+		stored, ok := headerValue(cur, name)
+		if !ok {
+			return nil, invalid("headers."+name, "is %q, which stands for a stored value, and the server has no header %s; send the value itself", RedactedValue, name)
+		}
+		out[name] = stored
+	}
+	if out == nil {
+		return in, nil
+	}
+	return out, nil
+}
+
+func headerValue(h map[string]string, name string) (string, bool) {
+	if v, ok := h[name]; ok {
+		return v, true
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // store persists an existing API server's new config and installs it.
-func (m *Manager) store(ctx context.Context, c Config) (Status, error) {
+// With ifVersion, the store refuses (ErrConflict) when the record has
+// changed since that version.
+func (m *Manager) store(ctx context.Context, c Config, ifVersion *int64) (Status, error) {
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return Status{}, fmt.Errorf("upstream %q: encoding the config: %w", c.ID, err)
 	}
-	rec, err := m.opts.Store.UpdateUpstream(ctx, c.ID, raw, nil)
+	rec, err := m.opts.Store.UpdateUpstream(ctx, c.ID, raw, ifVersion)
 	if errors.Is(err, store.ErrNotFound) {
 		return Status{}, fmt.Errorf("upstream %q: %w", c.ID, ErrNotFound)
+	}
+	if errors.Is(err, store.ErrConflict) {
+		return Status{}, fmt.Errorf("upstream %q: %w", c.ID, ErrConflict)
 	}
 	if err != nil {
 		return Status{}, fmt.Errorf("upstream %q: storing: %w", c.ID, err)
@@ -156,6 +204,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	m.mu.Lock()
 	s := m.servers[id]
 	if s != nil && s.source == SourceAPI {
+		m.changes++
 		old = m.removeLocked(s)
 		delete(m.servers, id)
 		m.metrics.forget(id)
@@ -174,18 +223,32 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 
 // SetEnabled enables or disables an API server. Disabling closes its
 // session (state disabled) and drops its tools; enabling connects it
-// (INV-MCP-ECO-201). ErrReadOnly for a declared server.
+// (INV-MCP-ECO-201). ErrReadOnly for a declared server. The change is
+// written only over the version this replica has: when another replica
+// changed the server meanwhile, the store is reloaded and the flag set on
+// what it holds now, so that change is not lost.
 func (m *Manager) SetEnabled(ctx context.Context, id string, enabled bool) (Status, error) {
-	s, err := m.apiServer(id)
-	if err != nil {
-		return Status{}, err
+	for range 3 {
+		s, err := m.apiServer(id)
+		if err != nil {
+			return Status{}, err
+		}
+		m.mu.Lock()
+		c, version := s.cfg, s.version
+		m.mu.Unlock()
+		if c.IsEnabled() == enabled {
+			return m.Get(ctx, id)
+		}
+		c.Enabled = &enabled
+		st, err := m.store(ctx, c, &version)
+		if !errors.Is(err, ErrConflict) {
+			return st, err
+		}
+		if err := m.syncStore(ctx); err != nil {
+			return Status{}, err
+		}
 	}
-	c := s.cfg
-	if c.IsEnabled() == enabled {
-		return m.Get(ctx, id)
-	}
-	c.Enabled = &enabled
-	return m.store(ctx, c)
+	return Status{}, fmt.Errorf("upstream %q: changed by another request three times in a row; try again: %w", id, ErrConflict)
 }
 
 // Refresh fetches one server's tools again, now. The status is returned

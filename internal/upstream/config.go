@@ -120,6 +120,18 @@ func (c Config) Normalized() Config {
 	return c
 }
 
+// reservedID reports the namespaces of the built-in tools (memory.store,
+// runtime.info, ...). An upstream with one of these ids would have its
+// tools refused one by one by the registry; it is refused up front, with
+// a message that says why.
+func reservedID(id string) bool {
+	switch id {
+	case "agent", "memory", "runtime", "session", "trace":
+		return true
+	}
+	return false
+}
+
 // reserved reports headers the MCP client sets itself; a configured value
 // would break the protocol or smuggle a second session.
 func reserved(name string) bool {
@@ -141,6 +153,8 @@ func (c Config) Validate() error {
 		return invalid("id", "is %d characters; the limit is %d", len(c.ID), MaxIDLen)
 	case !idPattern.MatchString(c.ID):
 		return invalid("id", "%q: use lower-case letters, digits and '-', starting with a letter or digit", c.ID)
+	case reservedID(c.ID):
+		return invalid("id", "%q is the namespace of mcp-runtime's own tools (agent, memory, runtime, session and trace are reserved)", c.ID)
 	}
 	if err := validURL(c.URL); err != nil {
 		return err

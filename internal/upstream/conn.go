@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,11 +21,25 @@ type conn struct {
 	cfg     Config
 	session *mcp.ClientSession
 	init    *mcp.InitializeResult
+	// closed is shared by the copies withConfig makes of one session, so
+	// the session is closed once and its watcher can tell a close of ours
+	// from the server going away.
+	closed *atomic.Bool
+}
+
+// withConfig is c for a server whose call settings (request timeout,
+// retries, category) changed but whose connection settings did not: the
+// same session under the new Config.
+func (c *conn) withConfig(cfg Config) *conn {
+	n := *c
+	n.cfg = cfg
+	return &n
 }
 
 // dialParams is what dial needs besides the server's Config.
 type dialParams struct {
 	base          *http.Client
+	maxBody       int64 // see DefaultMaxResponseBytes
 	clientName    string
 	clientVersion string
 	// onToolsChanged is called when the server sends
@@ -47,10 +63,61 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// httpClientFor returns base with cfg's headers added to every request.
-// Its Timeout is left as base's: the SDK keeps long-lived streams open,
-// and every request is bounded by its own context instead.
-func httpClientFor(base *http.Client, cfg Config) *http.Client {
+// DefaultMaxResponseBytes bounds the body of one upstream answer to a
+// POST (a tools/list page, a tools/call result): the SDK reads a whole
+// answer into memory, and a server that sends gigabytes must not take the
+// gateway down with it. The guardrails truncate results far below this.
+const DefaultMaxResponseBytes = 16 << 20
+
+// errResponseTooLarge ends the read of an answer over the bound; the
+// request fails like any transport failure.
+var errResponseTooLarge = errors.New("the answer is larger than the gateway accepts from an upstream")
+
+// limitTransport bounds the body of every answer to a POST. The
+// standalone GET stream is left alone: it is meant to stay open and
+// carries notifications only.
+type limitTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Exactly at the bound: only an answer that goes on is too large.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, errResponseTooLarge
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// httpClientFor returns base with cfg's headers added to every request
+// and answers bounded by maxBody. Its Timeout is left as base's: the SDK
+// keeps long-lived streams open, and every request is bounded by its own
+// context instead.
+func httpClientFor(base *http.Client, cfg Config, maxBody int64) *http.Client {
 	c := *base
 	rt := c.Transport
 	if rt == nil {
@@ -59,7 +126,7 @@ func httpClientFor(base *http.Client, cfg Config) *http.Client {
 	if len(cfg.Headers) > 0 {
 		rt = headerTransport{base: rt, headers: cfg.Headers}
 	}
-	c.Transport = rt
+	c.Transport = limitTransport{base: rt, max: maxBody}
 	return &c
 }
 
@@ -83,22 +150,24 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: p.clientName, Version: p.clientVersion}, opts)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   cfg.URL,
-		HTTPClient: httpClientFor(p.base, cfg),
-		// Reconnecting is the manager's job (with its own backoff and
-		// state tracking); the transport's silent retries would hide a
-		// failing server and stretch every timeout.
-		MaxRetries: -1,
+		HTTPClient: httpClientFor(p.base, cfg, p.maxBody),
+		// MaxRetries is left at the SDK's default: it only governs
+		// resuming the server's SSE streams, and without it one closed
+		// standalone stream (a server restarting its GET handler, a proxy
+		// idle timeout) would end the whole session. A session the SDK
+		// gives up on is noticed by the manager's watcher (Session.Wait)
+		// and replaced with its own backoff.
 	}
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		e := &Error{Kind: ErrInvocationFailed, Server: cfg.ID, Op: "connect", Err: err}
+		e := &Error{Kind: ErrInvocationFailed, Server: cfg.ID, Op: "connect", Err: err, url: cfg.URL}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			e.Kind, e.Op, e.Timeout = ErrConnectionTimeout, "initialize", true
 			e.Err = fmt.Errorf("no answer within %v (connectionTimeoutMs)", cfg.ConnectionTimeout())
 		}
 		return nil, e
 	}
-	return &conn{cfg: cfg, session: session, init: session.InitializeResult()}, nil
+	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool)}, nil
 }
 
 // requestError turns a failed request into an *Error of kind
@@ -106,7 +175,7 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 // (sending the same request again gets the same answer); a transport
 // failure or a timeout may be retried.
 func (c *conn) requestError(ctx context.Context, op string, err error) error {
-	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err}
+	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err, url: c.cfg.URL}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		e.Timeout = true
 		e.Err = fmt.Errorf("no answer within %v (requestTimeoutMs)", c.cfg.RequestTimeout())
@@ -233,5 +302,9 @@ func toCallResult(res *mcp.CallToolResult) (CallResult, error) {
 	return out, nil
 }
 
-// close ends the session; errors are of no use to the caller.
-func (c *conn) close() { _ = c.session.Close() }
+// close ends the session, once; errors are of no use to the caller.
+func (c *conn) close() {
+	if c.closed.CompareAndSwap(false, true) {
+		_ = c.session.Close()
+	}
+}

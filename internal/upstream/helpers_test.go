@@ -159,7 +159,10 @@ func testManager(t *testing.T, o Options) *Manager {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Closing a session sends DELETE, which the SDK bounds at 5 s: a
+		// peer with a handler still running (cancellation does not always
+		// reach it) takes that long.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := m.Close(ctx); err != nil {
 			t.Error(err)

@@ -117,18 +117,37 @@ func (m *Manager) storeLoop() {
 // syncStore applies the store's records: new ones are added (and
 // connected once started), changed versions replace the server, missing
 // ones are removed. Declared servers are never touched.
+//
+// A list read before this replica created, changed or deleted a server
+// through the API is stale for that server: applying it would bring a
+// deleted server back until the next reload. Such a list is dropped (the
+// change counter moved while it was read) and read again.
 func (m *Manager) syncStore(ctx context.Context) error {
-	recs, err := m.opts.Store.ListUpstreams(ctx)
-	if err != nil {
-		return fmt.Errorf("upstream: listing upstreams from the store: %w", err)
-	}
 	var toClose []*conn
 	defer func() {
 		for _, c := range toClose {
 			c.close()
 		}
 	}()
-	m.mu.Lock()
+	var recs []store.UpstreamRecord
+	for attempt := 0; ; attempt++ {
+		m.mu.Lock()
+		before := m.changes
+		m.mu.Unlock()
+		var err error
+		recs, err = m.opts.Store.ListUpstreams(ctx)
+		if err != nil {
+			return fmt.Errorf("upstream: listing upstreams from the store: %w", err)
+		}
+		m.mu.Lock()
+		if m.changes == before {
+			break // applied under this lock: no API change can come between
+		}
+		m.mu.Unlock()
+		if attempt == 2 {
+			return nil // busy with API changes; the next reload catches up
+		}
+	}
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil
@@ -149,12 +168,9 @@ func (m *Manager) syncStore(ctx context.Context) error {
 			m.log.Error().Str("server", rec.ID).Err(err).Msg("stored upstream ignored")
 			continue
 		}
-		if cur != nil {
-			if c := m.removeLocked(cur); c != nil {
-				toClose = append(toClose, c)
-			}
+		if c := m.replaceLocked(cur, newServer(cfg, SourceAPI, rec.Version)); c != nil {
+			toClose = append(toClose, c)
 		}
-		m.addLocked(newServer(cfg, SourceAPI, rec.Version))
 	}
 	for id, s := range m.servers {
 		if s.source == SourceAPI && !seen[id] {

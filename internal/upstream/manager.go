@@ -59,6 +59,8 @@ type Options struct {
 
 	// backoff replaces fullJitter (tests make retries fast with it).
 	backoff backoffFunc
+	// maxResponseBytes replaces DefaultMaxResponseBytes (tests lower it).
+	maxResponseBytes int64
 }
 
 // Persistence is what the manager needs from the store (package store
@@ -93,6 +95,10 @@ type Manager struct {
 	// are connected at once.
 	starting, started bool
 	closed            bool
+	// changes counts the servers created, updated and deleted through the
+	// API here, so a store reload can tell it read a list older than one
+	// of them (see syncStore).
+	changes uint64
 }
 
 // server is one upstream. A server's Config never changes: an update
@@ -105,9 +111,12 @@ type server struct {
 
 	// opMu serializes connecting and discovery of this server.
 	opMu sync.Mutex
-	// busy is set while a health check or list_changed refresh runs, so
-	// they do not pile up on a slow server.
+	// busy is set while a health check runs, so checks do not pile up on
+	// a slow server.
 	busy atomic.Bool
+	// relisting is set while a list_changed re-list runs; relist asks it
+	// to list once more (see listChanged).
+	relisting, relist atomic.Bool
 
 	// Guarded by Manager.mu.
 	status  Status
@@ -136,6 +145,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if opts.backoff == nil {
 		opts.backoff = fullJitter
+	}
+	if opts.maxResponseBytes <= 0 {
+		opts.maxResponseBytes = DefaultMaxResponseBytes
 	}
 	met, err := newMetrics(opts.Metrics)
 	if err != nil {
@@ -209,8 +221,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the loops, waits for background work and closes every
-// session: no goroutine is left behind.
+// Close stops the loops, closes every session and waits for background
+// work: no goroutine is left behind. Sessions are closed first, so calls
+// and discoveries in flight fail at once instead of holding Close for a
+// request timeout; they are closed in parallel, since each close may wait
+// for the server (the SDK's DELETE, bounded at 5 s). When ctx ends first,
+// the sessions are closed all the same and only the wait is cut short.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -218,31 +234,28 @@ func (m *Manager) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
-	for _, s := range m.servers {
-		m.stopGraceLocked(s)
-	}
-	m.mu.Unlock()
-	m.cancel()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("upstream: waiting for background work: %w", ctx.Err())
-	}
-	m.mu.Lock()
 	var conns []*conn
 	for _, s := range m.servers {
+		m.stopGraceLocked(s)
 		if s.conn != nil {
 			conns = append(conns, s.conn)
 			s.conn = nil
 		}
 	}
 	m.mu.Unlock()
+	m.cancel()
+	var closing sync.WaitGroup
 	for _, c := range conns {
-		c.close()
+		closing.Go(c.close)
 	}
-	return nil
+	done := make(chan struct{})
+	go func() { closing.Wait(); m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("upstream: waiting for background work: %w", ctx.Err())
+	}
 }
 
 // goBackground runs f in a goroutine Close waits for; after Close it does
@@ -328,6 +341,41 @@ func (m *Manager) setStateLocked(s *server, to State, errMsg string) {
 	ev.Str("server", s.cfg.ID).Str("from", string(from)).Str("to", string(to)).Str("error", errMsg).
 		Msg("upstream state changed")
 	m.metrics.setState(s.cfg.ID, to, true)
+}
+
+// replaceLocked puts next in service in place of cur (nil: none) and
+// returns the session the caller must close outside the lock, if any.
+// When only call settings changed (request timeout, retries, category)
+// and cur is connected, next takes over cur's session, tools and state:
+// an edit of the category must not take a server's tools away until it
+// has reconnected.
+func (m *Manager) replaceLocked(cur, next *server) *conn {
+	if cur == nil {
+		m.addLocked(next)
+		return nil
+	}
+	if cur.conn == nil || cur.status.State != StateConnected || !sameConnection(cur.cfg, next.cfg) {
+		old := m.removeLocked(cur)
+		m.addLocked(next)
+		return old
+	}
+	next.conn = cur.conn.withConfig(next.cfg)
+	next.tools = withCategory(cur.tools, next.cfg.TimeoutCategory())
+	cfg := next.status.Config
+	next.status = statusLocked(cur)
+	next.status.Config, next.status.Source = cfg, next.source
+	cur.conn = nil // handed over: not closed
+	m.removeLocked(cur)
+	m.servers[next.cfg.ID] = next
+	m.recomputeLocked()
+	return nil
+}
+
+// sameConnection reports whether a and b connect to the same server the
+// same way, so a session opened under a serves b.
+func sameConnection(a, b Config) bool {
+	return a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.ConnectionTimeout() == b.ConnectionTimeout() && a.IsEnabled() && b.IsEnabled()
 }
 
 // removeLocked takes s out of service (deleted, disabled or replaced by a

@@ -72,10 +72,13 @@ func retry(ctx context.Context, attempts int, backoff backoffFunc, op func(ctx c
 	return n, withAttempts(err, n)
 }
 
+// withAttempts records n attempts in err's *Error unless it already
+// counts more: a call sent once after its connection needed three
+// attempts reports three.
 func withAttempts(err error, n int) error {
 	var e *Error
 	if errors.As(err, &e) {
-		e.Attempts = n
+		e.Attempts = max(e.Attempts, n)
 	}
 	return err
 }

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -9,7 +11,37 @@ import (
 // attempts attempts with backoff (INV-MCP-ECO-101). Without force, a
 // connected server answers from its last discovery (INV-MCP-ECO-001).
 // A disabled or removed server is never contacted (INV-MCP-ECO-201).
+//
+// The work runs under the manager's context, not ctx: the session and
+// tool list it yields are shared by every caller, so one caller giving up
+// (a cancelled tools/call, an admin client hanging up) must neither abort
+// it halfway nor have the server recorded as failed. ctx only bounds how
+// long this caller waits for it.
 func (m *Manager) syncServer(ctx context.Context, s *server, force bool, attempts int) ServerResult {
+	if ctx == m.ctx {
+		return m.syncNow(s, force, attempts)
+	}
+	done := make(chan ServerResult, 1)
+	if !m.goBackground(func() { done <- m.syncNow(s, force, attempts) }) {
+		return ServerResult{Server: s.cfg.ID, State: StateDisabled}
+	}
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+		m.mu.Lock()
+		state := s.status.State
+		m.mu.Unlock()
+		err := &Error{Kind: ErrInvocationFailed, Server: s.cfg.ID, Op: "connect",
+			Timeout: errors.Is(ctx.Err(), context.DeadlineExceeded),
+			Err:     fmt.Errorf("stopped waiting for the server: %w", ctx.Err())}
+		return ServerResult{Server: s.cfg.ID, State: state, Error: err.Error(), err: err}
+	}
+}
+
+// syncNow is syncServer's work, under m.ctx.
+func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
+	ctx := m.ctx
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	res := ServerResult{Server: s.cfg.ID}
@@ -52,12 +84,13 @@ func (m *Manager) syncServer(ctx context.Context, s *server, force bool, attempt
 		if err != nil {
 			if broken(err) {
 				// The next attempt starts from a new session.
+				m.detach(s, c)
 				c.close()
 				c = nil
 			}
 			return err
 		}
-		tools, problems = convertTools(s.cfg.ID, list)
+		tools, problems = convertTools(s.cfg, list)
 		var rerr error
 		if resources, rerr = c.countResources(ctx); rerr != nil {
 			m.log.Warn().Str("server", s.cfg.ID).Err(rerr).Msg("counting upstream resources")
@@ -87,6 +120,9 @@ func (m *Manager) syncServer(ctx context.Context, s *server, force bool, attempt
 	}
 	if old := s.conn; old != nil && old != c {
 		toClose = append(toClose, old)
+	}
+	if c != nil && c != s.conn {
+		m.watchLocked(s.cfg.ID, c)
 	}
 	s.conn = c
 	res.DurationMs = took.Milliseconds()
@@ -124,20 +160,84 @@ func (m *Manager) syncServer(ctx context.Context, s *server, force bool, attempt
 }
 
 func (m *Manager) dialParams(s *server) dialParams {
+	id := s.cfg.ID
 	return dialParams{
-		base: m.opts.HTTPClient, clientName: m.opts.ClientName, clientVersion: m.opts.ClientVersion,
-		onToolsChanged: func() { m.listChanged(s) },
+		base: m.opts.HTTPClient, maxBody: m.opts.maxResponseBytes,
+		clientName: m.opts.ClientName, clientVersion: m.opts.ClientVersion,
+		// By id: an update that keeps the session (replaceLocked) puts it
+		// under a new *server.
+		onToolsChanged: func() { m.listChanged(id) },
 	}
 }
 
 // listChanged handles a server's notifications/tools/list_changed: its
 // tools are fetched again in the background (the SDK's notification
-// handler must not block).
-func (m *Manager) listChanged(s *server) {
-	m.log.Debug().Str("server", s.cfg.ID).Msg("upstream tool list changed")
-	m.goBackground(func() {
-		m.syncServer(m.ctx, s, true, s.cfg.Retries()+1)
+// handler must not block). Notifications that arrive while a re-list runs
+// are folded into one more re-list after it, so a server that sends them
+// in a burst costs at most two, never one goroutine and one tools/list
+// each.
+func (m *Manager) listChanged(id string) {
+	m.mu.Lock()
+	s := m.servers[id]
+	m.mu.Unlock()
+	if s == nil {
+		return
+	}
+	m.log.Debug().Str("server", id).Msg("upstream tool list changed")
+	s.relist.Store(true)
+	if !s.relisting.CompareAndSwap(false, true) {
+		return // the running re-list will go round once more
+	}
+	started := m.goBackground(func() {
+		for {
+			for s.relist.Swap(false) {
+				m.syncNow(s, true, s.cfg.Retries()+1)
+			}
+			s.relisting.Store(false)
+			// A notification that came between the last Swap and the
+			// Store found relisting set and left its flag for us.
+			if !s.relist.Load() || !s.relisting.CompareAndSwap(false, true) {
+				return
+			}
+		}
 	})
+	if !started {
+		s.relisting.Store(false)
+	}
+}
+
+// watchLocked drops c when its session ends by itself — the SDK gave up
+// on the server's event stream, the server went away — so that the next
+// call or health check reconnects instead of failing on a dead session.
+// Sessions the manager closes itself are ignored.
+func (m *Manager) watchLocked(id string, c *conn) {
+	m.goBackgroundLocked(func() {
+		err := c.session.Wait()
+		if c.closed.Load() {
+			return
+		}
+		if err == nil {
+			err = errors.New("the server ended the session")
+		}
+		m.mu.Lock()
+		s := m.servers[id]
+		m.mu.Unlock()
+		if s == nil {
+			return
+		}
+		m.dropConn(s, c, &Error{Kind: ErrInvocationFailed, Server: id, Op: "session", url: c.cfg.URL,
+			Err: fmt.Errorf("connection lost: %w", err)})
+	})
+}
+
+// detach takes c out of s without recording a failure: the caller
+// replaces it (and records the outcome) itself.
+func (m *Manager) detach(s *server, c *conn) {
+	m.mu.Lock()
+	if s.conn != nil && s.conn.session == c.session {
+		s.conn = nil
+	}
+	m.mu.Unlock()
 }
 
 // failLocked records a failure of s: state error, the message, one more
@@ -194,12 +294,13 @@ func (m *Manager) startGraceLocked(s *server) {
 }
 
 // dropConn takes a broken session out of use after a failed request.
+// Sessions are compared, not *conn values: withConfig copies share one.
 func (m *Manager) dropConn(s *server, c *conn, err error) {
 	if c == nil {
 		return
 	}
 	m.mu.Lock()
-	if s.conn == c {
+	if s.conn != nil && s.conn.session == c.session {
 		s.conn = nil
 		if !s.removed {
 			m.failLocked(s, err)

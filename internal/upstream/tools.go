@@ -64,7 +64,7 @@ func firstLine(s string) string {
 // convertTools turns a server's tool list into Tools, sorted by
 // Canonical, leaving out (and reporting) tools that are invalid or whose
 // name or canonical name repeats an earlier one.
-func convertTools(serverID string, in []*mcp.Tool) ([]Tool, []ToolProblem) {
+func convertTools(cfg Config, in []*mcp.Tool) ([]Tool, []ToolProblem) {
 	var (
 		out      []Tool
 		problems []ToolProblem
@@ -75,7 +75,7 @@ func convertTools(serverID string, in []*mcp.Tool) ([]Tool, []ToolProblem) {
 		if t == nil {
 			continue
 		}
-		tool, err := convertTool(serverID, t)
+		tool, err := convertTool(cfg, t)
 		switch {
 		case err != nil:
 		case names[t.Name]:
@@ -94,7 +94,7 @@ func convertTools(serverID string, in []*mcp.Tool) ([]Tool, []ToolProblem) {
 	return out, problems
 }
 
-func convertTool(serverID string, t *mcp.Tool) (Tool, error) {
+func convertTool(cfg Config, t *mcp.Tool) (Tool, error) {
 	if t.Name == "" {
 		return Tool{}, errors.New("the tool has no name")
 	}
@@ -106,9 +106,10 @@ func convertTool(serverID string, t *mcp.Tool) (Tool, error) {
 		return Tool{}, err
 	}
 	out := Tool{
-		Server:      serverID,
+		Server:      cfg.ID,
 		Name:        t.Name,
-		Canonical:   CanonicalName(serverID, t.Name),
+		Canonical:   CanonicalName(cfg.ID, t.Name),
+		Category:    cfg.TimeoutCategory(),
 		Title:       t.Title,
 		Description: t.Description,
 		InputSchema: compact(schema),
@@ -129,6 +130,16 @@ func convertTool(serverID string, t *mcp.Tool) (Tool, error) {
 	return out, nil
 }
 
+// withCategory is tools (shared, never modified) with Category set to
+// category: a server's category changed and its session was kept.
+func withCategory(tools []Tool, category string) []Tool {
+	out := slices.Clone(tools)
+	for i := range out {
+		out[i].Category = category
+	}
+	return out
+}
+
 func compact(raw json.RawMessage) json.RawMessage {
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {
@@ -138,8 +149,9 @@ func compact(raw json.RawMessage) json.RawMessage {
 }
 
 // fingerprint identifies a tool set by everything a client sees of it
-// (names, descriptions, schemas, annotations), so OnToolsChanged fires only
-// on a real change.
+// (names, descriptions, schemas, annotations) and the category its calls
+// are timed by, so OnToolsChanged fires only on a change the registry must
+// take in.
 func fingerprint(tools []Tool) string {
 	b, err := json.Marshal(tools)
 	if err != nil {

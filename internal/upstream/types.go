@@ -43,6 +43,9 @@ type Tool struct {
 	// $schema says otherwise) and has type "object".
 	InputSchema json.RawMessage
 	Annotations *protocol.ToolAnnotations
+	// Category is the server's timeout category (Config.TimeoutCategory),
+	// which the caller's guardrails time the tool's calls by.
+	Category string
 }
 
 // RetrySafe reports whether a failed call of the tool may be sent again:
@@ -135,6 +138,8 @@ var (
 	ErrReadOnly = errors.New("upstream is declared in the configuration file")
 	// ErrDisabled: the server is disabled and was not contacted.
 	ErrDisabled = errors.New("upstream is disabled")
+	// ErrConflict: the server was changed by someone else meanwhile.
+	ErrConflict = errors.New("upstream was changed concurrently")
 )
 
 // Error is a failed operation on one server. Kind is ErrConnectionTimeout
@@ -147,9 +152,19 @@ type Error struct {
 	Attempts int
 	Timeout  bool // the operation's deadline expired
 	Err      error
+
+	// url is the server's URL, cut out of the message: HTTP client errors
+	// quote the URL, and a query string or user info may carry a
+	// credential that must reach neither a client, nor lastError, nor the
+	// log.
+	url string
 }
 
 func (e *Error) Error() string {
+	return scrubURL(e.message(), e.url)
+}
+
+func (e *Error) message() string {
 	msg := fmt.Sprintf("upstream %s: %s", e.Server, e.Op)
 	if e.Timeout {
 		msg += " timed out"
