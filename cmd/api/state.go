@@ -69,6 +69,7 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 	backend, err := tiered.New(ctx, base, tiered.Options{
 		L1: cfg.Cache.CacheConfig(), Redis: rc,
 		RedisTimeout: cfg.Redis.Timeout(), RedisTTL: cfg.Redis.TTL(), Log: log,
+		KeyPrefix: cfg.Redis.KeyPrefix + "c:", Channel: cfg.Redis.KeyPrefix + "invalidate",
 	})
 	if err != nil {
 		base.Close()

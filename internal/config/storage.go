@@ -40,8 +40,14 @@ type Store struct {
 	PurgeIntervalMs int64 `yaml:"purgeIntervalMs"`
 }
 
-// Redis tunes the second cache tier.
+// Redis tunes the second cache tier and the shared client sessions.
 type Redis struct {
+	// KeyPrefix starts every Redis key and channel name of this
+	// deployment: the cache tier's, the client sessions' and their
+	// subscription index. Deployments sharing one Redis (and database
+	// number) must each have their own, or they read each other's cache
+	// and notify each other's sessions.
+	KeyPrefix string `yaml:"keyPrefix"`
 	// TimeoutMs bounds every Redis operation; a slower Redis counts as down
 	// and the call is served from the database (INV-MCP-XC-002).
 	TimeoutMs int64 `yaml:"timeoutMs"`
@@ -74,7 +80,7 @@ func defaultStore() Store {
 	return Store{ParticipantLimit: 10, MaxValueBytes: 1 << 20, PurgeIntervalMs: 60_000}
 }
 
-func defaultRedis() Redis { return Redis{TimeoutMs: 50, TtlMs: 5 * 60_000} }
+func defaultRedis() Redis { return Redis{KeyPrefix: "mcp-runtime:", TimeoutMs: 50, TtlMs: 5 * 60_000} }
 
 func defaultTraces() Traces {
 	return Traces{QueueSize: 10_000, BatchSize: 500, FlushIntervalMs: 200, RetentionDays: 7, PurgeIntervalMs: 3_600_000}
@@ -126,6 +132,9 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	intRange("store.participantLimit", int64(c.Store.ParticipantLimit), 1, 10_000, "1 to 10000")
 	intRange("store.maxValueBytes", int64(c.Store.MaxValueBytes), 1, 64<<20, "1 to 67108864 (64 MiB)")
 	intRange("store.purgeIntervalMs", c.Store.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	if !validKeyPrefix(c.Redis.KeyPrefix) {
+		bad("redis.keyPrefix", c.Redis.KeyPrefix, "1 to 64 printable ASCII characters without spaces, braces or '*'")
+	}
 	intRange("redis.timeoutMs", c.Redis.TimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
 	intRange("redis.ttlMs", c.Redis.TtlMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("traces.queueSize", int64(c.Traces.QueueSize), 1, 10_000_000, "1 to 10000000")
@@ -134,6 +143,21 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	intRange("traces.retentionDays", int64(c.Traces.RetentionDays), 1, 36_500, "1 to 36500 days")
 	intRange("traces.purgeIntervalMs", c.Traces.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	return errs
+}
+
+// validKeyPrefix keeps a prefix out of Redis's way: no braces (they
+// would change the cluster hash tag of the session keys), no glob
+// characters, nothing invisible.
+func validKeyPrefix(p string) bool {
+	if p == "" || len(p) > 64 {
+		return false
+	}
+	for _, r := range p {
+		if r <= ' ' || r > '~' || strings.ContainsRune("{}*?[]", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // validDSN accepts a URL with one of schemes, or (for PostgreSQL) a

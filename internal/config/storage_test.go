@@ -13,7 +13,7 @@ func TestLoadStorageSections(t *testing.T) {
 	path := writeConfig(t, `
 cache: {maxSizeBytes: 1048576, evictionPolicy: lfu, defaultTtlMs: 1000}
 store: {participantLimit: 3}
-redis: {timeoutMs: 20}
+redis: {timeoutMs: 20, keyPrefix: "team-a:"}
 traces: {retentionDays: 30, batchSize: 100}
 `)
 	env := map[string]string{
@@ -31,7 +31,7 @@ traces: {retentionDays: 30, batchSize: 100}
 	if cfg.Store.ParticipantLimit != 3 || cfg.Store.MaxValueBytes != 1<<20 {
 		t.Errorf("store = %+v", cfg.Store)
 	}
-	if cfg.Redis.Timeout() != 20*time.Millisecond || cfg.Redis.TTL() != 5*time.Minute {
+	if cfg.Redis.Timeout() != 20*time.Millisecond || cfg.Redis.TTL() != 5*time.Minute || cfg.Redis.KeyPrefix != "team-a:" {
 		t.Errorf("redis = %+v", cfg.Redis)
 	}
 	if cfg.Traces.Retention() != 30*24*time.Hour || cfg.Traces.BatchSize != 100 || cfg.Traces.QueueSize != 10_000 {
@@ -57,6 +57,10 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		{"purge", func(c *Config) { c.Store.PurgeIntervalMs = 10 }, "store.purgeIntervalMs"},
 		{"redis timeout", func(c *Config) { c.Redis.TimeoutMs = 0 }, "redis.timeoutMs"},
 		{"redis ttl", func(c *Config) { c.Redis.TtlMs = 1 }, "redis.ttlMs"},
+		{"redis prefix empty", func(c *Config) { c.Redis.KeyPrefix = "" }, "redis.keyPrefix"},
+		{"redis prefix with a brace", func(c *Config) { c.Redis.KeyPrefix = "team{a}:" }, "redis.keyPrefix"},
+		{"redis prefix with a space", func(c *Config) { c.Redis.KeyPrefix = "team a:" }, "redis.keyPrefix"},
+		{"redis prefix too long", func(c *Config) { c.Redis.KeyPrefix = strings.Repeat("p", 65) }, "redis.keyPrefix"},
 		{"trace queue", func(c *Config) { c.Traces.QueueSize = 0 }, "traces.queueSize"},
 		{"trace retention", func(c *Config) { c.Traces.RetentionDays = 0 }, "traces.retentionDays"},
 		{"database url", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "databaseURL"},
