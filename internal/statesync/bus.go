@@ -8,11 +8,12 @@ import (
 )
 
 // Bus carries resource updates (notifications/resources/updated) to the
-// client sessions subscribed to them. LocalBus is all one process needs;
-// with several replicas, Redis pub/sub goes behind the same interface, so
-// a subscriber whose GET stream another replica holds is reached too.
-// Publish never blocks on a slow subscriber: delivery appends to the
-// subscriber's stream log, which its connection drains.
+// client sessions subscribed to them. LocalBus is all a deployment needs,
+// with one replica or several: with shared client sessions the
+// transport's delivery, on the replica where the update happened, reaches
+// every subscriber's log in Redis, whichever replica holds its stream
+// (issue 7, point 2). Publish never blocks on a slow subscriber: delivery
+// appends to the subscriber's stream log, which its connection drains.
 type Bus interface {
 	Publish(ctx context.Context, tenant, uri string)
 }

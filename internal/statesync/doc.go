@@ -2,8 +2,12 @@
 // state-sync.md: RFC 7234-inspired cache signals that counter an LLM's
 // "Temporal Blindness" and "Causal State Drift".
 //
-// It is pure: no I/O, no transport, no package-level mutable state. The
-// server wires it in two places of the protocol pipeline:
+// The policy engine is pure: no I/O, no transport, no package-level
+// mutable state. Its Bus is in-process in every deployment: with several
+// replicas the transport itself writes an update into the Redis log of
+// every subscribed client session (issue 7, point 2), so no update needs
+// to cross to another replica here. The server wires the layer in two
+// places of the protocol pipeline:
 //
 //   - tools/list: Engine.DecorateDescription (or Engine.DecorateTools)
 //     appends " [Cache-Control: X]" to each tool's description ("Cache-Control

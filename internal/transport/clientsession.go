@@ -20,6 +20,9 @@ const (
 	maxInflight          = 256
 	maxRetainedStreams   = 32
 	standaloneStreamName = "g"
+	// supersededRetryMs is the retry hint on a GET stream closed because
+	// the session's stream was opened on another replica.
+	supersededRetryMs = 1000
 )
 
 var (
@@ -61,6 +64,27 @@ type ClientSession struct {
 	streams     map[string]*stream // POST streams kept for resumption
 	streamOrder []string
 	nextStream  int
+
+	// shared is the Redis store when client sessions are shared between
+	// replicas (issue 7, point 1); nil for the in-memory store. Changes
+	// the client makes (log level, subscriptions) are written through it.
+	shared *redisSessions
+	// home: this replica tells the session of the broadcasts every
+	// replica sees by itself (tools/list_changed), so that it is told
+	// once. Always true in memory; with Redis only on the session's home
+	// replica (see redissessions.go), which another replica replaces
+	// when it dies (redislog.go). Resource updates do not depend on
+	// it: their origin writes them to every subscriber's log (issue 7,
+	// point 2; redisfanout.go).
+	home bool
+	// homeID is the replica Redis names as home, as far as this copy
+	// knows ("" in memory): another replica takes over from it when it is
+	// dead (issue 7 point 2, redislog.go).
+	homeID string
+	// dirty: a write-through to Redis failed, so the shared state lags
+	// this copy; the store rewrites it when Redis answers again (issue 7,
+	// point 6: nothing acknowledged is lost).
+	dirty bool
 }
 
 // SessionInit is what initialize establishes for a new client session.
@@ -96,6 +120,7 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
+		home:       true,
 	}
 	s.touch(now)
 	return s
@@ -123,36 +148,138 @@ func (s *ClientSession) LogLevel() protocol.LoggingLevel {
 // SetLogLevel implements handlers.Session.
 func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.logLevel = l
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.writeThrough(s, sessionChange{Op: opLevel, Level: string(l)})
+	}
 }
 
 // Subscribe implements handlers.Session.
+//
+// A shared session's change is always written through, even when this
+// copy already has it: the copy may lag Redis (a change made on another
+// replica that the channel has not brought yet), and deciding on it
+// would lose the client's change (issue 7, point 1). HSET and SADD are
+// idempotent. Only the subscription limit is checked locally.
 func (s *ClientSession) Subscribe(uri string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.ended {
+		s.mu.Unlock()
 		return errSessionEnded
 	}
-	if _, ok := s.subs[uri]; ok {
-		return nil
+	if _, ok := s.subs[uri]; !ok {
+		if len(s.subs) >= maxSubscriptions {
+			s.mu.Unlock()
+			return fmt.Errorf("a client session may hold at most %d subscriptions", maxSubscriptions)
+		}
+		s.addSub(uri)
 	}
-	if len(s.subs) >= maxSubscriptions {
-		return fmt.Errorf("a client session may hold at most %d subscriptions", maxSubscriptions)
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.writeThrough(s, sessionChange{Op: opSub, URI: uri})
 	}
-	s.subs[uri] = struct{}{}
-	s.index.add(s.tenant, uri, s)
 	return nil
 }
 
-// Unsubscribe implements handlers.Session.
+// Unsubscribe implements handlers.Session. As Subscribe, a shared
+// session writes through whatever this copy holds: the subscription may
+// have been made on another replica a moment ago (HDEL and SREM are
+// idempotent).
 func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.removeSub(uri)
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.writeThrough(s, sessionChange{Op: opUnsub, URI: uri})
+	}
+}
+
+// addSub and removeSub change the subscription set; s.mu must be held.
+// Only an unshared session is in the transport's index: a shared one is
+// found through Redis's (redisfanout.go), which every replica sees.
+func (s *ClientSession) addSub(uri string) {
+	s.subs[uri] = struct{}{}
+	if s.shared == nil {
+		s.index.add(s.tenant, uri, s)
+	}
+}
+
+func (s *ClientSession) removeSub(uri string) {
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		s.index.remove(s.tenant, uri, s)
+		if s.shared == nil {
+			s.index.remove(s.tenant, uri, s)
+		}
 	}
+}
+
+// apply takes a change another replica (or this one) made to the shared
+// state, in the order Redis published it, without writing it back.
+func (s *ClientSession) apply(c sessionChange, self string) {
+	if c.Op == opHome && c.Home != self {
+		// Another replica claimed the session because it opened its GET
+		// stream there (or took over from a dead home): the client
+		// reconnected, and a message must not go out on two streams
+		// (basic/transports; issue 7 point 2). Close this replica's, as
+		// attach supersedes a connection in memory, with a retry hint in
+		// case it is in fact the client's live one.
+		defer s.standalone.closeConn(supersededRetryMs)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	switch c.Op {
+	case opLevel:
+		s.logLevel = protocol.LoggingLevel(c.Level)
+	case opSub:
+		if len(s.subs) < maxSubscriptions {
+			s.addSub(c.URI)
+		}
+	case opUnsub:
+		s.removeSub(c.URI)
+	case opHome:
+		s.home, s.homeID = c.Home == self, c.Home
+	}
+}
+
+// isHome reports whether this replica tells the session of the
+// broadcasts every replica sees (tools/list_changed).
+func (s *ClientSession) isHome() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.home
+}
+
+// broadcast logs on the GET stream an event every replica produces by
+// itself (tools/list_changed) and reports whether this replica believes
+// it tells the session. In memory it is an append. A shared session's
+// every copy queues it, and Redis keeps one (redislog.go): the home's,
+// or, when the home replica is dead, that of the first copy to take over
+// as home (issue 7 point 2).
+func (s *ClientSession) broadcast(data []byte) bool {
+	s.mu.Lock()
+	home, homeID := s.home, s.homeID
+	s.mu.Unlock()
+	if s.shared == nil {
+		s.standalone.append(data)
+		return true
+	}
+	s.standalone.remote.broadcast(s.standalone, data, homeID)
+	return home
+}
+
+// subscriptions returns the URIs the session is subscribed to.
+func (s *ClientSession) subscriptions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uris := make([]string, 0, len(s.subs))
+	for uri := range s.subs {
+		uris = append(uris, uri)
+	}
+	return uris
 }
 
 func (s *ClientSession) subscribed(uri string) bool {
@@ -268,14 +395,30 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 }
 
 // newPostStream creates the stream of a POST response and keeps it for
-// resumption. Past maxRetainedStreams the oldest finished, unattached
-// stream is dropped; a stream still in use never is (their number is
-// bounded by maxInflight).
+// resumption; a shared session's is mirrored into Redis, so any replica
+// resumes it (issue 7 point 3, redispostlog.go). Only a response that
+// streams gets here: one answered with JSON touches no Redis.
 func (s *ClientSession) newPostStream() *stream {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.mirror(s, st)
+	}
+	return s.retain(st)
+}
+
+// retain keeps st for resumption and returns it, or the stream of that
+// name the session holds already. Past maxRetainedStreams the oldest
+// finished, unattached stream is dropped; a stream still in use never is
+// (their number is bounded by maxInflight).
+func (s *ClientSession) retain(st *stream) *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if have := s.streams[st.id]; have != nil {
+		return have
+	}
 	if len(s.streamOrder) >= maxRetainedStreams {
 		for i, name := range s.streamOrder {
 			if old := s.streams[name]; old == nil || !old.live() {
@@ -334,15 +477,18 @@ func (s *ClientSession) terminate() {
 	clear(s.streams)
 	clear(s.pending)
 	for uri := range s.subs {
-		s.index.remove(s.tenant, uri, s)
+		s.removeSub(uri)
 	}
-	clear(s.subs)
 	s.streamOrder = nil
 	s.mu.Unlock()
-	s.cancel()
+	// Connections first, then the handlers' context: a handler that
+	// returns as soon as it is cancelled must not get its answer onto a
+	// stream that is still attached (a response for a request the ending
+	// session cancelled would reach the client after the end).
 	for _, st := range streams {
 		st.closeConn(0)
 	}
+	s.cancel()
 }
 
 // Ended reports whether the session has ended.

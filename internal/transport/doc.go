@@ -31,4 +31,8 @@
 // The state of a client session is owned by one type, ClientSession, and
 // sessions are found through the SessionStore interface so that a shared
 // (Redis-backed) store can replace the in-memory one (DESIGN.md, Scale-out).
+// A shared session's logs live in Redis too — the GET stream's
+// (redislog.go) and a mirror of each streamed POST response's
+// (redispostlog.go) — so a Last-Event-ID resumes on any replica (issue 7,
+// point 3).
 package transport

@@ -41,7 +41,21 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		name, seq, ok := parseEventID(last)
-		switch resumed := sess.stream(name); {
+		resumed := sess.stream(name)
+		if ok && sess.shared != nil && isPostStreamName(name) && (resumed == nil || resumed.post != nil && !resumed.post.origin) {
+			// Another replica's POST stream, or a delivered one of this
+			// replica's: its log is in Redis (issue 7 point 3).
+			var err error
+			if resumed, err = sess.shared.follow(r.Context(), sess, name, resumed); err != nil {
+				// Redis cannot say: never a 400 that would make the
+				// client give up a response that may be there (point 6).
+				rec.status = http.StatusServiceUnavailable
+				w.Header().Set("Retry-After", "1")
+				writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot resume %q now: %v", last, err))
+				return
+			}
+		}
+		switch {
 		case ok && resumed != nil:
 			st, resume, prime = resumed, int64(seq), false
 		case ok && isPostStreamName(name):
@@ -54,6 +68,23 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		default:
 			// Not an id this server issues: serve the standalone stream.
 			t.log.Info().Str("session", sess.id).Str("lastEventId", last).Msg("resume: unknown stream; opening the standalone stream")
+		}
+	}
+	if st.remote != nil {
+		// A shared session (issue 7): start where the last connection,
+		// on any replica, stopped, and make this replica the one that
+		// logs tools/list_changed for it, since it holds the stream.
+		if err := st.remote.sync(r.Context(), st); err != nil {
+			// Without the position the stream would start from this
+			// copy's, possibly far behind: the client would get again
+			// what it had (point 3). The session lives: retry (point 6).
+			rec.status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
+			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot open the stream now: %v", err))
+			return
+		}
+		if !sess.isHome() {
+			sess.shared.claimHome(sess)
 		}
 	}
 	rec.status, rec.streamed = http.StatusOK, true
@@ -77,7 +108,10 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.session = sess.id
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
+		// Redis could not end it (issue 7, point 6): the session lives on
+		// elsewhere, so the client must try again.
 		rec.status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "end client session: %v", err))
 		return
 	}

@@ -73,7 +73,17 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = http.StatusAccepted
 		w.WriteHeader(rec.status)
 	case protocol.KindResponse:
-		if !sess.deliver(msg) {
+		switch {
+		case sess.deliver(msg):
+		case sess.shared != nil:
+			// The request may wait on another replica (issue 7, point 4).
+			if err := sess.shared.forwardAnswer(r.Context(), sess, msg, body); err != nil {
+				rec.status = http.StatusServiceUnavailable
+				w.Header().Set("Retry-After", "1")
+				writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot route the response now: %v", err))
+				return
+			}
+		default:
 			t.log.Warn().Str("session", sess.id).Str("id", msg.ID.String()).Msg("response to no pending server-to-client request")
 		}
 		rec.status = http.StatusAccepted
@@ -235,10 +245,14 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 
 	run := func() {
 		out := t.dispatch(ctx, req, rec)
-		if sseOK && errors.Is(context.Cause(ctx), errCancelledByClient) {
+		if sseOK && (errors.Is(context.Cause(ctx), errCancelledByClient) || sess.Ended()) {
 			// "The receiver SHOULD NOT send a response for the cancelled
 			// request" (basic/utilities/cancellation): the stream ends
-			// without one. A JSON-only client still needs a body.
+			// without one. The same when the session ended under the
+			// handler (DELETE, idle timeout, shutdown): its streams are
+			// ending, and an answer the handler gave because it was
+			// cancelled ("context canceled") must not race onto one that
+			// is still attached. A JSON-only client still needs a body.
 			out = nil
 		}
 		// Release the id before the response can reach the client, so the
@@ -314,6 +328,7 @@ func (t *Transport) writeNow(w http.ResponseWriter, final []byte) {
 
 // streamResponse serves a POST response stream to its end.
 func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
+	st.post.open() // a shared session's: in Redis before the client learns its name
 	c, cursor := st.attach(0)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))

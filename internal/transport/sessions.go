@@ -68,6 +68,23 @@ func newSessionID() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
+// sessionIDLen is the length of the ids newSessionID makes.
+const sessionIDLen = 22
+
+// possibleSessionID reports whether id could have been made by
+// newSessionID: 16 bytes in unpadded base64url. Any other id names no
+// session of ours, in any store, so the shared store answers it 404
+// without a Redis lookup: a flood of made-up ids costs nothing and cannot
+// make Redis look unavailable to every client (issue 7, point 6).
+func possibleSessionID(id string) bool {
+	if len(id) != sessionIDLen {
+		return false
+	}
+	var b [16]byte
+	n, err := base64.RawURLEncoding.Strict().Decode(b[:], []byte(id))
+	return err == nil && n == len(b)
+}
+
 func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSession, error) {
 	id, err := newSessionID()
 	if err != nil {
@@ -111,13 +128,17 @@ func (m *memorySessions) Delete(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memorySessions) Each(fn func(*ClientSession) bool) {
-	m.mu.RLock()
-	all := make([]*ClientSession, 0, len(m.byID))
-	for _, s := range m.byID {
+func (m *memorySessions) Each(fn func(*ClientSession) bool) { eachSession(&m.mu, m.byID, fn) }
+
+// eachSession calls fn for a snapshot of byID, taken under mu and walked
+// without it, so fn may call back into the store.
+func eachSession(mu *sync.RWMutex, byID map[string]*ClientSession, fn func(*ClientSession) bool) {
+	mu.RLock()
+	all := make([]*ClientSession, 0, len(byID))
+	for _, s := range byID {
 		all = append(all, s)
 	}
-	m.mu.RUnlock()
+	mu.RUnlock()
 	for _, s := range all {
 		if !fn(s) {
 			return

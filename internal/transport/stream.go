@@ -33,6 +33,17 @@ type stream struct {
 	// after it starts, with this retry hint: a handler may ask to close
 	// its stream before the response has begun streaming (SEP-1699).
 	closeNext int
+
+	// remote, set before the stream is shared and never changed, keeps
+	// the log in Redis instead of ring (a shared client session's GET
+	// stream, issue 7 point 3); the connection is still local.
+	remote *redisLog
+	// post, set before the stream is shared and never changed, is the
+	// Redis side of a shared session's POST stream (issue 7 point 3,
+	// redispostlog.go): on the replica running the handler a mirror of
+	// ring, which the connection writes no further than confirmed;
+	// elsewhere the log itself, read in place of ring.
+	post *postLog
 }
 
 // initialRing is the ring's first size: most POST streams carry a handful
@@ -53,6 +64,10 @@ type streamConn struct {
 // append adds data to the log, dropping the oldest event when full, and
 // wakes the attached connection.
 func (s *stream) append(data []byte) {
+	if s.remote != nil {
+		s.remote.append(s, data)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.push(data)
@@ -67,6 +82,9 @@ func (s *stream) appendOpen(data []byte) bool {
 		return false
 	}
 	s.push(data)
+	if s.post != nil {
+		s.post.queue(s.nextSeq-1, data, false)
+	}
 	return true
 }
 
@@ -78,7 +96,13 @@ func (s *stream) appendFinal(data []byte) {
 	s.done = true
 	if data != nil {
 		s.push(data) // wakes the connection
+		if s.post != nil {
+			s.post.queue(s.nextSeq-1, data, true)
+		}
 		return
+	}
+	if s.post != nil {
+		s.post.queue(s.nextSeq, nil, true) // a marker, not an event
 	}
 	s.wake()
 }
@@ -106,6 +130,13 @@ func (s *stream) grow() {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
 	s.ring, s.head = ring, 0
+}
+
+// notify wakes the attached connection: the log grew elsewhere.
+func (s *stream) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wake()
 }
 
 func (s *stream) wake() {
@@ -184,8 +215,18 @@ func (s *stream) closeSoon(retryMs int) {
 // stream is finished once they are written, and whether events after the
 // cursor were already dropped from the log.
 func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool) {
+	if s.remote != nil {
+		evs, lost = s.remote.next(s, cursor, buf)
+		return evs, false, lost
+	}
+	if s.post != nil && !s.post.origin {
+		return s.post.read(s, cursor, buf)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A mirrored stream's connection writes only what Redis has (issue 7
+	// point 3): the ring may run ahead of limit.
+	limit, end := s.post.limit(s)
 	if s.n > 0 {
 		// The log holds consecutive seqs oldest..nextSeq-1, so the first
 		// event after cursor is found by arithmetic, not by a scan of the
@@ -198,24 +239,47 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 			skip = int(min(cursor-oldest+1, uint64(s.n)))
 		}
 		for i := skip; i < s.n; i++ {
-			buf = append(buf, s.ring[(s.head+i)%len(s.ring)])
+			ev := s.ring[(s.head+i)%len(s.ring)]
+			if ev.seq > limit {
+				break
+			}
+			buf = append(buf, ev)
 		}
 	}
-	return buf, s.done, lost
+	return buf, s.done && end, lost
+}
+
+// position returns the last seq given out and the last flushed.
+func (s *stream) position() (seq, flushed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextSeq - 1, s.flushed
 }
 
 // markFlushed records that a connection wrote and flushed through seq.
 func (s *stream) markFlushed(seq uint64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.flushed = max(s.flushed, seq)
+	s.mu.Unlock()
+	if s.remote != nil {
+		s.remote.markFlushed(seq)
+	}
 }
 
 // delivered reports whether a finished stream has flushed its last event.
 func (s *stream) delivered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.done && s.flushed == s.nextSeq-1
+	_, end := s.post.limit(s) // a mirrored stream's end is in Redis first
+	return s.done && end && s.flushed == s.nextSeq-1
+}
+
+// finished reports whether a POST stream's response (or its end without
+// one) is in the log.
+func (s *stream) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 // live reports whether the stream may still get events or has a reader:
@@ -223,6 +287,11 @@ func (s *stream) delivered() bool {
 func (s *stream) live() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.post != nil && !s.post.origin {
+		// A follower's log is in Redis: it may go as soon as no
+		// connection reads it, and be made again.
+		return s.conn != nil
+	}
 	return !s.done || s.conn != nil
 }
 

@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/cors"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -37,6 +40,19 @@ type Options struct {
 	Logger          zerolog.Logger
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
+	// Redis, when set (and Sessions is not), shares client sessions
+	// between replicas (issue 7): their state and their GET stream's
+	// event log live in Redis, so any replica serves any request. It must
+	// be created with ContextTimeoutEnabled: true, so RedisTimeout bounds
+	// each call; the transport does not close it.
+	Redis redis.UniversalClient
+	// RedisKeyPrefix starts every key and channel name (default
+	// "mcp-runtime:"); replicas serving the same clients share it.
+	RedisKeyPrefix string
+	// RedisTimeout bounds each Redis call (default 100ms).
+	RedisTimeout time.Duration
+	// redisTune: tests shorten the background timings.
+	redisTune redisTuning
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -47,9 +63,12 @@ type Transport struct {
 	srv      *handlers.Server
 	sessions SessionStore
 	subs     *subscriptions // resources/subscribe, by tenant and URI
-	origins  originPolicy
-	log      zerolog.Logger
-	now      func() time.Time
+	// shared is the Redis store when client sessions are shared (issue
+	// 7); nil otherwise.
+	shared  *redisSessions
+	origins originPolicy
+	log     zerolog.Logger
+	now     func() time.Time
 	// draining is set by CloseStreams: no new GET streams from then on.
 	draining atomic.Bool
 
@@ -74,6 +93,20 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
+		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
+	}
+	if opts.Redis != nil {
+		if !contextTimeouts(opts.Redis) {
+			return nil, errors.New("transport: the Redis client must be created with ContextTimeoutEnabled: true, or RedisTimeout cannot bound its calls")
+		}
+		opts.RedisKeyPrefix = cmp.Or(opts.RedisKeyPrefix, "mcp-runtime:")
+		opts.RedisTimeout = cmp.Or(opts.RedisTimeout, 100*time.Millisecond)
+		opts.redisTune.poll = cmp.Or(opts.redisTune.poll, time.Second)
+		opts.redisTune.minBackoff = cmp.Or(opts.redisTune.minBackoff, time.Second)
+		opts.redisTune.maxBackoff = cmp.Or(opts.redisTune.maxBackoff, 10*time.Second)
+		opts.redisTune.heartbeat = cmp.Or(opts.redisTune.heartbeat, time.Second)
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -81,7 +114,12 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions()}
 	t.sessions = opts.Sessions
-	if t.sessions == nil {
+	switch {
+	case t.sessions != nil:
+	case opts.Redis != nil:
+		t.shared = newRedisSessions(ctx, opts.Redis, opts, now, t.subs)
+		t.sessions = t.shared
+	default:
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, now)
 	}
 	return t, nil
@@ -125,11 +163,26 @@ func (t *Transport) Sessions() SessionStore { return t.sessions }
 // ResourceUpdated sends notifications/resources/updated for uri to every
 // client session of tenantID subscribed to exactly that URI, on the
 // session's GET stream; a session without a connected stream finds it in
-// the stream's log when it reconnects (Last-Event-ID). It reports how many
-// sessions it notified.
+// the stream's log when it reconnects (Last-Event-ID). With in-memory
+// sessions it reports how many sessions it notified.
+//
+// With shared client sessions it must be called on the replica where the
+// change happened, and only there: that replica writes the notification
+// into the log of every subscribed session in Redis, wherever its stream
+// is (issue 7, point 2; redisfanout.go). It queues the work and returns
+// at once, without a Redis round trip, so it cannot know the count and
+// always reports 0; RedisStats counts the outcome.
 func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
+	}
+	if t.shared != nil {
+		data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
+		if err != nil {
+			return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+		}
+		t.shared.resourceUpdated(tenantID, uri, data)
+		return 0, nil
 	}
 	var data []byte
 	var err error
@@ -158,11 +211,30 @@ func (t *Transport) ToolsListChanged() (int, error) {
 	}
 	n := 0
 	t.sessions.Each(func(s *ClientSession) bool {
-		s.standalone.append(data)
-		n++
+		// A shared session is told once however many replicas saw the
+		// change: by its home, or by one that takes over from a dead home
+		// (issue 7 point 2, ClientSession.broadcast).
+		if s.broadcast(data) {
+			n++
+		}
 		return true
 	})
 	return n, nil
+}
+
+// contextTimeouts reports whether the client lets a context deadline
+// bound its socket reads; clients it cannot inspect get the benefit of
+// the doubt.
+func contextTimeouts(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
 }
 
 // Close ends every client session, which cancels running handlers and

@@ -1,0 +1,257 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+)
+
+// quiet asserts that c carries no event (keep-alives aside) for d: a
+// duplicate would show up here.
+func quiet(t *testing.T, c *sseConn, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-c.frames:
+			if !ev.isComment() {
+				t.Fatalf("unexpected event %+v", ev)
+			}
+		case <-c.done:
+			return
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// wantUpdates reads the next events of c and checks their ids and URIs,
+// in order.
+func wantUpdates(t *testing.T, c *sseConn, firstSeq int, uris ...string) {
+	t.Helper()
+	for i, uri := range uris {
+		ev, m := c.nextMessage(t)
+		if want := fmt.Sprintf("g-%d", firstSeq+i); ev.ID != want || resourceUpdatedURI(t, m) != uri {
+			t.Fatalf("event %d: id %s uri %s, want %s %s", i, ev.ID, resourceUpdatedURI(t, m), want, uri)
+		}
+	}
+}
+
+// TestRedisFanout_HomeKilled is issue 7's end-to-end scenario in one
+// process: the session streams from replica A, A dies (no graceful
+// shutdown: its connections are cut and its Redis client closed, so it
+// can write nothing more), the mutations happen on B, and the client
+// resumes on C with Last-Event-ID: each update missed meanwhile arrives
+// exactly once, in order (points 2 and 3). The origin of an update logs
+// it; nothing depends on the replica that held the stream.
+func TestRedisFanout_HomeKilled(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	rdbA := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b, c := replica(t, rdbA, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
+
+	sid := a.initialize(t)
+	uris := []string{"test://1", "test://2", "test://3", "test://4", "test://5"}
+	a.subscribe(t, sid, uris...)
+	g := a.openGET(t, sid)
+	if ev := g.next(t); !ev.priming() {
+		t.Fatalf("first frame %+v, want the priming event", ev)
+	}
+	// Live, across replicas: mutation on B, stream on A.
+	publish(t, uris[0], b)
+	wantUpdates(t, g, 1, uris[0])
+
+	// A crashes.
+	a.ts.CloseClientConnections()
+	_ = rdbA.Close()
+	g.close()
+
+	publish(t, uris[1], b)
+	publish(t, uris[2], b) // one origin's updates are logged in order
+	logged(t, rdb, prefix, sid, 3)
+	publish(t, uris[3], c) // another origin, same log
+	logged(t, rdb, prefix, sid, 4)
+
+	r := c.openGET(t, sid, "Last-Event-ID", "g-1")
+	wantUpdates(t, r, 2, uris[1:4]...)
+	quiet(t, r, waitShort)
+	publish(t, uris[4], b) // live again, now to C
+	wantUpdates(t, r, 5, uris[4])
+	quiet(t, r, waitShort)
+	eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
+		st := b.tr.RedisStats()
+		return st.Updates == 4 && st.Notified == 4 && st.Dropped == 0
+	})
+}
+
+// TestRedisFanout_Subscribers: an update from any replica reaches every
+// subscribed session once — whose stream is on the origin, on another
+// live replica, or nowhere — and no session of another tenant or not
+// subscribed. The reverse index follows unsubscribe, DELETE and sessions
+// that vanished from Redis (point 2).
+func TestRedisFanout_Subscribers(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	reps := []*harness{replica(t, rdb, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)}
+	const uri = "test://y"
+	onA, onB := reps[0].initialize(t), reps[1].initialize(t)
+	offline, other := reps[2].initialize(t), reps[2].initialize(t)
+	for _, sid := range []string{onA, onB, offline} {
+		reps[2].subscribe(t, sid, uri) // subscribed through C, streamed elsewhere
+	}
+	reps[0].subscribe(t, other, "test://other")
+	streams := map[string]*sseConn{onA: reps[0].openGET(t, onA), onB: reps[1].openGET(t, onB), other: reps[2].openGET(t, other)}
+	for _, s := range streams {
+		if ev := s.next(t); !ev.priming() {
+			t.Fatalf("first frame %+v, want the priming event", ev)
+		}
+	}
+
+	for i, origin := range []string{"A", "B", "C"} {
+		t.Run("from "+origin, func(t *testing.T) {
+			publish(t, uri, reps[i])
+			if _, err := reps[i].tr.ResourceUpdated("another-tenant", uri); err != nil {
+				t.Fatal(err)
+			}
+			wantUpdates(t, streams[onA], i+1, uri)
+			wantUpdates(t, streams[onB], i+1, uri)
+			logged(t, rdb, prefix, offline, i+1)
+			quiet(t, streams[onA], waitShort)
+			quiet(t, streams[onB], waitShort)
+			quiet(t, streams[other], 0)
+		})
+	}
+	if n, _ := rdb.HGet(context.Background(), prefix+"cs:{"+offline+"}", "gseq").Int(); n != 3 {
+		t.Fatalf("offline session logged %d events after 3 updates", n)
+	}
+
+	set := reps[0].tr.shared.subsKey("default", uri)
+	members := func() []string { return rdb.SMembers(context.Background(), set).Val() }
+	if got := members(); len(got) != 3 {
+		t.Fatalf("reverse index %v, want the 3 subscribers", got)
+	}
+	if r := reps[0].post(t, onB, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+		t.Fatalf("unsubscribe: %s", r)
+	}
+	if res := reps[1].send(t, http.MethodDelete, offline, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", res)
+	}
+	if got := members(); len(got) != 1 || got[0] != onA {
+		t.Fatalf("reverse index %v after unsubscribe and DELETE, want [%s]", got, onA)
+	}
+	// A session Redis lost (expired, say) leaves a member behind, which the
+	// next update removes without logging anything for it.
+	rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk")
+	publish(t, uri, reps[1])
+	wantUpdates(t, streams[onA], 4, uri)
+	quiet(t, streams[onB], waitShort)
+	eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
+	if ttl := rdb.PTTL(context.Background(), set).Val(); ttl <= 0 {
+		t.Fatalf("reverse index set without a TTL (%v)", ttl)
+	}
+}
+
+// TestRedisFanout_ToolsListChanged: every replica sees an upstream change
+// by itself and calls ToolsListChanged; each session is told once, by its
+// home.
+func TestRedisFanout_ToolsListChanged(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // B has a copy too
+	g := b.openGET(t, sid)
+	g.next(t) // priming
+	eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
+	for _, h := range []*harness{a, b} {
+		if _, err := h.tr.ToolsListChanged(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ev, m := g.nextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v %+v, want tools/list_changed as g-1", ev, m)
+	}
+	quiet(t, g, waitShort)
+}
+
+// TestRedisFanout_ToolsListChangedHomeDead: the session's home replica
+// dies; the next tools/list_changed, which the surviving replicas B and C
+// both see, is logged once, by whichever takes over as home when it finds
+// the home's liveness key expired, and so is the one after (issue 7,
+// point 2).
+func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	rdbA := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b, c := replica(t, rdbA, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // B and C have copies, as replicas the client used
+	c.toolsListOK(t, sid)
+	hash := prefix + "cs:{" + sid + "}"
+	homeA := a.tr.shared.self
+	if home := rdb.HGet(context.Background(), hash, "home").Val(); home != homeA {
+		t.Fatalf("home %q, want A (%s)", home, homeA)
+	}
+
+	// A crashes: no goodbye, its liveness key runs out.
+	a.ts.CloseClientConnections()
+	_ = rdbA.Close()
+	eventually(t, waitLong, "A's liveness key to expire", func() bool {
+		return rdb.Exists(context.Background(), a.tr.shared.replicaKey(homeA)).Val() == 0
+	})
+	listChanged := func() {
+		t.Helper()
+		for _, h := range []*harness{b, c} {
+			if _, err := h.tr.ToolsListChanged(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	listChanged()
+	logged(t, rdb, prefix, sid, 1)
+	r := c.openGET(t, sid, "Last-Event-ID", "g-0")
+	if ev, m := r.nextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v %+v, want tools/list_changed as g-1", ev, m)
+	}
+	quiet(t, r, waitShort)
+	if home := rdb.HGet(context.Background(), hash, "home").Val(); home == homeA {
+		t.Fatal("the dead replica is still home")
+	}
+	listChanged() // once again, by the new home
+	if ev, m := r.nextMessage(t); ev.ID != "g-2" || m.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v %+v, want tools/list_changed as g-2", ev, m)
+	}
+	quiet(t, r, waitShort)
+	if n, _ := rdb.HGet(context.Background(), hash, "gseq").Int(); n != 2 {
+		t.Fatalf("%d events logged after two tools/list_changed", n)
+	}
+}
+
+// TestRedisFanout_QueueFull: with Redis unreachable the queue fills; a
+// full queue drops and counts, and never blocks the caller (a mutation's
+// path).
+func TestRedisFanout_QueueFull(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	h := replica(t, testRedis(t, proxy.Addr()), prefix)
+	proxy.Cut()
+	n := 2 * cap(h.tr.shared.logq)
+	start := time.Now()
+	for range n {
+		if _, err := h.tr.ResourceUpdated("", "test://flood"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("queuing %d updates took %v", n, d)
+	}
+	st := h.tr.RedisStats()
+	if st.Updates+st.Dropped != int64(n) || st.Dropped < int64(n/2-128) {
+		t.Fatalf("stats %+v after %d updates with redis down: want about half dropped, all counted", st, n)
+	}
+}

@@ -1,0 +1,444 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisLog is the GET stream's event log of a shared client session
+// (issue 7, point 3): a Redis Stream trimmed to about EventLogSize
+// entries (XADD MAXLEN ~), whose entry ids are 0-<seq>, so the SSE id
+// g-<seq> names the same event on every replica and a GET with
+// Last-Event-ID anywhere reads exactly the entries after it. The seq
+// comes from the session hash's gseq, assigned in the same script as the
+// XADD, so appends from several replicas are totally ordered.
+//
+// Appends never wait on Redis: they queue, in order, for the store's
+// appender goroutine, which writes them in pipelined batches and, while
+// Redis is down or briefly refuses writes (READONLY, LOADING...), keeps
+// them and retries the batch. A retried append is not logged twice: each
+// carries a token, increasing per replica, that the script records in
+// the hash (t:<replica>) and refuses at or below. What holds for point 6
+// is therefore: no event is logged twice, and none queued is lost while
+// the replica runs and the queue has room. Lost, and said so, are: what a
+// full queue (4096 operations, an outage long enough to fill it) drops
+// (RedisStats.Dropped, logged once per episode); what Redis has not
+// taken when Close's drain bound runs out (logged); and events trimmed
+// from a log longer than EventLogSize before a client read them (the
+// client is told, as in memory).
+//
+// Every append PUBLISHes an "ev" change, so the replica holding the GET
+// connection reads the log at once, wherever the event came from: this is
+// the seam of point 2 for server-to-client messages on the GET stream. A
+// held connection also rereads the log at every keep-alive, in case a
+// wake-up was lost with the pub/sub link.
+//
+// tools/list_changed, which every replica sees by itself, is queued by
+// every replica's copy of the session and logged once (issue 7, point
+// 2): the script keeps the home replica's. A copy that names another
+// home first reads that home's liveness key (<prefix>replica:<id>,
+// refreshed every heartbeat by the sweeper, expiring after three); if it
+// is alive the event is the home's to log and nothing is sent, and if it
+// expired the append also takes over as home, atomically and only while
+// Redis still names the dead one, so of the replicas that find it dead
+// exactly one logs the event, and the next ones are logged by the new
+// home. So a session whose home died is told at once, not when its GET
+// lands elsewhere.
+type redisLog struct {
+	m  *redisSessions
+	id string
+	// flushed is the highest seq recorded as flushed, so that a
+	// connection does not queue a write for every event it sends twice.
+	flushed atomic.Uint64
+}
+
+// logOp is one queued write: an event to append, or (data nil) the seq a
+// connection flushed through.
+type logOp struct {
+	log     *redisLog
+	st      *stream
+	data    []byte
+	flushed uint64
+	tok     uint64 // assigned by the appender, in the queue's order
+	// broadcast: an event every replica produces (tools/list_changed),
+	// logged only if this replica is the session's home in Redis, which
+	// so arbitrates a hand-over between replicas, or takes over from home,
+	// the replica this copy believes is home, found dead (issue 7 point
+	// 2).
+	broadcast bool
+	home      string
+	// uri (log nil): a resource update of tenant's uri, for every shared
+	// session subscribed to it (redisfanout.go).
+	tenant, uri string
+	// post (log nil): event seq of a streamed POST response, its last if
+	// final; data nil for the end without a response (redispostlog.go).
+	post  *postLog
+	seq   uint64
+	final bool
+}
+
+var (
+	// scriptAppend: KEYS hash, log; ARGV ttl, maxlen, data, channel,
+	// wake message, token field, token, home ('' for any), subscription
+	// field ('' for none), dead home ('' for none), home change message.
+	// The seq, -1 if the session is gone, -2 if this token was applied
+	// already, -3 if this replica is not the home a broadcast needs (nor
+	// takes over from the dead home still named), -4 if the session is
+	// not subscribed (any more) to the resource an update is about. A
+	// take-over makes ARGV[8] the home and publishes the change, in the
+	// same step as the append, so that of the replicas that find the home
+	// dead exactly one logs the event. A hash that names no home (Redis
+	// lost the session and a copy that was not home rewrote it) is taken
+	// over the same way, so that no session stays without one.
+	scriptAppend = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local takeover = false
+if ARGV[8] ~= '' then
+  local home = redis.call('HGET', KEYS[1], 'home')
+  if home ~= ARGV[8] then
+    if home and (ARGV[10] == '' or home ~= ARGV[10]) then return -3 end
+    takeover = true
+  end
+end
+if ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[9]) == 0 then return -4 end
+local last = tonumber(redis.call('HGET', KEYS[1], ARGV[6]) or '0')
+if tonumber(ARGV[7]) <= last then return -2 end
+redis.call('HSET', KEYS[1], ARGV[6], ARGV[7])
+if takeover then
+  redis.call('HSET', KEYS[1], 'home', ARGV[8])
+  redis.call('PUBLISH', ARGV[4], ARGV[11])
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'gseq', 1)
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return seq`)
+	// scriptFlushed: KEYS hash; ARGV seq. Raises gflushed, where a fresh
+	// GET on any replica starts.
+	scriptFlushed = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local f = tonumber(redis.call('HGET', KEYS[1], 'gflushed') or '0')
+if tonumber(ARGV[1]) > f then redis.call('HSET', KEYS[1], 'gflushed', ARGV[1]) end
+return 1`)
+)
+
+// append queues data for the log; a full queue (Redis down for long)
+// drops it, logged once per outage.
+func (l *redisLog) append(st *stream, data []byte) {
+	l.queue(logOp{log: l, st: st, data: data})
+}
+
+// broadcast queues data, an event every replica produces, to be logged
+// if this replica is the session's home, or home (the home as this copy
+// knows it) is dead and this replica is the first to take over.
+func (l *redisLog) broadcast(st *stream, data []byte, home string) {
+	l.queue(logOp{log: l, st: st, data: data, broadcast: true, home: home})
+}
+
+func (l *redisLog) queue(op logOp) {
+	select {
+	case l.m.logq <- op:
+	default:
+		l.m.dropped.Add(1)
+		if l.m.logDropped.Add(1) == 1 {
+			l.m.log.Error().Str("session", l.id).Msg("transport: shared-session log queue full; dropping events")
+		}
+	}
+}
+
+// markFlushed queues the record that a connection flushed through seq.
+func (l *redisLog) markFlushed(seq uint64) {
+	for {
+		old := l.flushed.Load()
+		if seq <= old {
+			return
+		}
+		if l.flushed.CompareAndSwap(old, seq) {
+			break
+		}
+	}
+	select {
+	case l.m.logq <- logOp{log: l, flushed: seq}:
+	default: // only the start of a fresh GET elsewhere is at stake
+	}
+}
+
+// sync sets st's position (the last seq and the last flushed) from Redis
+// before a connection attaches, so that a fresh GET starts where the last
+// connection, on whichever replica, stopped, and a Last-Event-ID from the
+// future is clamped as in memory. If Redis cannot say, it fails: this
+// copy's own position may be far behind (another replica held the
+// stream), and attaching with it would replay events the client already
+// has; the caller answers 503 with Retry-After instead, and the session
+// lives on (issue 7, points 3 and 6).
+func (l *redisLog) sync(ctx context.Context, st *stream) error {
+	if err := l.m.skipping(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.m.timeout)
+	defer cancel()
+	v, err := l.m.rdb.HMGet(ctx, l.m.hashKey(l.id), "gseq", "gflushed").Result()
+	if err != nil {
+		l.m.failed(err)
+		return fmt.Errorf("read GET-stream position of client session %s: %w", l.id, err)
+	}
+	l.m.ok()
+	seq, flushed := hashUint(v[0]), hashUint(v[1])
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.nextSeq = max(st.nextSeq, seq+1)
+	st.flushed = max(st.flushed, flushed)
+	return nil
+}
+
+func hashUint(v any) uint64 {
+	s, _ := v.(string)
+	n, _ := strconv.ParseUint(s, 10, 64)
+	return n
+}
+
+// next reads the events after cursor; see stream.next. A full page wakes
+// the connection again for the rest.
+func (l *redisLog) next(st *stream, cursor uint64, buf []event) ([]event, bool) {
+	if l.m.skipping() != nil {
+		return buf, false
+	}
+	ctx, cancel := context.WithTimeout(l.m.bg, l.m.timeout)
+	defer cancel()
+	page := int64(max(l.m.logSize, 16))
+	msgs, err := l.m.rdb.XRangeN(ctx, l.m.logKey(l.id), "0-"+strconv.FormatUint(cursor+1, 10), "+", page).Result()
+	if err != nil {
+		l.m.failed(err) // read again at the next wake-up or keep-alive
+		return buf, false
+	}
+	l.m.ok()
+	first := len(buf)
+	for _, x := range msgs {
+		seq, err := strconv.ParseUint(strings.TrimPrefix(x.ID, "0-"), 10, 64)
+		data, _ := x.Values["d"].(string)
+		if err != nil || seq <= cursor {
+			continue
+		}
+		buf = append(buf, event{seq: seq, data: []byte(data)})
+	}
+	lost := len(buf) > first && buf[first].seq > cursor+1
+	if len(buf) > first {
+		st.mu.Lock()
+		st.nextSeq = max(st.nextSeq, buf[len(buf)-1].seq+1)
+		st.mu.Unlock()
+	}
+	if int64(len(msgs)) == page {
+		st.notify()
+	}
+	return buf, lost
+}
+
+// appender writes the queued log operations in order, in batches; while
+// Redis is down it retries the batch, so later operations wait behind it.
+func (m *redisSessions) appender() {
+	defer m.wg.Done()
+	defer close(m.drained)
+	batch := make([]logOp, 0, 128)
+	backoff := m.tune.minBackoff
+	for {
+		select {
+		case op := <-m.logq:
+			batch = append(batch, op)
+		case <-m.stop:
+			m.flushOnStop(batch)
+			return
+		}
+	fill:
+		for len(batch) < cap(batch) {
+			select {
+			case op := <-m.logq:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		for i := range batch {
+			if batch[i].tok == 0 {
+				batch[i].tok = m.nextTok.Add(1)
+			}
+		}
+		for !m.writeLog(m.bg, batch) {
+			// Redis is down: the origins of the batch's POST streams
+			// deliver from memory meanwhile (redispostlog.go).
+			for _, op := range batch {
+				if op.post != nil {
+					op.post.st.notify()
+				}
+			}
+			if !m.sleep(backoff) {
+				m.flushOnStop(batch)
+				return
+			}
+			backoff = min(2*backoff, m.tune.maxBackoff)
+		}
+		backoff = m.tune.minBackoff
+		if m.logDropped.Swap(0) > 0 {
+			m.log.Info().Msg("transport: shared-session log queue drains again")
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// flushOnStop makes one last attempt at what is queued when the store
+// closes; what Redis does not take then is lost, and said so.
+func (m *redisSessions) flushOnStop(batch []logOp) {
+	for {
+		select {
+		case op := <-m.logq:
+			batch = append(batch, op)
+			continue
+		default:
+		}
+		break
+	}
+	if len(batch) == 0 {
+		return
+	}
+	for i := range batch {
+		if batch[i].tok == 0 {
+			batch[i].tok = m.nextTok.Add(1)
+		}
+	}
+	// Not skipped for a recent failure: this is the last chance, and
+	// writeBatch bounds it with the Redis timeout.
+	if !m.writeBatch(context.WithoutCancel(m.bg), batch) {
+		m.log.Warn().Int("operations", len(batch)).Msg("transport: GET-stream log writes lost at shutdown: redis unavailable")
+	}
+}
+
+// writeLog runs a batch in one pipeline, after one more that reads the
+// subscribers of the batch's resource updates and the liveness of the
+// homes its broadcasts name, if it has any; false if Redis failed (the
+// batch is then retried whole, which the tokens make safe).
+func (m *redisSessions) writeLog(ctx context.Context, batch []logOp) bool {
+	if m.skipping() != nil {
+		return false
+	}
+	return m.writeBatch(ctx, batch)
+}
+
+// writeBatch is writeLog without the skip window.
+func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
+	rctx, cancel := context.WithTimeout(ctx, m.timeout+time.Duration(len(batch))*time.Millisecond)
+	members, alive, err := m.lookups(rctx, batch)
+	cancel()
+	if err != nil {
+		m.failed(err)
+		return false
+	}
+	n := len(batch) // commands in the pipeline, which the deadline grows with
+	for _, op := range batch {
+		if op.uri != "" {
+			n += len(members[m.subsKey(op.tenant, op.uri)])
+		}
+	}
+	ctx, cancel = context.WithTimeout(ctx, m.timeout+time.Duration(n)*time.Millisecond)
+	defer cancel()
+	// Each command's op in batch, and the session it writes to.
+	type target struct {
+		op int
+		id string
+	}
+	cmds := make([]*redis.Cmd, 0, len(batch))
+	targets := make([]target, 0, len(batch))
+	add := func(c *redis.Cmd, op int, id string) {
+		cmds = append(cmds, c)
+		targets = append(targets, target{op, id})
+	}
+	all, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, op := range batch {
+			switch {
+			case op.post != nil:
+				add(m.evalPostAppend(ctx, p, op), i, op.post.sid)
+			case op.uri != "":
+				for _, id := range members[m.subsKey(op.tenant, op.uri)] {
+					add(m.evalAppend(ctx, p, id, op, "", ""), i, id)
+				}
+			case op.data == nil:
+				add(scriptFlushed.Eval(ctx, p, []string{m.hashKey(op.log.id)}, op.flushed), i, op.log.id)
+			case !op.broadcast:
+				add(m.evalAppend(ctx, p, op.log.id, op, "", ""), i, op.log.id)
+			case op.home == m.self:
+				add(m.evalAppend(ctx, p, op.log.id, op, m.self, ""), i, op.log.id)
+			case !alive[op.home]:
+				// The home this copy knows is dead (its liveness key
+				// expired): take over, unless another replica did
+				// first or the home moved meanwhile (issue 7 point 2).
+				add(m.evalAppend(ctx, p, op.log.id, op, m.self, op.home), i, op.log.id)
+			}
+			// A broadcast whose home is alive is that home's to log.
+		}
+		return nil
+	})
+	if err := outage(err, all); err != nil {
+		// Retried whole, the tokens (and the POST-stream script's seq
+		// check) make sure nothing is logged twice.
+		m.failed(err)
+		return false
+	}
+	m.ok()
+	var stale []staleMember
+	for j, c := range cmds {
+		op := batch[targets[j].op]
+		if op.post != nil {
+			res, err := c.Int64()
+			if err != nil {
+				m.log.Error().Err(err).Str("stream", op.post.key).Msg("transport: POST-stream log write refused by redis")
+			}
+			op.post.confirmed(op, res, err)
+			continue
+		}
+		if err := c.Err(); err != nil {
+			m.log.Error().Err(err).Str("session", targets[j].id).Msg("transport: GET-stream log write refused by redis")
+			continue
+		}
+		seq, _ := c.Int64()
+		if op.uri != "" {
+			switch {
+			case seq > 0:
+				m.notified.Add(1)
+			case seq == -1 || seq == -4:
+				stale = append(stale, staleMember{m.subsKey(op.tenant, op.uri), targets[j].id})
+			}
+		}
+		if st := op.st; st != nil {
+			st.mu.Lock()
+			st.nextSeq = max(st.nextSeq, uint64(max(seq, 0))+1) // the floor of a rewrite (redissync.go)
+			st.wake()
+			st.mu.Unlock()
+		}
+	}
+	if len(stale) > 0 {
+		m.dropStale(ctx, stale)
+	}
+	return true
+}
+
+// evalAppend queues the append of op's data to session id's log on p;
+// home, when set, must be the session's home, or become it in place of
+// deadHome.
+func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id string, op logOp, home, deadHome string) *redis.Cmd {
+	sub, change := "", ""
+	if op.uri != "" {
+		sub = "s:" + op.uri
+	}
+	// Ids and replica names are base64url and hex: no escaping needed.
+	wake := `{"o":"` + m.self + `","id":"` + id + `","op":"ev"}`
+	if deadHome != "" {
+		change = `{"o":"` + m.self + `","id":"` + id + `","op":"home","home":"` + m.self + `"}`
+	}
+	return scriptAppend.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id)},
+		m.ttlMs(), m.logSize, op.data, m.channel, wake, "t:"+m.self, op.tok, home, sub, deadHome, change)
+}

@@ -1,0 +1,186 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// postStreamOnA starts a streamed tools/call of tool ("block" or
+// "block_long", with a progress token) on a, reads its priming event and
+// first progress notification, and cuts the connection, as a client whose
+// network broke. It returns the stream's name.
+func postStreamOnA(t *testing.T, a *harness, sid, tool, key string) string {
+	t.Helper()
+	blk := a.fx.block(key)
+	ps := a.postSSE(t, sid, toolCall(31, tool, map[string]any{"key": key}, "pt"))
+	prime := ps.next(t)
+	if !prime.priming() {
+		t.Fatalf("first event %+v, want priming", prime)
+	}
+	name, _ := splitEventID(t, prime.ID)
+	if ev, m := ps.nextMessage(t); ev.ID != name+"-1" || progressOf(t, m).Message != "started" {
+		t.Fatalf("got %+v %+v, want the started progress as %s-1", ev, m, name)
+	}
+	blk.waitStarted(t)
+	st := a.session(t, sid).stream(name)
+	ps.close()
+	waitDetached(t, st)
+	return name
+}
+
+// wantRestOfBlock reads, from r, the events of a block tool's stream after
+// <name>-1 — the "released" progress and the result — once each, and the
+// end of the stream.
+func wantRestOfBlock(t *testing.T, r *sseConn, name, key string) {
+	t.Helper()
+	ev, m := r.nextMessage(t)
+	if ev.ID != name+"-2" || progressOf(t, m).Message != "released" {
+		t.Fatalf("got %+v %+v, want the released progress as %s-2", ev, m, name)
+	}
+	ev, _ = r.nextMessage(t)
+	if ev.ID != name+"-3" {
+		t.Fatalf("response event id %q, want %s-3", ev.ID, name)
+	}
+	if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "31")); text != "released "+key {
+		t.Fatalf("resumed response %q", text)
+	}
+	r.waitEnd(t)
+}
+
+// TestRedisPostStream_ResumeElsewhere is issue 7, point 3, for streamed
+// POST responses: a tools/call whose handler streams on A is cut
+// mid-stream, and the client resumes it with GET + Last-Event-ID on B —
+// after the handler finished, or while it still runs on A — and gets
+// every later event exactly once, the response included. A stream Redis
+// does not know is refused as on one replica.
+func TestRedisPostStream_ResumeElsewhere(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid)
+
+	for _, tool := range []string{"block", "block_long"} {
+		t.Run(tool+", handler finished", func(t *testing.T) {
+			key := "finished-" + tool
+			name := postStreamOnA(t, a, sid, tool, key)
+			blk := a.fx.block(key)
+			blk.Release()
+			waitChan(t, blk.finished, "the handler to finish")
+			r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
+			wantRestOfBlock(t, r, name, key)
+			// From the priming event: the whole stream, once.
+			r = b.openGET(t, sid, "Last-Event-ID", name+"-0")
+			if ev, m := r.nextMessage(t); ev.ID != name+"-1" || progressOf(t, m).Message != "started" {
+				t.Fatalf("got %+v %+v, want the started progress as %s-1", ev, m, name)
+			}
+			wantRestOfBlock(t, r, name, key)
+		})
+		t.Run(tool+", handler still running", func(t *testing.T) {
+			key := "running-" + tool
+			name := postStreamOnA(t, a, sid, tool, key)
+			r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
+			quiet(t, r, waitShort) // nothing after -1 yet
+			a.fx.block(key).Release()
+			wantRestOfBlock(t, r, name, key) // live, from A through Redis
+		})
+	}
+
+	r := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p99-1")
+	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
+	b.toolsListOK(t, sid)
+}
+
+// TestRedisPostStream_JSONTouchesNoRedis: a tools/call answered with plain
+// application/json writes nothing to Redis, whatever the client accepts;
+// only a response that streams gets a log there.
+func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a := replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	ctx := context.Background()
+	keys := func() []string {
+		k := rdb.Keys(ctx, prefix+"*").Val()
+		slices.Sort(k)
+		return k
+	}
+	hash := prefix + "cs:{" + sid + "}"
+	beforeKeys, beforeHash := keys(), rdb.HGetAll(ctx, hash).Val()
+
+	for i, accept := range []string{acceptBoth, "application/json"} {
+		for _, call := range [][]byte{
+			toolCall(fmt.Sprintf("%d-e", i), "echo", map[string]any{"text": "hi"}, nil),
+			toolCall(fmt.Sprintf("%d-p", i), "progress", map[string]any{"n": 3}, nil), // no token: no message
+		} {
+			r := a.post(t, sid, call, "Accept", accept)
+			if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("tools/call: %s, want 200 application/json", r)
+			}
+		}
+	}
+	if got := keys(); !slices.Equal(got, beforeKeys) {
+		t.Fatalf("redis keys %q after JSON tools/calls, want %q", got, beforeKeys)
+	}
+	if got := rdb.HGetAll(ctx, hash).Val(); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
+		t.Fatalf("session hash %v after JSON tools/calls, want %v", got, beforeHash)
+	}
+	if n := len(a.tr.shared.logq); n != 0 {
+		t.Fatalf("%d log writes queued after JSON tools/calls", n)
+	}
+
+	// Control: a response that streams gets its log, with its TTL, and
+	// the response is in it by the time the client has it (write-ahead).
+	ps := a.postSSE(t, sid, toolCall("s", "progress", map[string]any{"n": 2}, "pt"))
+	var last string
+	for _, ev := range ps.rest(t) {
+		if ev.HasID {
+			last = ev.ID
+		}
+	}
+	name, seq := splitEventID(t, last)
+	if seq != 3 {
+		t.Fatalf("last event %q, want two progress notifications and the response", last)
+	}
+	streams := rdb.Keys(ctx, hash+":p*").Val()
+	if len(streams) != 1 || streams[0] != hash+":"+name {
+		t.Fatalf("POST-stream logs %q after one streamed call %s, want its alone", streams, name)
+	}
+	if ttl := rdb.PTTL(ctx, streams[0]).Val(); ttl <= 0 {
+		t.Fatalf("POST-stream log without a TTL (%v)", ttl)
+	}
+	tail := rdb.XRevRangeN(ctx, streams[0], "+", "-", 1).Val()
+	if len(tail) != 1 || tail[0].ID != "1-3" || tail[0].Values["f"] != "1" {
+		t.Fatalf("redis log ends with %+v when the client has the response, want it as 1-3 with f", tail)
+	}
+}
+
+// TestRedisPostStream_RedisDown is point 6 for streamed responses: with
+// Redis unreachable, a session the replica knows still gets its streamed
+// response in full, from memory.
+func TestRedisPostStream_RedisDown(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	sid := a.initialize(t)
+	proxy.Cut()
+	for _, tool := range []string{"progress", "progress_long"} {
+		ps := a.postSSE(t, sid, toolCall(tool, tool, map[string]any{"n": 2}, "pt"))
+		var got []string
+		for _, ev := range ps.rest(t) {
+			if ev.Data != "" {
+				got = append(got, ev.ID)
+			}
+		}
+		if len(got) != 3 {
+			t.Fatalf("%s with redis down: events %q, want two progress notifications and the response", tool, got)
+		}
+	}
+}

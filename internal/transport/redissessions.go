@@ -1,0 +1,692 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// redisSessions shares client sessions between replicas (issue 7, points
+// 1, 3, 5 and 6). Redis holds each session's durable state in a hash,
+//
+//	<prefix>cs:{<id>}        v, client, caps, tenant, level, home, s:<uri>…,
+//	                         gseq, gflushed, t:<replica>  (TTL = idle timeout)
+//	<prefix>cs:{<id>}:g      the GET stream's event log, a Redis Stream
+//	<prefix>cs:{<id>}:p<n>   a streamed POST response's event log, a Redis
+//	                         Stream (TTL = idle timeout; redispostlog.go)
+//	<prefix>cs:{<id>}:end    tombstone of a DELETE (TTL = idle timeout)
+//	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
+//	                         that another takes over as home of the
+//	                         sessions of a dead one (redislog.go)
+//
+// (the braces keep a session's keys in one Cluster slot, for the
+// scripts), and every replica keeps a local ClientSession, built from the
+// hash the first time a request names the id (materialised), so a request
+// for a session this replica knows costs no Redis round trip. Changes —
+// log level, subscriptions, home, end — are written through a script that
+// also PUBLISHes them on <prefix>sessions; every replica, the writer
+// included, applies them in the channel's order, so concurrent writers
+// converge on Redis's last write.
+//
+// Connections, in-flight requests and server-to-client requests stay
+// local: they belong to the replica holding the connection. Messages reach
+// them through Redis: the GET stream's log (redislog.go), which the origin
+// of a resource update writes for every subscriber (redisfanout.go, point
+// 2), and client responses forwarded to the replica whose handler waits
+// (redisanswer.go, point 4). The log of a streamed POST response is
+// mirrored into Redis by the replica running its handler, so that any
+// replica resumes it (redispostlog.go, point 3).
+type redisSessions struct {
+	parent  context.Context
+	rdb     redis.UniversalClient
+	prefix  string
+	channel string
+	idle    time.Duration
+	limit   int
+	logSize int
+	timeout time.Duration
+	now     func() time.Time
+	log     zerolog.Logger
+	tune    redisTuning
+	// self names this replica in the home field and on the channel.
+	self string
+	// index is the transport's subscription index, which copies built
+	// here register in like those initialize creates.
+	index *subscriptions
+
+	mu      sync.RWMutex
+	byID    map[string]*ClientSession
+	loading map[string]*loadCall
+	closed  bool
+	// loads bounds the materialisations in progress (a slot each): past
+	// it, a request for a session this replica does not know gets 503
+	// with Retry-After rather than one more Redis round trip queued
+	// behind the others (issue 7, point 6).
+	loads chan struct{}
+
+	// After a failure Redis is skipped until skipUntil (unix
+	// nanoseconds), so an unreachable Redis costs a request nothing
+	// rather than a timeout each; down makes the outage log once.
+	skipUntil atomic.Int64
+	down      atomic.Bool
+
+	kick       chan struct{} // capacity 1: run a sweep now
+	logq       chan logOp    // GET-stream log writes, in order (redislog.go)
+	nextTok    atomic.Uint64
+	logDropped atomic.Int64 // events dropped on a full queue this episode
+	// Counters of RedisStats (redisfanout.go).
+	updates, notified, dropped atomic.Int64
+
+	bg     context.Context // background work's; cancelled by Close
+	cancel context.CancelFunc
+	stop   chan struct{}
+	// drained is closed when the appender has returned, having written
+	// what was queued (or given up on it); Close waits for it, within a
+	// bound, before it cancels bg.
+	drained chan struct{}
+	wg      sync.WaitGroup
+	psMu    sync.Mutex
+	ps      *redis.PubSub
+}
+
+// redisTuning holds the timings tests shorten.
+type redisTuning struct {
+	poll                   time.Duration // one wait for a pub/sub message
+	minBackoff, maxBackoff time.Duration // between attempts while Redis is down
+	// heartbeat: how often the replica's liveness key is refreshed; it
+	// expires after livenessBeats of them without one.
+	heartbeat time.Duration
+}
+
+// livenessBeats heartbeats missed make a replica dead to the others.
+const livenessBeats = 3
+
+// loadCall is a materialisation in progress. Changes published meanwhile
+// are kept and applied, in order, on top of what HGETALL returned: every
+// change is an assignment, so replaying ones the read already saw is
+// harmless, and none published after the read is missed.
+type loadCall struct {
+	done    chan struct{}
+	changes []sessionChange
+	sess    *ClientSession
+	err     error
+}
+
+// Operations on the channel.
+const (
+	opEnd   = "end"
+	opLevel = "level"
+	opSub   = "sub"
+	opUnsub = "unsub"
+	opHome  = "home"
+	opSync  = "sync" // re-read the session: it was rewritten after an outage
+	opEvent = "ev"   // the log of the GET stream, or of POST stream Stream, grew
+)
+
+// sessionChange is a message on the channel.
+type sessionChange struct {
+	Origin string `json:"o"`
+	ID     string `json:"id"`
+	Op     string `json:"op"`
+	Level  string `json:"level,omitempty"`
+	URI    string `json:"uri,omitempty"`
+	Home   string `json:"home,omitempty"`
+	// Stream names the POST stream whose log grew (opEvent); empty for
+	// the GET stream's.
+	Stream string `json:"s,omitempty"`
+	// Msg is a client's response to route (opAnswer, redisanswer.go).
+	Msg json.RawMessage `json:"m,omitempty"`
+}
+
+var (
+	errRedisSkipped = errors.New("redis unavailable: skipped for a moment after a failure")
+	errTooManyLoads = errors.New("too many client sessions being loaded from redis at once")
+)
+
+// maxConcurrentLoads bounds the client sessions one replica reads from
+// Redis at once (redisSessions.loads).
+const maxConcurrentLoads = 64
+
+func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Options, now func() time.Time, index *subscriptions) *redisSessions {
+	var id [12]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	m := &redisSessions{
+		parent: parent, rdb: rdb, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
+		idle: o.SessionIdleTimeout, limit: o.MaxSessions, logSize: o.EventLogSize, timeout: o.RedisTimeout,
+		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
+		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
+		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
+	}
+	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
+	m.heartbeat(true) // alive before it is anyone's home
+	m.wg.Add(3)
+	go m.subscribe()
+	go m.sweep(min(max(m.idle/4, 10*time.Millisecond), time.Minute))
+	go m.appender()
+	return m
+}
+
+func (m *redisSessions) hashKey(id string) string { return m.prefix + "cs:{" + id + "}" }
+func (m *redisSessions) logKey(id string) string  { return m.hashKey(id) + ":g" }
+func (m *redisSessions) endKey(id string) string  { return m.hashKey(id) + ":end" }
+func (m *redisSessions) ttlMs() int64             { return max(m.idle.Milliseconds(), 1) }
+
+// replicaKey is replica's liveness key, which it refreshes every
+// heartbeat while it runs: a replica whose key expired is dead, and
+// another takes over as home of its sessions (issue 7 point 2,
+// redislog.go).
+func (m *redisSessions) replicaKey(replica string) string { return m.prefix + "replica:" + replica }
+
+// heartbeat refreshes this replica's liveness key (or, stopping, removes
+// it, so that others take over at once).
+func (m *redisSessions) heartbeat(alive bool) {
+	if m.skipping() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.bg), m.timeout)
+	defer cancel()
+	var err error
+	if alive {
+		err = m.rdb.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat).Err()
+	} else {
+		err = m.rdb.Del(ctx, m.replicaKey(m.self)).Err()
+	}
+	if err != nil {
+		if alive {
+			m.failed(fmt.Errorf("refresh replica liveness: %w", err))
+		}
+		return
+	}
+	m.ok()
+}
+
+// share turns a fresh local session into this store's copy of a shared
+// one. Ids the session hands out (POST streams, server-to-client
+// requests) start at a random base, so those of two replicas never
+// collide: a Last-Event-ID or a response meant for another replica's
+// stream or request is then unknown here, never misdelivered.
+func (m *redisSessions) share(s *ClientSession, home bool) {
+	s.shared = m
+	s.home = home
+	if home {
+		s.homeID = m.self
+	}
+	s.nextOutID = mrand.Int64N(1<<40) << 16
+	s.nextStream = int(mrand.Int64N(1<<40) << 16)
+	s.standalone.remote = &redisLog{m: m, id: s.id}
+}
+
+func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
+	if err := m.skipping(); err != nil {
+		return nil, err
+	}
+	id, err := newSessionID()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	full, closed := len(m.byID) >= m.limit, m.closed
+	m.mu.RUnlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case full:
+		return nil, ErrTooManySessions
+	}
+	s := newClientSession(m.parent, id, in, m.now())
+	m.share(s, true)
+	fields, err := sessionFields(s)
+	if err != nil {
+		s.terminate()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	_, err = m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, m.hashKey(id), fields...)
+		p.PExpire(ctx, m.hashKey(id), m.idle)
+		return nil
+	})
+	if err != nil {
+		s.terminate()
+		m.failed(err)
+		return nil, fmt.Errorf("store client session in redis: %w", err)
+	}
+	m.ok()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		s.terminate()
+		return nil, ErrClosed
+	}
+	m.byID[id] = s
+	return s, nil
+}
+
+// sessionFields encodes what initialize established and what the client
+// changed since, as HSET arguments, with home when this copy is the
+// session's home: a rewrite after Redis lost the session must put it
+// back, or no copy's tools/list_changed would be logged for it (issue 7
+// point 2), and a claim made while Redis was skipped is written this way.
+// The rewrite script sets home only where Redis names none, so a home
+// another replica claimed meanwhile stands.
+func sessionFields(s *ClientSession) ([]any, error) {
+	client, err := json.Marshal(s.client)
+	if err != nil {
+		return nil, fmt.Errorf("encode client info: %w", err)
+	}
+	caps, err := json.Marshal(s.caps)
+	if err != nil {
+		return nil, fmt.Errorf("encode client capabilities: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "level", string(s.logLevel)}
+	if s.home && s.homeID != "" {
+		f = append(f, "home", s.homeID)
+	}
+	for uri := range s.subs {
+		f = append(f, "s:"+uri, "1")
+	}
+	return f, nil
+}
+
+// Get returns this replica's copy, materialising it from Redis on first
+// sight. An error other than ErrSessionNotFound means Redis could not
+// say: the transport answers 503 with Retry-After, never a 404 that
+// would make the client drop a live session (issue 7, point 6).
+//
+// The copy returned is touched under the store's lock, which evict takes
+// to re-check idleness: the sweeper cannot let go of a copy a request
+// has just been given, which would then answer 404 (errSessionEnded) for
+// a session alive in Redis (issue 7, points 1 and 5).
+func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, error) {
+	if !possibleSessionID(id) {
+		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
+	}
+	m.mu.RLock()
+	s := m.byID[id]
+	if s != nil {
+		s.touch(m.now())
+	}
+	m.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	m.mu.Lock()
+	if s := m.byID[id]; s != nil {
+		s.touch(m.now())
+		m.mu.Unlock()
+		return s, nil
+	}
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if c := m.loading[id]; c != nil {
+		m.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.sess, c.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for client session %s: %w", id, ctx.Err())
+		}
+	}
+	select {
+	case m.loads <- struct{}{}:
+	default:
+		m.mu.Unlock()
+		return nil, errTooManyLoads
+	}
+	defer func() { <-m.loads }()
+	c := &loadCall{done: make(chan struct{})}
+	m.loading[id] = c
+	m.mu.Unlock()
+
+	// Other requests for the id wait on this load: it must not end when
+	// this request's client hangs up (load bounds it with the Redis
+	// timeout).
+	c.sess, c.err = m.materialise(context.WithoutCancel(ctx), id, c)
+	close(c.done)
+	return c.sess, c.err
+}
+
+func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall) (*ClientSession, error) {
+	s, err := m.load(ctx, id)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.loading, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case m.closed:
+		s.terminate()
+		return nil, ErrClosed
+	case len(m.byID) >= m.limit:
+		s.terminate()
+		return nil, ErrTooManySessions
+	}
+	for _, ch := range c.changes {
+		if ch.Op == opEnd {
+			s.terminate()
+			return nil, ErrSessionNotFound
+		}
+		s.apply(ch, m.self)
+	}
+	m.byID[id] = s
+	return s, nil
+}
+
+// load reads a session's hash and builds a local copy of it.
+func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, error) {
+	if err := m.skipping(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	h, err := m.rdb.HGetAll(ctx, m.hashKey(id)).Result()
+	if err != nil {
+		m.failed(err)
+		return nil, fmt.Errorf("load client session from redis: %w", err)
+	}
+	m.ok()
+	if h["v"] == "" {
+		return nil, ErrSessionNotFound
+	}
+	in := SessionInit{Version: h["v"], Tenant: h["tenant"], EventLogSize: m.logSize, index: m.index}
+	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
+		return nil, fmt.Errorf("decode client session %s: client info: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(h["caps"]), &in.Capabilities); err != nil {
+		return nil, fmt.Errorf("decode client session %s: capabilities: %w", id, err)
+	}
+	s := newClientSession(m.parent, id, in, m.now())
+	m.share(s, h["home"] == m.self)
+	s.reset(h, m.self)
+	return s, nil
+}
+
+// reset replaces the client-changed state with the hash's; used when the
+// copy is built and after this replica may have missed changes.
+func (s *ClientSession) reset(h map[string]string, self string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := h["level"]; l != "" {
+		s.logLevel = protocol.LoggingLevel(l)
+	}
+	s.home, s.homeID = h["home"] == self, h["home"]
+	for uri := range s.subs {
+		if h["s:"+uri] == "" {
+			s.removeSub(uri)
+		}
+	}
+	for f := range h {
+		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
+			s.addSub(uri)
+		}
+	}
+}
+
+// Delete ends the session everywhere (issue 7, point 5): the keys go, a
+// tombstone stops a replica that was cut off from resurrecting it, and
+// the end is published so every replica drops its copy.
+func (m *redisSessions) Delete(ctx context.Context, id string) error {
+	if err := m.skipping(); err != nil {
+		return err
+	}
+	msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: id, Op: opEnd}) // strings always encode
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	var cmd *redis.Cmd
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = scriptDelete.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id), m.endKey(id)}, m.ttlMs(), m.channel, msg)
+		// The local copy, if any, knows the subscriptions; members it
+		// misses are removed when an update finds the session gone.
+		m.mu.RLock()
+		s := m.byID[id]
+		m.mu.RUnlock()
+		if s != nil {
+			m.indexSubs(ctx, p, id, s.tenant, s.subscriptions(), false)
+		}
+		return nil
+	})
+	var n int
+	if err == nil {
+		n, err = cmd.Int()
+	}
+	if err != nil {
+		m.failed(err)
+		return fmt.Errorf("end client session in redis: %w", err)
+	}
+	m.ok()
+	local := m.drop(id)
+	if n == 0 && !local {
+		return ErrSessionNotFound
+	}
+	return nil
+}
+
+// drop ends this replica's copy, if any, without touching Redis.
+func (m *redisSessions) drop(id string) bool {
+	m.mu.Lock()
+	s := m.byID[id]
+	delete(m.byID, id)
+	m.mu.Unlock()
+	if s != nil {
+		s.terminate()
+	}
+	return s != nil
+}
+
+// evict lets go of this replica's copy s (the session lives on in Redis)
+// if it is still the copy and still idle since cutoff, checked under the
+// lock Get touches under, so that a copy a request was just given stays.
+func (m *redisSessions) evict(s *ClientSession, cutoff time.Time) {
+	m.mu.Lock()
+	if m.byID[s.id] != s || !s.idleSince(cutoff) {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.byID, s.id)
+	m.mu.Unlock()
+	s.terminate()
+}
+
+// Each and Len see this replica's copies only.
+func (m *redisSessions) Each(fn func(*ClientSession) bool) { eachSession(&m.mu, m.byID, fn) }
+
+func (m *redisSessions) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.byID)
+}
+
+// Close stops the background work and ends this replica's copies; the
+// sessions themselves live on in Redis for the other replicas.
+func (m *redisSessions) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.psMu.Lock()
+	if m.ps != nil {
+		_ = m.ps.Close() // unblocks a Receive in progress
+	}
+	m.psMu.Unlock()
+	// The appender first: cancelling bg under a pipeline in flight would
+	// lose the batch and everything still queued, on every graceful
+	// shutdown (issue 7 point 6). It finishes its batch and flushes the
+	// queue; a Redis that does not answer is cut off after a bound.
+	drain := time.NewTimer(m.drainBound())
+	select {
+	case <-m.drained:
+	case <-drain.C:
+		m.log.Warn().Msg("transport: GET-stream log writes still pending at shutdown; abandoning them")
+	}
+	drain.Stop()
+	m.cancel()
+	m.wg.Wait()
+	m.heartbeat(false) // after the last refresh: others take over at once
+	m.mu.Lock()
+	all := m.byID
+	m.byID = map[string]*ClientSession{}
+	m.mu.Unlock()
+	for _, s := range all {
+		s.terminate()
+	}
+}
+
+// drainBound is how long Close waits for the appender: the batch in
+// flight and the final flush, each given the Redis timeout plus the
+// per-command allowance writeLog grants a full queue.
+func (m *redisSessions) drainBound() time.Duration {
+	return 2 * (m.timeout + time.Duration(cap(m.logq))*time.Millisecond)
+}
+
+// writeThrough stores a change the client made on this replica and
+// publishes it. The change already holds here; if Redis fails, the
+// session is marked dirty and rewritten when Redis answers (point 6).
+func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
+	c.Origin, c.ID = m.self, s.id
+	if m.skipping() != nil {
+		s.markDirty()
+		return
+	}
+	msg, _ := json.Marshal(c) // strings always encode
+	kind, field, value := "hset", "", ""
+	switch c.Op {
+	case opLevel:
+		field, value = "level", c.Level
+	case opSub:
+		field, value = "s:"+c.URI, "1"
+	case opUnsub:
+		kind, field = "hdel", "s:"+c.URI
+	case opHome:
+		field, value = "home", c.Home
+	}
+	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
+	defer cancel()
+	keys, args := []string{m.hashKey(s.id), m.logKey(s.id)}, []any{m.ttlMs(), m.channel, msg, kind, field, value}
+	var n int
+	var err error
+	if c.Op == opSub || c.Op == opUnsub {
+		// The reverse index changes in the same round trip (issue 7,
+		// point 2; redisfanout.go). Not in the script: its key is in
+		// another Cluster slot.
+		var cmd *redis.Cmd
+		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = scriptUpdate.Eval(ctx, p, keys, args...)
+			m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
+			return nil
+		})
+		if err == nil {
+			n, err = cmd.Int()
+		}
+	} else {
+		n, err = scriptUpdate.Run(ctx, m.rdb, keys, args...).Int()
+	}
+	if err != nil {
+		m.failed(err)
+		s.markDirty()
+		return
+	}
+	m.ok()
+	if n == 0 {
+		m.missing(s)
+	}
+}
+
+// missing handles a local copy whose hash is gone. A DELETE leaves a
+// tombstone, and a session no replica used for the idle timeout is not
+// active here; anything else means Redis lost it (a restart without
+// persistence), and the copy is written back rather than ended, since a
+// client still uses it (issue 7, point 6). The sweeper's rewrite checks
+// the tombstone and drops the copy if there is one (point 5).
+func (m *redisSessions) missing(s *ClientSession) {
+	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) {
+		m.evict(s, cutoff)
+		return
+	}
+	s.markDirty()
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// claimHome makes this replica the session's home: the one that logs
+// tools/list_changed, which every replica sees by itself, so that it is
+// logged exactly once. The replica holding the GET stream claims it,
+// since it is the one sure to be alive. (Resource updates no longer
+// depend on the home: their origin logs them; redisfanout.go.)
+func (m *redisSessions) claimHome(s *ClientSession) {
+	s.mu.Lock()
+	s.home, s.homeID = true, m.self
+	s.mu.Unlock()
+	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
+}
+
+func (s *ClientSession) markDirty() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dirty = true
+}
+
+// skipping returns errRedisSkipped while Redis is skipped after a
+// failure; one caller at a time tries again once minBackoff has passed.
+func (m *redisSessions) skipping() error {
+	skip := m.skipUntil.Load()
+	if skip == 0 {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	if now < skip || !m.skipUntil.CompareAndSwap(skip, now+m.tune.minBackoff.Nanoseconds()) {
+		return errRedisSkipped
+	}
+	return nil
+}
+
+// failed records a Redis failure: Redis is skipped for minBackoff, and
+// the first failure of an outage is logged.
+func (m *redisSessions) failed(err error) {
+	if errors.Is(err, context.Canceled) {
+		// The caller hung up, or Close cancelled the store's own work:
+		// neither says anything about Redis.
+		return
+	}
+	m.skipUntil.Store(time.Now().Add(m.tune.minBackoff).UnixNano())
+	if m.down.CompareAndSwap(false, true) {
+		m.log.Warn().Err(err).Str("channel", m.channel).
+			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
+	}
+}
+
+func (m *redisSessions) ok() {
+	if m.skipUntil.Load() != 0 {
+		m.skipUntil.Store(0)
+	}
+	if m.down.CompareAndSwap(true, false) {
+		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+)
+
+const testRedisAddr = "127.0.0.1:6379"
+
+// testRedis returns a client for addr, or skips the test when the Redis
+// the tests expect (testRedisAddr) does not answer.
+func testRedis(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if addr == testRedisAddr {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			t.Skipf("redis at %s unreachable (%v): the shared client-session tests need it", addr, err)
+		}
+	}
+	return rdb
+}
+
+// testPrefix is a key prefix of this test alone; its keys are removed
+// afterwards.
+func testPrefix(t *testing.T, rdb *redis.Client) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	p := "mcp-test:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, p+"*").Result()
+		if len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+	})
+	return p
+}
+
+// replica is a transport sharing client sessions through rdb under
+// prefix, with the background timings shortened.
+func replica(t *testing.T, rdb redis.UniversalClient, prefix string, mods ...func(*Options)) *harness {
+	t.Helper()
+	return newHarness(t, withOpts(func(o *Options) {
+		o.Redis, o.RedisKeyPrefix, o.RedisTimeout = rdb, prefix, 500*time.Millisecond
+		// A replica is taken for dead three heartbeats after its last one:
+		// 750 ms, longer than a live replica stalls under make test's
+		// parallel -race packages (50 ms made a live home look dead).
+		o.redisTune = redisTuning{poll: 50 * time.Millisecond, minBackoff: 50 * time.Millisecond, maxBackoff: 200 * time.Millisecond, heartbeat: 250 * time.Millisecond}
+		for _, m := range mods {
+			m(o)
+		}
+	}))
+}
+
+// publish reports uri's update on origin alone, as a mutation there
+// does: with shared sessions, the origin logs it for every subscriber,
+// wherever its stream is (issue 7, point 2).
+func publish(t *testing.T, uri string, origin *harness) {
+	t.Helper()
+	if _, err := origin.tr.ResourceUpdated("", uri); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logged waits until the session's GET log holds seq events.
+func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
+	t.Helper()
+	key := prefix + "cs:{" + sid + "}"
+	eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
+		n, _ := rdb.HGet(context.Background(), key, "gseq").Int()
+		return n >= seq
+	})
+}
+
+// TestRedisSessions_AnyReplica is issue 7's scenario on two replicas:
+// initialize on A, call on B, subscription changes seen by both, events
+// written while no stream is open read by a GET on B, a resumption on A
+// with Last-Event-ID that replays exactly the missed events once, and a
+// DELETE on A that ends the session on B too (points 1, 3, 5).
+func TestRedisSessions_AnyReplica(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // materialised on B from Redis
+
+	// Point 1: state changed on B holds on A, without a request there.
+	if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+		t.Fatalf("setLevel on B: %s", r)
+	}
+	b.subscribe(t, sid, "test://x")
+	sa := a.session(t, sid)
+	eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
+		return sa.LogLevel() == "error" && sa.subscribed("test://x")
+	})
+
+	// Updates from either replica land once each in the session's log.
+	for i := 1; i <= 3; i++ {
+		publish(t, "test://x", []*harness{a, b}[i%2])
+	}
+	logged(t, rdb, prefix, sid, 3)
+
+	// A fresh GET on B gets the three events nobody was given yet.
+	g := b.openGET(t, sid)
+	if ev := g.next(t); !ev.priming() || ev.ID != "g-0" {
+		t.Fatalf("first frame %+v, want the priming event g-0", ev)
+	}
+	for i := 1; i <= 2; i++ {
+		if ev, m := g.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) || resourceUpdatedURI(t, m) != "test://x" {
+			t.Fatalf("event %d: %+v", i, ev)
+		}
+	}
+	g.close() // the client processed g-1 and g-2 only
+
+	// B held the GET stream, so B is now home (for tools/list_changed).
+	eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
+	for i := 4; i <= 5; i++ {
+		publish(t, "test://x", []*harness{a, b}[i%2])
+	}
+	logged(t, rdb, prefix, sid, 5)
+
+	// Point 3: resume on the other replica, exactly once each.
+	r := a.openGET(t, sid, "Last-Event-ID", "g-2")
+	for i := 3; i <= 5; i++ {
+		if ev := r.next(t); ev.ID != fmt.Sprintf("g-%d", i) || ev.Data == "" {
+			t.Fatalf("resumed event %+v, want g-%d", ev, i)
+		}
+	}
+	// A live update from B reaches the stream on A.
+	publish(t, "test://x", b)
+	if ev := r.next(t); ev.ID != "g-6" {
+		t.Fatalf("after the replay got %+v, want g-6", ev)
+	}
+	time.Sleep(waitShort)
+	if n, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "gseq").Int(); n != 6 {
+		t.Fatalf("%d events logged after 6 updates: an update was logged twice", n)
+	}
+
+	// Point 5: DELETE on A ends it on B (whose copy goes at once, by
+	// pub/sub) and everywhere.
+	if res := a.send(t, http.MethodDelete, sid, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE on A: %s", res)
+	}
+	r.waitEnd(t)
+	eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
+	for name, h := range map[string]*harness{"A": a, "B": b} {
+		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
+			t.Fatalf("tools/list on %s after DELETE: %s, want 404", name, res)
+		}
+	}
+	if res := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream"); res.Status != http.StatusNotFound {
+		t.Fatalf("GET on B after DELETE: %s, want 404", res)
+	}
+}
+
+// TestRedisSessions_Lookup: what a replica answers for ids it has not
+// seen, by where the session is.
+func TestRedisSessions_Lookup(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	live := a.initialize(t)
+	deleted := a.initialize(t)
+	if res := a.send(t, http.MethodDelete, deleted, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", res)
+	}
+	cases := []struct {
+		name, sid string
+		want      int
+	}{
+		{"created on the other replica", live, http.StatusOK},
+		{"never created", "bm90LWEtc2Vzc2lvbi1pZA", http.StatusNotFound},
+		{"deleted on the other replica", deleted, http.StatusNotFound},
+		{"absurdly long", strings.Repeat("x", 200), http.StatusNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if res := b.post(t, tc.sid, rpc(1, "tools/list", nil)); res.Status != tc.want {
+				t.Fatalf("tools/list on B: %s, want %d", res, tc.want)
+			}
+		})
+	}
+}
+
+// TestRedisSessions_IdleTimeout: a session used on one replica only
+// stays alive on the other, and once nobody uses it, it ends on both
+// (point 5).
+func TestRedisSessions_IdleTimeout(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	idle := func(o *Options) { o.SessionIdleTimeout = 400 * time.Millisecond }
+	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid)
+	for range 8 { // 800 ms of use on B alone, twice the idle timeout
+		time.Sleep(100 * time.Millisecond)
+		b.toolsListOK(t, sid)
+	}
+	a.toolsListOK(t, sid) // kept alive by B's use
+	time.Sleep(800 * time.Millisecond)
+	for name, h := range map[string]*harness{"A": a, "B": b} {
+		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
+			t.Fatalf("tools/list on %s after the idle timeout: %s, want 404", name, res)
+		}
+	}
+}
+
+// TestRedisSessions_RedisDown is point 6: with Redis unreachable, a
+// session the replica knows keeps working, one it cannot resolve gets
+// 503 with Retry-After (never 404), and when Redis is back the replica
+// resolves it again and the change it acknowledged meanwhile is in Redis.
+func TestRedisSessions_RedisDown(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	b := replica(t, direct, prefix)
+	known := a.initialize(t)
+	unknown := b.initialize(t)
+
+	proxy.Cut()
+	cases := []struct {
+		name       string
+		sid        string
+		body       []byte
+		want       int
+		retryAfter bool
+	}{
+		{"known session", known, rpc(1, "tools/list", nil), http.StatusOK, false},
+		{"known session subscribes", known, rpc(2, "resources/subscribe", map[string]any{"uri": "test://down"}), http.StatusOK, false},
+		{"unknown session", unknown, rpc(3, "tools/list", nil), http.StatusServiceUnavailable, true},
+		{"unknown session again, Redis skipped", unknown, rpc(4, "tools/list", nil), http.StatusServiceUnavailable, true},
+		{"initialize", "", initBody("2025-11-25", nil), http.StatusServiceUnavailable, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := a.post(t, tc.sid, tc.body)
+			if res.Status != tc.want {
+				t.Fatalf("got %s, want %d", res, tc.want)
+			}
+			if got := res.Header.Get("Retry-After"); (got != "") != tc.retryAfter {
+				t.Fatalf("Retry-After %q, want one: %v", got, tc.retryAfter)
+			}
+		})
+	}
+
+	proxy.Restore()
+	eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
+		return a.post(t, unknown, rpc(5, "tools/list", nil)).Status == http.StatusOK
+	})
+	eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
+		v, _ := direct.HGet(context.Background(), prefix+"cs:{"+known+"}", "s:test://down").Result()
+		return v == "1"
+	})
+	b.toolsListOK(t, known)
+	if !b.session(t, known).subscribed("test://down") {
+		t.Fatal("B's copy lacks the subscription made on A during the outage")
+	}
+}

@@ -1,0 +1,457 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+)
+
+// TestUnsubscribeOnStaleCopyReachesRedis: a subscription change made on
+// one replica must not be decided against a copy that has not yet applied
+// the previous change from the channel (issue 7, point 1). The client
+// unsubscribes on B right after subscribing on A: B's copy may not know
+// the subscription yet, and the unsubscribe must reach Redis (hash and
+// reverse index) all the same.
+func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	ctx := context.Background()
+
+	// Deterministic: the subscription is in Redis, but its announcement
+	// has not reached B (written behind the channel's back).
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid)
+	const uri = "test://r1/stale"
+	index := prefix + "subs:7:default:" + uri
+	rdb.HSet(ctx, prefix+"cs:{"+sid+"}", "s:"+uri, "1")
+	rdb.SAdd(ctx, index, sid)
+	if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	if v, _ := rdb.HGet(ctx, prefix+"cs:{"+sid+"}", "s:"+uri).Result(); v != "" {
+		t.Fatal("an unsubscribe on a copy that had not heard of the subscription left it in the session's hash")
+	}
+	if in, _ := rdb.SIsMember(ctx, index, sid).Result(); in {
+		t.Fatal("an unsubscribe on a copy that had not heard of the subscription left the session in the reverse index")
+	}
+
+	// The race itself, round-robin.
+	lost := 0
+	const rounds = 20
+	for i := range rounds {
+		sid := a.initialize(t)
+		b.toolsListOK(t, sid) // B has a copy, kept coherent by the channel
+		uri := fmt.Sprintf("test://r1/%d", i)
+		if r := a.post(t, sid, rpc("s", "resources/subscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+		if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+			t.Fatal(r)
+		}
+		time.Sleep(100 * time.Millisecond)
+		v, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "s:"+uri).Result()
+		inIndex, _ := rdb.SIsMember(context.Background(), prefix+"subs:7:default:"+uri, sid).Result()
+		if v == "1" || inIndex {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d/%d unsubscribes (acknowledged with 200) were never written to redis: the session keeps getting updates", lost, rounds)
+	}
+}
+
+// TestGETDuringRedisBlipDoesNotReplay (issue 7, points 3 and 6): a GET
+// with Last-Event-ID on a replica that cannot read the stream's position
+// from Redis at that moment must not attach with its copy's stale one
+// (nothing, for a copy that never held the stream), which would replay,
+// once Redis answers, every event the client already had: it answers 503
+// with Retry-After, and the retry resumes exactly after the client's id.
+func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, direct, prefix)
+	b := replica(t, testRedis(t, proxy.Addr()), prefix)
+
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // B knows the session
+	a.subscribe(t, sid, "test://r2")
+	for range 3 {
+		publish(t, "test://r2", a)
+	}
+	logged(t, direct, prefix, sid, 3)
+	g := a.openGET(t, sid)
+	g.next(t) // priming
+	for i := 1; i <= 3; i++ {
+		if ev, _ := g.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) {
+			t.Fatalf("got %+v", ev)
+		}
+	}
+	g.close() // the client has g-1..g-3
+
+	proxy.Cut()
+	// The GET lands on B during the blip: B cannot read the stream's
+	// position, so it must not guess one (503, the client retries).
+	res := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "g-3")
+	if res.Status != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET during a redis blip: want 503 with Retry-After, got %v", res)
+	}
+	proxy.Restore()
+	// The client retries as told; once B reads the position, it resumes
+	// after g-3: nothing the client had comes again.
+	var r *sseConn
+	eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
+		r = tryGET(t, b, sid, "Last-Event-ID", "g-3")
+		return r != nil
+	})
+	deadline := time.After(time.Second)
+	for {
+		select {
+		case ev := <-r.frames:
+			if !ev.isComment() {
+				t.Fatalf("resumed after g-3, got %+v again (a duplicate)", ev)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// tryGET opens a GET stream on h, or returns nil when h answers 503 with
+// Retry-After (Redis cannot say where the stream stands yet).
+func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *sseConn {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := h.client.Do(h.newRequest(t, ctx, http.MethodGet, sid, nil, hdrs...))
+	if err != nil {
+		cancel()
+		t.Fatalf("GET: %v", err)
+	}
+	if res.StatusCode == http.StatusServiceUnavailable && res.Header.Get("Retry-After") != "" {
+		res.Body.Close()
+		cancel()
+		return nil
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		cancel()
+		t.Fatalf("GET: want 200 or 503, got %d", res.StatusCode)
+	}
+	c := newSSEConn(res, cancel)
+	t.Cleanup(c.close)
+	return c
+}
+
+// TestRewriteAfterRedisLossKeepsHome (issue 7, points 2 and 6): after Redis lost a session (restart without persistence), the
+// sweeper's rewrite puts back every field but "home", so the append
+// script refuses every tools/list_changed (-3) for that session for good.
+func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	short := func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond }
+	a := replica(t, rdb, prefix, short)
+	sid := a.initialize(t)
+	g := a.openGET(t, sid)
+	g.next(t) // priming; A holds the stream and is home
+	key := prefix + "cs:{" + sid + "}"
+	// Redis loses the session (FLUSHALL / restart without persistence).
+	rdb.Del(context.Background(), key, key+":g")
+	eventually(t, waitLong, "the sweeper to write the session back", func() bool {
+		v, _ := rdb.HGet(context.Background(), key, "v").Result()
+		return v != ""
+	})
+	if !a.session(t, sid).isHome() {
+		t.Fatal("A's copy no longer thinks it is home")
+	}
+	home, _ := rdb.HGet(context.Background(), key, "home").Result()
+	if _, err := a.tr.ToolsListChanged(); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := g.nextMessage(t); ev.ID != "g-1" {
+		t.Fatalf("tools/list_changed after the rewrite (home in redis: %q): got %+v", home, ev)
+	}
+
+	// A hash that names no home (rewritten by a copy that was not home)
+	// is taken over by the next broadcast, not left without one.
+	rdb.HDel(context.Background(), key, "home")
+	if _, err := a.tr.ToolsListChanged(); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := g.nextMessage(t); ev.ID != "g-2" {
+		t.Fatalf("tools/list_changed of a session with no home in redis: got %+v", ev)
+	}
+	if home, _ := rdb.HGet(context.Background(), key, "home").Result(); home == "" {
+		t.Fatal("the broadcast did not make a home")
+	}
+}
+
+// TestRedisErrorReplyRetriesEvents (issue 7, point 6): an error reply of
+// a Redis briefly unable to serve (READONLY during a failover, LOADING
+// after a restart, OOM, BUSY, MASTERDOWN...) is not a verdict on the
+// command: the batch is retried, so no acknowledged event is dropped,
+// and a rewrite it refused is tried again, so no acknowledged change is
+// lost. Uses a private redis-server (redistest.Start) made a read-only
+// replica for a moment.
+func TestRedisErrorReplyRetriesEvents(t *testing.T) {
+	// REPLICAOF would disturb every other test: a private server.
+	rdb := testRedis(t, redistest.Start(t).Addr())
+	prefix := testPrefix(t, rdb)
+	// A short idle timeout: the sweeper, which rewrites, runs every 200 ms.
+	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond })
+	sid := a.initialize(t)
+	a.subscribe(t, sid, "test://r4")
+	g := a.openGET(t, sid)
+	g.next(t) // priming
+
+	ctx := context.Background()
+	// A failover: the node this replica talks to is briefly a replica.
+	if err := rdb.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, "test://r4", a)
+	publish(t, "test://r4", a)
+	if r := a.post(t, sid, rpc("l", "logging/setLevel", map[string]any{"level": "debug"})); r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	time.Sleep(500 * time.Millisecond) // sweeps try the rewrite meanwhile
+	if err := rdb.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, "test://r4", a)
+	got := 0
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-g.frames:
+			if !ev.isComment() {
+				got++
+				t.Logf("event %s", ev.ID)
+			}
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	if got != 3 {
+		t.Fatalf("3 updates acknowledged, %d delivered: the ones refused with READONLY were dropped, not retried", got)
+	}
+	eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
+		v, _ := rdb.HGet(ctx, prefix+"cs:{"+sid+"}", "level").Result()
+		return v == "debug"
+	})
+}
+
+// TestCloseFlushesQueuedEvents (issue 7, point 6): Close while the
+// appender is writing must neither cancel its pipeline under it nor take
+// its own cancellation for a Redis outage (which skipped the final
+// flush): everything queued before a graceful shutdown reaches Redis.
+func TestCloseFlushesQueuedEvents(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	b := replica(t, rdb, prefix)
+	a := replica(t, rdb, prefix)
+	sid := b.initialize(t)
+	b.subscribe(t, sid, "test://r5")
+	a.toolsListOK(t, sid)
+	const n = 3000
+	for range n {
+		if _, err := a.tr.ResourceUpdated("", "test://r5"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.close() // graceful shutdown of the origin replica
+	got, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "gseq").Int()
+	st := a.tr.RedisStats()
+	t.Logf("queued %d, dropped %d, logged %d", st.Updates, st.Dropped, got)
+	if int64(got) != st.Updates {
+		t.Fatalf("%d updates queued before Close, %d logged: the final flush was skipped", st.Updates, got)
+	}
+}
+
+// TestGETOnAnotherReplicaSupersedesFirst (issue 7, point 2): a second GET
+// stream on another replica supersedes the first, as attach does in
+// memory: otherwise both would carry every event, and basic/transports
+// says a message MUST NOT be broadcast on several streams. The first is
+// closed with a retry hint.
+func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	a.subscribe(t, sid, "test://r6")
+	ga := a.openGET(t, sid)
+	ga.next(t)
+	gb := b.openGET(t, sid) // the client reconnected; A's TCP conn not yet noticed dead
+	gb.next(t)
+	retry := false
+	deadline := time.After(waitLong)
+wait:
+	for {
+		select {
+		case ev := <-ga.frames:
+			if ev.Retry != "" {
+				retry = true
+			}
+			if !ev.isComment() && ev.HasData {
+				t.Fatalf("the superseded stream got %+v", ev)
+			}
+		case <-ga.done:
+			for len(ga.frames) > 0 { // read before the end was seen
+				if ev := <-ga.frames; ev.Retry != "" {
+					retry = true
+				}
+			}
+			break wait
+		case <-deadline:
+			t.Fatal("the GET stream on A stays open after the client opened one on B")
+		}
+	}
+	if !retry {
+		t.Error("the superseded stream closed without a retry hint")
+	}
+	publish(t, "test://r6", a)
+	if ev, _ := gb.nextMessage(t); ev.ID != "g-1" {
+		t.Fatalf("B's stream: got %+v", ev)
+	}
+}
+
+// TestMadeUpSessionIDsCostNoRedisLookup (issue 7, point 6): an id that
+// newSessionID cannot have made is answered 404 without a Redis lookup,
+// as the in-memory store answers it, so a flood of made-up ids can
+// neither load Redis nor make it look unavailable to every client. The
+// replica's Redis is unreachable here: a lookup would answer 503.
+func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	mem := newHarness(t)
+	sid := a.initialize(t)
+	proxy.Cut()
+	defer proxy.Restore()
+	ids := []string{
+		"nope",
+		strings.Repeat("x", 64),
+		sid + "A",                  // too long
+		sid[:sessionIDLen-1],       // too short
+		"AAAAAAAAAAAAAAAAAAAAA!",   // not base64url
+		"AAAAAAAAAAAAAAAAAAAAAB",   // not the encoding of 16 bytes (trailing bits)
+		"AAAAAAAAAAAAAAAAAAAAAA==", // padded
+	}
+	for _, id := range ids {
+		for name, h := range map[string]*harness{"redis": a, "memory": mem} {
+			if r := h.post(t, id, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+				t.Errorf("%s store, session id %q: want 404, got %v", name, id, r)
+			}
+		}
+	}
+	// One that could be ours needs Redis to say: 503, never 404.
+	unknown, err := newSessionID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a.post(t, unknown, rpc(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("possible session id while redis is down: want 503, got %v", r)
+	}
+}
+
+// TestSessionLoadsAreBounded (issue 7, point 6): past maxConcurrentLoads
+// materialisations in progress, a request for a session this replica
+// does not know gets 503 with Retry-After instead of one more Redis
+// round trip.
+func TestSessionLoadsAreBounded(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	for range cap(b.tr.shared.loads) { // every slot taken
+		b.tr.shared.loads <- struct{}{}
+	}
+	r := b.post(t, sid, rpc(1, "tools/list", nil))
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a load over the bound: want 503 with Retry-After, got %v", r)
+	}
+	<-b.tr.shared.loads
+	b.toolsListOK(t, sid)
+}
+
+// TestSessionLoadOutlivesFirstCaller (issue 7, point 6): the load of a
+// session this replica does not know serves every request waiting for
+// it, so it must not run on the context of the request that began it: a
+// client that hangs up would fail the others with 503.
+func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The first caller, whose client has left, begins the load; the
+	// others join it.
+	if _, err := b.tr.shared.Get(gone, sid); err != nil {
+		t.Fatalf("a load begun by a request whose client left: %v", err)
+	}
+	b.tr.shared.drop(sid)
+	// Concurrently: whichever caller begins the load, the ones whose
+	// client stays get the session.
+	errs := make(chan error, 8)
+	for i := range cap(errs) {
+		ctx := context.Background()
+		if i%2 == 0 {
+			ctx = gone
+		}
+		go func() {
+			_, err := b.tr.shared.Get(ctx, sid)
+			if ctx == gone && errors.Is(err, context.Canceled) {
+				err = nil // its own client left while it waited: fine
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("load of a live session: %v", err)
+		}
+	}
+}
+
+// TestSweeperKeepsCopyJustGiven (issue 7, points 1 and 5): the sweeper
+// lets go of copies idle on this replica, but never of one Get has just
+// handed to a request, which would then answer 404 (errSessionEnded) for
+// a session alive in Redis.
+func TestSweeperKeepsCopyJustGiven(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid)
+	m := b.tr.shared
+	s := b.session(t, sid)
+	s.lastSeen.Store(0) // idle here for ever: the sweeper's to let go
+	got, err := m.Get(context.Background(), sid)
+	if err != nil || got != s {
+		t.Fatalf("Get: %v (same copy: %v)", err, got == s)
+	}
+	// The sweeper decided before the Get, and evicts after it.
+	m.evict(s, m.now().Add(-m.idle))
+	if s.Ended() {
+		t.Fatal("the sweeper ended the copy a request had just been given")
+	}
+	b.toolsListOK(t, sid)
+
+	// Idle for real, it goes; the session lives on in Redis.
+	s.lastSeen.Store(0)
+	m.evict(s, m.now().Add(-m.idle))
+	if !s.Ended() {
+		t.Fatal("an idle copy was not let go")
+	}
+	b.toolsListOK(t, sid)
+}
