@@ -79,6 +79,10 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
+	st, err = openState(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	tr, err = transport.New(srv, transport.Options{
 		AllowedOrigins:     cfg.AllowedOrigins,
 		LoopbackOnly:       isLoopback(host),
@@ -90,13 +94,13 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		ReadBodyTimeout:    cfg.Transport.ReadBodyTimeout(),
 		WriteTimeout:       cfg.Transport.WriteTimeout(),
 		Logger:             logger,
+		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
+		Redis:          st.redis,
+		RedisKeyPrefix: cfg.Redis.KeyPrefix,
+		RedisTimeout:   cfg.Redis.Timeout(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
-	}
-	st, err = openState(ctx, cfg, logger)
-	if err != nil {
-		return nil, err
 	}
 	// The gate closes when the process nears GOMEMLIMIT or the in-process
 	// cache cannot get below its high-water mark (PRD, memory-pressure check).
@@ -132,6 +136,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerSharedSessionMetrics(metrics, tr); err != nil {
+		return nil, fmt.Errorf("register shared-session metrics: %w", err)
+	}
 	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, metrics, logger)
 	if err != nil {
 		return nil, err

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 )
@@ -71,4 +74,38 @@ func TestReplicasShareStateThroughRedisOutage(t *testing.T) {
 	readFresh(6)
 	mustSucceed(t, call(t, a, "memory_store", map[string]any{"key": "shared", "value": 7}), "store after Redis returned")
 	readFresh(7)
+}
+
+// Two replicas share PostgreSQL and Redis. B, streaming from replica 1,
+// subscribes to memory://team/plan; A changes it through replica 2: B is
+// told once, through the Redis log of its client session, which replica 2
+// writes (issue 7, point 2). C, subscribed on replica 2 itself, is told
+// once too.
+func TestReplicasFanOutResourceUpdates(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := pgConfig(t)
+	cfg.RedisURL = "redis://" + srv.Addr() + "/0"
+	url1, _ := runServer(t, cfg, io.Discard)
+	url2, _ := runServer(t, cfg, io.Discard)
+
+	var bGot, cGot notified
+	b := connectWith(t, url1, &bGot)
+	c := connectWith(t, url2, &cGot)
+	a := connectWith(t, url2, nil)
+	ctx := context.Background()
+	const uri = "memory://team/plan"
+	for _, s := range []*mcp.ClientSession{b, c} {
+		if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	for i, v := range []string{"v1", "v2"} {
+		res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "memory_store",
+			Arguments: map[string]any{"namespace": "team", "key": "plan", "value": v}})
+		if err != nil || res.IsError {
+			t.Fatalf("memory_store %d on replica 2: %v %+v", i, err, res)
+		}
+		bGot.waitFor(t, uri) // exactly once each time, across replicas
+		cGot.waitFor(t, uri) // exactly once each time, on the same replica
+	}
 }

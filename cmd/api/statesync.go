@@ -26,6 +26,12 @@ type stateSync struct {
 // that subscribes to memory://team/plan hears of its changes whether or
 // not the policy layer is on (resources/subscribe is plain MCP). With the
 // layer off, nothing is installed on the tools/list or tools/call path.
+//
+// The bus is local to this process with or without Redis: with REDIS_URL
+// the transport's ResourceUpdated, called here on the replica where the
+// mutation happened, writes the notification into the Redis log of every
+// subscribed session, wherever its GET stream is (issue 7, point 2), so no
+// other replica needs to hear of the update (DESIGN.md, Decisions).
 func wireStateSync(cfg config.StateSync, srv *handlers.Server, d statesync.Deliverer, log zerolog.Logger) (*stateSync, error) {
 	s := &stateSync{bus: statesync.NewLocalBus(d, log)}
 	if !cfg.Enabled {
