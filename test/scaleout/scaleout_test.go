@@ -1,0 +1,159 @@
+package scaleout
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+)
+
+const planURI = "memory://team/plan"
+
+// Three cmd/api processes share one PostgreSQL database and one Redis;
+// clients send their requests to any of them (issue 7, "Tests").
+func TestThreeReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three server processes")
+	}
+	bin := buildServer(t)
+	redis := redistest.Start(t)
+	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
+	r1 := startReplica(t, "replica-1", bin, env)
+	r2 := startReplica(t, "replica-2", bin, env)
+	r3 := startReplica(t, "replica-3", bin, env)
+	all := []*replica{r1, r2, r3}
+
+	// Agent A: every request to the next replica in turn.
+	a := &client{t: t, rr: all}
+	a.initialize(r1, "agent-a")
+	a.n = 1
+	a.next(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if body := a.next(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); !strings.Contains(body, `"memory_store"`) {
+		t.Fatalf("tools/list: %s", body)
+	}
+	for i := range 3 {
+		a.next(storeCall(10+i, "round-robin", i))
+	}
+	a.next(`{"jsonrpc":"2.0","id":20,"method":"resources/subscribe","params":{"uri":"memory://team/round-robin"}}`)
+	if body := a.next(`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"round-robin"}}}`); !strings.Contains(body, `\"value\":2`) {
+		t.Fatalf("memory_retrieve after round-robin stores: %s", body)
+	}
+
+	// Agent B streams from replica 1 and hears of A's mutations on
+	// replica 2.
+	b := &client{t: t}
+	b.initialize(r3, "agent-b")
+	b.must(r2, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b.must(r2, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+planURI+`"}}`)
+	live := b.stream(r1, "")
+	a.must(r2, storeCall(30, "plan", 1))
+	first := updates(t, live, planURI, 1, 5*time.Second)
+	lastID := first[0][0]
+	if lastID == "" {
+		t.Fatal("the update carries no event id to resume from")
+	}
+
+	// Replica 1 dies mid-stream; A mutates meanwhile; B resumes on
+	// replica 3 and gets each missed update exactly once.
+	r1.kill()
+	for range live.events { // the stream ends with the process
+	}
+	a.must(r2, storeCall(31, "plan", 2))
+	a.must(r3, storeCall(32, "plan", 3))
+	resumed := b.stream(r3, lastID)
+	missed := updates(t, resumed, planURI, 2, 5*time.Second)
+	if missed[0][0] == missed[1][0] || missed[0][0] == lastID || missed[1][0] == lastID {
+		t.Errorf("event ids repeat: %s, then %s and %s", lastID, missed[0][0], missed[1][0])
+	}
+	quiet(t, resumed, planURI, 500*time.Millisecond)
+	// And live again, from a mutation on the third replica.
+	a.must(r2, storeCall(33, "plan", 4))
+	updates(t, resumed, planURI, 1, 5*time.Second)
+	resumed.cut()
+
+	// DELETE on replica 2 ends B's session everywhere: on replica 3, and
+	// on a replica 1 that is started again.
+	del, _ := http.NewRequest(http.MethodDelete, r2.url, nil)
+	del.Header.Set("Mcp-Session-Id", b.sid)
+	del.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE on replica 2: %d", resp.StatusCode)
+	}
+	r1 = startReplica(t, "replica-1 (restarted)", bin, env)
+	ping := `{"jsonrpc":"2.0","id":40,"method":"ping"}`
+	for _, r := range []*replica{r1, r3} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := b.do(r, ping).status
+			if got == http.StatusNotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s answers %d for the deleted session, want 404", r.name, got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// A's session is untouched.
+	a.rr = []*replica{r1, r2, r3}
+	for i := range 3 {
+		a.next(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 50+i))
+	}
+}
+
+// Redis stops mid-test and comes back empty (issue 7, point 6): sessions
+// a replica knows keep working, one it cannot resolve gets 503 with
+// Retry-After (never 404), and everything works again once Redis is back.
+func TestRedisOutageAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs server processes")
+	}
+	bin := buildServer(t)
+	redis := redistest.Start(t)
+	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
+	r1 := startReplica(t, "replica-1", bin, env)
+	r2 := startReplica(t, "replica-2", bin, env)
+
+	known := &client{t: t}
+	known.initialize(r1, "known")
+	known.must(r2, `{"jsonrpc":"2.0","method":"notifications/initialized"}`) // r2 now holds a copy
+	stranger := &client{t: t}
+	stranger.initialize(r1, "stranger") // r2 has never seen it
+
+	redis.Stop()
+	for _, r := range []*replica{r1, r2} {
+		known.must(r, storeCall(2, "outage", 1))
+	}
+	got := stranger.do(r2, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" {
+		t.Fatalf("unresolvable session during the outage: %d, Retry-After %q, want 503 with Retry-After", got.status, got.header.Get("Retry-After"))
+	}
+
+	redis.Restart()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := stranger.do(r2, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		if got.status == http.StatusOK {
+			break
+		}
+		if got.status == http.StatusNotFound {
+			t.Fatalf("a live session answered 404 after Redis came back empty: %s", got.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session is still %d 15s after Redis returned", got.status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if body := known.must(r2, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"outage"}}}`); !strings.Contains(body, `\"value\":1`) {
+		t.Errorf("the write acknowledged during the outage: %s", body)
+	}
+}
