@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tools/call throughput with client sessions in Redis against the
+# in-memory session mode (issue 7: at least 80 %), with the same load
+# tool, on the same machine, in one run.
+#
+# Starts two cmd/api processes on the embedded store: one without Redis
+# (client sessions in memory) on MEMORY_PORT, one with REDIS_URL (client
+# sessions shared through Redis) on REDIS_PORT. For each round and each
+# concurrency C it runs mcpload against one, then the other, alternating.
+#
+# Prints one markdown row per (round, C, mode) and the median ratio.
+#
+# Usage:  bench/shared_sessions.sh        (from any directory)
+# Environment:
+#   ROUNDS=5  CONCURRENCY="1 16"  DURATION=10s  WARMUP=2s
+#   REDIS_URL=redis://127.0.0.1:6379/15
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-5}
+CONCURRENCY=${CONCURRENCY:-1 16}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+MEMORY_PORT=${MEMORY_PORT:-18493}
+REDIS_PORT=${REDIS_PORT:-18494}
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/15}
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+go build -o "$tmp/api" ./cmd/api
+go build -o "$tmp/mcpload" ./cmd/mcpload
+MCP_ADDR=127.0.0.1:$MEMORY_PORT "$tmp/api" >"$tmp/memory.log" 2>&1 & pids+=($!)
+MCP_ADDR=127.0.0.1:$REDIS_PORT REDIS_URL=$REDIS_URL "$tmp/api" >"$tmp/redis.log" 2>&1 & pids+=($!)
+for port in "$MEMORY_PORT" "$REDIS_PORT"; do
+  until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; do sleep 0.05; done
+done
+
+run() { # port C
+  "$tmp/mcpload" -url "http://127.0.0.1:$1/mcp" -tool runtime_echo -args '{"text":"hello"}' -sessions "$2" -concurrency "$2" \
+    -duration "$DURATION" -warmup "$WARMUP" -json 2>/dev/null
+}
+field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+lat() { sed -n "s/.*\"latency_us\":{[^}]*\"$1\":\([0-9.]*\).*/\1/p"; }
+
+echo "| round | C | sessions | req/s | p50 µs | p99 µs | errors |"
+echo "|---:|---:|---|---:|---:|---:|---:|"
+for round in $(seq "$ROUNDS"); do for c in $CONCURRENCY; do
+  for mode in memory redis; do
+    if [ "$mode" = memory ]; then out=$(run "$MEMORY_PORT" "$c"); else out=$(run "$REDIS_PORT" "$c"); fi
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$c" "$mode" \
+      "$(echo "$out" | field rps)" "$(echo "$out" | lat p50)" "$(echo "$out" | lat p99)" "$(echo "$out" | field errors)"
+  done
+done; done | tee "$tmp/rows"
+echo
+echo "Medians of the rounds (req/s): ratio = redis / memory"
+for c in $CONCURRENCY; do
+  m=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /memory/ {print $5+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  r=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /redis/ {print $5+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  echo "C=$c: memory $m req/s, redis $r req/s, ratio $(awk -v m="$m" -v r="$r" 'BEGIN {printf "%.2f", r/m}')"
+done
