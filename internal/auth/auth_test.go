@@ -1,0 +1,239 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth/authtest"
+)
+
+const wantMetadata = "https://mcp.test/.well-known/oauth-protected-resource/mcp"
+
+// Every way a request can fail OAuth authentication answers with the
+// status and WWW-Authenticate challenge a client acts on (RFC 6750 §3,
+// RFC 9728 §5.1, MCP basic/authorization).
+func TestOAuthFailures(t *testing.T) {
+	is := authtest.NewIssuer(t, "k1")
+	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
+	k1 := is.Key("k1")
+	stranger := authtest.NewKey(t)
+	with := func(change func(jwt.MapClaims)) jwt.MapClaims {
+		c := claims()
+		change(c)
+		return c
+	}
+	hs256, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims()).SignedString([]byte("k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims()).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = `Bearer realm="mcp-runtime", resource_metadata="` + wantMetadata + `", scope="mcp:tools"`
+	invalid := func(desc string) string { return base + `, error="invalid_token", error_description="` + desc + `"` }
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+		want   string
+	}{
+		{"no token", nil, 401, base},
+		{"malformed header", []string{"Basic dXNlcjpwdw=="}, 401,
+			base + `, error="invalid_request", error_description="use the Bearer scheme: Authorization: Bearer <token>"`},
+		{"two headers", []string{"Bearer a", "Bearer b"}, 401,
+			base + `, error="invalid_request", error_description="send one Authorization header, not several"`},
+		{"not a JWT", []string{"Bearer not-a-jwt"}, 401, invalid("the token is not a well-formed JWT")},
+		{"bad signature", []string{"Bearer " + sign(t, claims(), "k1", stranger)}, 401, invalid("the token's signature does not verify")},
+		{"unknown kid", []string{"Bearer " + sign(t, claims(), "k9", stranger)}, 401,
+			invalid("the token is signed with a key or algorithm the issuer does not publish")},
+		{"HS256 with the kid as secret", []string{"Bearer " + hs256}, 401, invalid("the token's signature does not verify")},
+		{"alg none", []string{"Bearer " + none}, 401, invalid("the token's signature does not verify")},
+		{"wrong iss", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.test" }), "k1", k1)}, 401,
+			invalid("the token was not issued by " + testIssuer)},
+		{"wrong aud", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["aud"] = "https://other.test/mcp" }), "k1", k1)}, 401,
+			invalid("the token's audience is not " + testResource)},
+		{"expired", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() }), "k1", k1)}, 401,
+			invalid("the token has expired")},
+		{"no exp", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "exp") }), "k1", k1)}, 401,
+			invalid("the token lacks a required claim (exp)")},
+		{"not yet valid", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() }), "k1", k1)}, 401,
+			invalid("the token is not valid yet")},
+		{"no tenant", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "tenant") }), "k1", k1)}, 401,
+			invalid("the token has no usable tenant claim naming its tenant")},
+		{"no sub", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "sub") }), "k1", k1)}, 401,
+			invalid("the token has no sub claim")},
+		{"missing scope", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["scope"] = "other" }), "k1", k1)}, 403,
+			base + `, error="insufficient_scope", error_description="the token lacks the scope mcp:tools"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, f := a.Authenticate(request(tc.header...))
+			if f == nil {
+				t.Fatal("authenticated, want a failure")
+			}
+			if f.Status != tc.status || f.WWWAuthenticate() != tc.want {
+				t.Errorf("got %d %s\nwant %d %s", f.Status, f.WWWAuthenticate(), tc.status, tc.want)
+			}
+		})
+	}
+}
+
+// A valid token's principal carries its subject, tenant and scopes; the
+// admin scope makes it an admin. Skew within clockSkewMs is accepted.
+func TestOAuthPrincipal(t *testing.T) {
+	is := authtest.NewIssuer(t, "k1")
+	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
+	c := claims()
+	c["scp"], c["scope"] = []any{"mcp:tools", "mcp:admin"}, nil
+	delete(c, "scope")
+	c["aud"] = []any{"https://other.test", testResource}
+	c["exp"] = time.Now().Add(-10 * time.Second).Unix() // within the 30 s skew
+	p, f := a.Authenticate(request("bearer " + sign(t, c, "k1", is.Key("k1"))))
+	if f != nil {
+		t.Fatalf("refused: %v", f)
+	}
+	if p.ID != "oauth:agent-1" || p.Tenant != "team-a" || !p.Admin || !slices.Equal(p.Scopes, []string{"mcp:tools", "mcp:admin"}) {
+		t.Errorf("principal = %+v", p)
+	}
+}
+
+// The issuer rotates its keys mid-test: a token under the new kid is
+// accepted (an unknown kid fetches the set again), and one under the
+// retired kid is refused once the new set is in.
+func TestOAuthKeyRotation(t *testing.T) {
+	is := authtest.NewIssuer(t, "k1")
+	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
+	old := sign(t, claims(), "k1", is.Key("k1"))
+	if _, f := a.Authenticate(request("Bearer " + old)); f != nil {
+		t.Fatalf("before rotation: %v", f)
+	}
+	is.Rotate("k2")
+	if _, f := a.Authenticate(request("Bearer " + is.Token(claims(), "k2"))); f != nil {
+		t.Fatalf("token under the rotated-in key: %v", f)
+	}
+	_, f := a.Authenticate(request("Bearer " + old))
+	if f == nil || f.Status != http.StatusUnauthorized || f.Code != CodeInvalidToken {
+		t.Fatalf("token under the retired key: %v, want 401 invalid_token", f)
+	}
+	// Made-up kids do not turn into fetches: at most one per JWKSMinRefresh.
+	before := is.Fetches()
+	for i := range 20 {
+		_, _ = a.Authenticate(request("Bearer " + sign(t, claims(), "made-up-"+string(rune('a'+i)), is.Key("k2"))))
+	}
+	if n := is.Fetches() - before; n > 1 {
+		t.Errorf("20 unknown kids made %d JWKS fetches, want at most 1", n)
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	cfg := Default()
+	cfg.Mode = ModeAPIKey
+	cfg.APIKeys = []APIKey{
+		{ID: "team-a-agents", SHA256: hash("key-a"), Tenant: "team-a"},
+		{ID: "ops", SHA256: strings.ToUpper(hash("key-ops")), Admin: true},
+	}
+	a := newAuthenticator(t, cfg)
+	const base = `Bearer realm="mcp-runtime"`
+	for _, tc := range []struct {
+		name    string
+		header  []string
+		want    Principal
+		status  int
+		headerW string
+	}{
+		{"team key", []string{"Bearer key-a"}, Principal{ID: "apikey:team-a-agents", Tenant: "team-a"}, 0, ""},
+		{"admin key, upper-case hash", []string{"Bearer key-ops"}, Principal{ID: "apikey:ops", Tenant: "default", Admin: true}, 0, ""},
+		{"no key", nil, Principal{}, 401, base},
+		{"unknown or revoked key", []string{"Bearer key-b"}, Principal{}, 401,
+			base + `, error="invalid_token", error_description="the API key is not valid"`},
+		{"empty bearer", []string{"Bearer "}, Principal{}, 401,
+			base + `, error="invalid_request", error_description="the Bearer scheme carries no token"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, f := a.Authenticate(request(tc.header...))
+			if tc.status == 0 {
+				if f != nil || p.ID != tc.want.ID || p.Tenant != tc.want.Tenant || p.Admin != tc.want.Admin {
+					t.Fatalf("got %+v, %v; want %+v", p, f, tc.want)
+				}
+				return
+			}
+			if f == nil || f.Status != tc.status || f.WWWAuthenticate() != tc.headerW {
+				t.Fatalf("got %+v; want %d %s", f, tc.status, tc.headerW)
+			}
+		})
+	}
+}
+
+func TestModeNoneIsAnonymous(t *testing.T) {
+	a := newAuthenticator(t, Default())
+	p, f := a.Authenticate(request("Bearer whatever"))
+	if f != nil || p.ID != Anonymous.ID || p.Tenant != "default" || p.Admin {
+		t.Fatalf("got %+v, %v", p, f)
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	cfg := oauthConfig("https://issuer.test/jwks")
+	if got := MetadataPaths(cfg); !slices.Equal(got, []string{WellKnownPath, WellKnownPath + "/mcp"}) {
+		t.Errorf("paths = %v", got)
+	}
+	if got := MetadataURL(testResource); got != wantMetadata {
+		t.Errorf("MetadataURL = %s", got)
+	}
+	rec := httptestRecorder(t, MetadataHandler(cfg))
+	want := `{"resource":"https://mcp.test/mcp","authorization_servers":["https://issuer.test"],"scopes_supported":["mcp:tools","mcp:admin"],"bearer_methods_supported":["header"],"resource_name":"mcp-runtime"}`
+	if rec != want {
+		t.Errorf("metadata = %s\nwant %s", rec, want)
+	}
+	if MetadataPaths(Default()) != nil {
+		t.Error("metadata served outside oauth mode")
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	good := oauthConfig("https://issuer.test/jwks")
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		field  string
+	}{
+		{"mode", func(c *Config) { c.Mode = "basic" }, "mode"},
+		{"resource missing", func(c *Config) { c.Resource = "" }, "resource"},
+		{"resource fragment", func(c *Config) { c.Resource = "https://mcp.test/mcp#x" }, "resource"},
+		{"issuer", func(c *Config) { c.OAuth.Issuer = "" }, "oauth.issuer"},
+		{"jwks", func(c *Config) { c.OAuth.JWKSURL = "ftp://x" }, "oauth.jwksURL"},
+		{"scope", func(c *Config) { c.OAuth.RequiredScopes = []string{"a b"} }, "oauth.requiredScopes[0]"},
+		{"admin scope", func(c *Config) { c.OAuth.AdminScope = "" }, "oauth.adminScope"},
+		{"tenant claim", func(c *Config) { c.OAuth.TenantClaim = "" }, "oauth.tenantClaim"},
+		{"skew", func(c *Config) { c.OAuth.ClockSkewMs = -1 }, "oauth.clockSkewMs"},
+		{"key id", func(c *Config) { c.APIKeys = []APIKey{{ID: "", SHA256: strings.Repeat("a", 64)}} }, "apiKeys[0].id"},
+		{"key hash", func(c *Config) { c.APIKeys = []APIKey{{ID: "k", SHA256: "secret"}} }, "apiKeys[0].sha256"},
+		{"key tenant", func(c *Config) { c.APIKeys = []APIKey{{ID: "k", SHA256: strings.Repeat("a", 64), Tenant: "a\nb"}} }, "apiKeys[0].tenant"},
+		{"apikey without keys", func(c *Config) { c.Mode = ModeAPIKey }, "apiKeys"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			c.OAuth.RequiredScopes = slices.Clone(good.OAuth.RequiredScopes)
+			tc.change(&c)
+			err := c.Validate()
+			fe, ok := err.(*FieldError)
+			if !ok || fe.Field != tc.field {
+				t.Fatalf("Validate() = %v, want a FieldError for %s", err, tc.field)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("the error echoes the configured value: %v", err)
+			}
+		})
+	}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+}

@@ -1,0 +1,89 @@
+package auth
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Error codes of RFC 6750 §3.1.
+const (
+	CodeInvalidRequest    = "invalid_request"
+	CodeInvalidToken      = "invalid_token"
+	CodeInsufficientScope = "insufficient_scope"
+)
+
+// Failure is a request that may not proceed: Status is 401 (no or bad
+// credentials) or 403 (valid, but not enough scope). Code is "" when the
+// request carried no credentials at all: RFC 6750 §3.1 says such a
+// challenge SHOULD NOT carry an error code.
+type Failure struct {
+	Status      int
+	Code        string
+	Description string
+	// scope is the scope the challenge asks for (MCP basic/authorization,
+	// "Scope Selection Strategy").
+	scope string
+	// challenge is the rest of the WWW-Authenticate parameters: realm and,
+	// in oauth mode, resource_metadata.
+	realm, metadata string
+}
+
+func (f *Failure) Error() string {
+	if f.Code == "" {
+		return f.Description
+	}
+	return f.Code + ": " + f.Description
+}
+
+// WWWAuthenticate is the header value to send with the failure (RFC 6750
+// §3, RFC 9728 §5.1): Bearer with realm, resource_metadata, scope and,
+// when the request carried a credential, error and error_description.
+func (f *Failure) WWWAuthenticate() string {
+	var b strings.Builder
+	b.WriteString("Bearer")
+	sep := " "
+	param := func(name, value string) {
+		if value == "" {
+			return
+		}
+		b.WriteString(sep)
+		b.WriteString(name)
+		b.WriteString(`="`)
+		b.WriteString(quoteEscape(value))
+		b.WriteByte('"')
+		sep = ", "
+	}
+	param("realm", f.realm)
+	param("resource_metadata", f.metadata)
+	param("scope", f.scope)
+	if f.Code != "" { // RFC 6750 §3.1: no error attributes without credentials
+		param("error", f.Code)
+		param("error_description", f.Description)
+	}
+	return b.String()
+}
+
+// quoteEscape makes s safe inside a quoted-string: RFC 6750 limits
+// error_description to printable ASCII without '"' and '\', so anything
+// else becomes a space or is dropped.
+func quoteEscape(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '"' || r == '\\':
+			return '\''
+		case r < 0x20 || r > 0x7e:
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// unauthorized and forbidden build the failures an authenticator returns;
+// the authenticator fills realm, metadata and scope.
+func unauthorized(code, desc string) *Failure {
+	return &Failure{Status: http.StatusUnauthorized, Code: code, Description: desc}
+}
+
+func forbidden(desc string) *Failure {
+	return &Failure{Status: http.StatusForbidden, Code: CodeInsufficientScope, Description: desc}
+}
