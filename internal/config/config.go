@@ -26,6 +26,7 @@ package config
 import (
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -78,6 +79,9 @@ type Config struct {
 	Federation Federation        `yaml:"federation"`
 	// Admin configures the admin REST API.
 	Admin Admin `yaml:"admin"`
+	// Auth decides who a request comes from: none, API keys or OAuth
+	// (issue 8).
+	Auth auth.Config `yaml:"auth"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -145,6 +149,7 @@ func Default() Config {
 		Traces:          defaultTraces(),
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
+		Auth:            auth.Default(),
 	}
 }
 

@@ -121,6 +121,9 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	if v := getenv(EnvRedisURL); v != "" {
 		cfg.RedisURL = v
 	}
+	if v := getenv(EnvAuthMode); v != "" {
+		cfg.Auth.Mode = v
+	}
 	if v := getenv(EnvAdminToken); v != "" {
 		cfg.Admin.Token = v
 	}

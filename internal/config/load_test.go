@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 )
 
 // env returns a getenv over m.
@@ -95,6 +97,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		Traces:          defaultTraces(),
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
+		Auth:            auth.Default(),
 	}
 	for _, tc := range []struct {
 		name string

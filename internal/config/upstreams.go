@@ -12,6 +12,9 @@ import (
 // Secret; it is never printed.
 const EnvAdminToken = "MCP_ADMIN_TOKEN"
 
+// EnvAuthMode sets auth.mode (none, apikey or oauth).
+const EnvAuthMode = "MCP_AUTH_MODE"
+
 // Admin configures the admin REST API (/admin/*).
 type Admin struct {
 	// Token is the bearer token the API requires. Empty disables the API:

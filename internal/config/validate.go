@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 )
 
 // maxDurationMs is the largest millisecond count that still fits in a
@@ -132,6 +134,16 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	c.validateFederation(bad, intRange)
+	if err := c.Auth.Validate(); err != nil {
+		var fe *auth.FieldError
+		if errors.As(err, &fe) {
+			// The reason never echoes a value: hashes and URLs with
+			// credentials stay out of logs.
+			bad("auth."+fe.Field, nil, fe.Reason)
+		} else {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

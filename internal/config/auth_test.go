@@ -1,0 +1,43 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+)
+
+// The auth section loads from the file, MCP_AUTH_MODE overrides its mode,
+// and a bad entry is named by its YAML path without echoing the value.
+func TestLoadAuthSection(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	path := writeConfig(t, `
+auth:
+  mode: oauth
+  resource: https://mcp.example.com/mcp
+  apiKeys: [{id: ci, sha256: `+hash+`, tenant: team-a, admin: true}]
+  oauth: {issuer: https://id.example.com, jwksURL: https://id.example.com/jwks, requiredScopes: [mcp:tools], tenantClaim: org}
+`)
+	cfg, err := load([]string{"-config", path}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Auth
+	if a.Mode != auth.ModeOAuth || a.OAuth.TenantClaim != "org" || a.OAuth.AdminScope != "mcp:admin" || len(a.APIKeys) != 1 || !a.APIKeys[0].Admin {
+		t.Errorf("auth = %+v", a)
+	}
+	cfg, err = load([]string{"-config", path}, map[string]string{EnvAuthMode: "apikey"})
+	if err != nil || cfg.Auth.Mode != auth.ModeAPIKey {
+		t.Fatalf("MCP_AUTH_MODE=apikey: %v, mode %q", err, cfg.Auth.Mode)
+	}
+
+	bad := writeConfig(t, `
+auth:
+  mode: apikey
+  apiKeys: [{id: ci, sha256: not-a-hash-but-a-secret}]
+`)
+	_, err = load([]string{"-config", bad}, map[string]string{})
+	if err == nil || !strings.Contains(err.Error(), "auth.apiKeys[0].sha256") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("err = %v, want one naming auth.apiKeys[0].sha256 without the value", err)
+	}
+}
