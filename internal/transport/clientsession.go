@@ -40,13 +40,15 @@ var (
 // SSE streams with their logs. It is the one place that owns all of it, so
 // ending a session frees everything at once.
 type ClientSession struct {
-	id       string
-	tenant   string
-	index    *subscriptions
-	version  string
-	client   protocol.Implementation
-	caps     protocol.ClientCapabilities
-	logLimit int
+	id     string
+	tenant string
+	// principal created the session; only it may use the session.
+	principal string
+	index     *subscriptions
+	version   string
+	client    protocol.Implementation
+	caps      protocol.ClientCapabilities
+	logLimit  int
 
 	ctx    context.Context // cancelled when the session ends
 	cancel context.CancelFunc
@@ -96,6 +98,10 @@ type SessionInit struct {
 	EventLogSize int
 	// Tenant scopes the session's subscriptions; "" is tenant.Default.
 	Tenant string
+	// Principal is the ID of the principal that created the session
+	// (package auth); a request by any other principal gets 404 (issue 8,
+	// point 3). "" when the transport has no Authenticator.
+	Principal string
 
 	// index is the transport's subscription index the session registers
 	// its subscriptions in.
@@ -111,7 +117,7 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		in.index = newSubscriptions() // a store used without a transport
 	}
 	s := &ClientSession{
-		id: id, tenant: in.Tenant, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
+		id: id, tenant: in.Tenant, principal: in.Principal, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
 		ctx: ctx, cancel: cancel,
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -150,6 +151,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 		return nil, false
 	}
 	sess, err := t.sessions.Get(r.Context(), sid)
+	if err == nil && sess.principal != principalID(r) {
+		// A session is bound to the principal that created it (issue 8,
+		// point 3): to anyone else it does not exist, and saying more
+		// would confirm a stolen id.
+		err = ErrSessionNotFound
+	}
 	if err != nil {
 		status := http.StatusNotFound
 		if !errors.Is(err, ErrSessionNotFound) {
@@ -183,6 +190,7 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Capabilities: params.Capabilities,
 		EventLogSize: t.opts.EventLogSize,
 		Tenant:       tenant.From(r.Context()),
+		Principal:    principalID(r),
 		index:        t.subs,
 	})
 	if err != nil {
@@ -227,6 +235,11 @@ func (t *Transport) notification(sess *ClientSession, msg *protocol.Message) {
 func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, sseOK bool, rec *requestLog) {
 	// Not r.Context(): a disconnect is not a cancellation (basic/transports).
 	ctx, cancel := context.WithCancelCause(sess.ctx)
+	if p, ok := auth.FromContext(r.Context()); ok {
+		// The principal, and so the tenant every store call reads, come
+		// with the request; the session is bound to the same principal.
+		ctx = auth.WithPrincipal(ctx, p)
+	}
 	if err := sess.begin(msg.ID, r.Context(), cancel); err != nil {
 		cancel(nil)
 		rec.status, rec.rpcCode = http.StatusOK, protocol.CodeInvalidRequest

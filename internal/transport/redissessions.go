@@ -22,7 +22,7 @@ import (
 // redisSessions shares client sessions between replicas (issue 7, points
 // 1, 3, 5 and 6). Redis holds each session's durable state in a hash,
 //
-//	<prefix>cs:{<id>}        v, client, caps, tenant, level, home, s:<uri>…,
+//	<prefix>cs:{<id>}        v, client, caps, tenant, principal, level, home, s:<uri>…,
 //	                         gseq, gflushed, t:<replica>  (TTL = idle timeout)
 //	<prefix>cs:{<id>}:g      the GET stream's event log, a Redis Stream
 //	<prefix>cs:{<id>}:p<n>   a streamed POST response's event log, a Redis
@@ -294,7 +294,7 @@ func sessionFields(s *ClientSession) ([]any, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "level", string(s.logLevel)}
+	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
 	if s.home && s.homeID != "" {
 		f = append(f, "home", s.homeID)
 	}
@@ -406,7 +406,7 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	if h["v"] == "" {
 		return nil, ErrSessionNotFound
 	}
-	in := SessionInit{Version: h["v"], Tenant: h["tenant"], EventLogSize: m.logSize, index: m.index}
+	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize, index: m.index}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
 		return nil, fmt.Errorf("decode client session %s: client info: %w", id, err)
 	}

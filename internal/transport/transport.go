@@ -38,6 +38,9 @@ type Options struct {
 	ReadBodyTimeout time.Duration
 	WriteTimeout    time.Duration
 	Logger          zerolog.Logger
+	// Auth decides who each request comes from; nil serves everyone as
+	// the default tenant (tests, and embedding without auth).
+	Auth Authenticator
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
 	// Redis, when set (and Sessions is not), shares client sessions
@@ -128,7 +131,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 // Mount adds the MCP endpoint to r at path (conventionally "/mcp").
 func (t *Transport) Mount(r chi.Router, path string) {
 	r.Group(func(r chi.Router) {
-		r.Use(t.recoverer, t.cors(), t.checkOrigin)
+		r.Use(t.recoverer, t.cors(), t.checkOrigin, t.authenticate)
 		r.Post(path, t.handlePost)
 		r.Get(path, t.handleGet)
 		r.Delete(path, t.handleDelete)

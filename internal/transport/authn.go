@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"net/http"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Authenticator decides who a request comes from (package auth; issue 8).
+type Authenticator interface {
+	// Authenticate returns the principal of r, or the failure to answer
+	// with: its status (401 or 403) and WWW-Authenticate challenge.
+	Authenticate(r *http.Request) (auth.Principal, *auth.Failure)
+}
+
+// authenticate runs before anything reads the body or looks up a client
+// session (DESIGN.md, "A tools/call, end to end", step 1): a request
+// without valid credentials learns nothing, not even whether a session
+// exists. The principal, and its tenant, go into the request's context,
+// which every handler and store call reads. A CORS preflight carries no
+// credentials by design and is answered before this runs.
+func (t *Transport) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t.opts.Auth == nil || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, f := t.opts.Auth.Authenticate(r)
+		if f != nil {
+			w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
+			msg := "unauthorized: " + f.Description
+			if f.Status == http.StatusForbidden {
+				msg = "forbidden: " + f.Description
+			}
+			writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// principalID is the ID of the request's principal, "" without an
+// Authenticator.
+func principalID(r *http.Request) string {
+	p, _ := auth.FromContext(r.Context())
+	return p.ID
+}
