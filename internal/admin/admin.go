@@ -3,7 +3,9 @@
 // servers whose tools mcp-runtime federates, and run a discovery.
 //
 // The API can make the server fetch any URL it is given, so it is closed
-// unless a bearer token is configured (MCP_ADMIN_TOKEN), and it never shows
+// unless a bearer token is configured (MCP_ADMIN_TOKEN) or authentication
+// can name admin principals (an admin API key, or an OAuth token with the
+// admin scope), and it never shows
 // a configured header value: those are credentials for the upstream. Errors
 // are RFC 9457 problem details. openapi.yaml at the repository root
 // documents every route; a test keeps the two in step.
@@ -18,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -41,7 +44,16 @@ type Options struct {
 	// MCP_ADMIN_TOKEN (the API can register URLs the server will fetch, so it
 	// is never open by default).
 	Token string
-	Log   zerolog.Logger
+	// Principals, when set, also admits a principal with Admin set: an
+	// admin API key, or an OAuth token with the admin scope (issue 8,
+	// point 5). The token above still works beside it.
+	Principals Authenticator
+	Log        zerolog.Logger
+}
+
+// Authenticator decides who a request comes from (package auth).
+type Authenticator interface {
+	Authenticate(r *http.Request) (auth.Principal, *auth.Failure)
 }
 
 // API is the admin REST API; Mount adds it to a router.
@@ -53,15 +65,19 @@ type API struct {
 	// comparison constant-time whatever length the client sends.
 	enabled bool
 	digest  [sha256.Size]byte
+	// hasToken: a token is configured (digest is meaningful).
+	hasToken   bool
+	principals Authenticator
 }
 
 // New returns the admin API over u.
 func New(u Upstreams, opts Options) *API {
-	a := &API{u: u, log: opts.Log.With().Str("component", "admin").Logger()}
+	a := &API{u: u, log: opts.Log.With().Str("component", "admin").Logger(), principals: opts.Principals}
 	if opts.Token != "" {
-		a.enabled = true
+		a.hasToken = true
 		a.digest = sha256.Sum256([]byte(opts.Token))
 	}
+	a.enabled = a.hasToken || a.principals != nil
 	return a
 }
 
