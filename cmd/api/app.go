@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/admin"
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
@@ -83,6 +84,14 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, err
 	}
+	authn, err := auth.New(cfg.Auth, auth.Options{Log: logger.With().Str("component", "auth").Logger()})
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	closers = append(closers, authn.Close)
+	if cfg.Auth.Mode == auth.ModeNone && !isLoopback(host) {
+		logger.Warn().Str("listen", cfg.Listen).Msg("auth.mode is none and the server listens beyond loopback: anyone who reaches it acts on the default tenant; set auth.mode to apikey or oauth")
+	}
 	tr, err = transport.New(srv, transport.Options{
 		AllowedOrigins:     cfg.AllowedOrigins,
 		LoopbackOnly:       isLoopback(host),
@@ -94,6 +103,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		ReadBodyTimeout:    cfg.Transport.ReadBodyTimeout(),
 		WriteTimeout:       cfg.Transport.WriteTimeout(),
 		Logger:             logger,
+		Auth:               authn,
 		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
 		Redis:          st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
@@ -150,7 +160,16 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")
-	admin.New(fed.m, admin.Options{Token: cfg.Admin.Token, Log: logger}).Mount(r)
+	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
+	if cfg.Auth.Mode != auth.ModeNone {
+		adminOpts.Principals = authn
+	}
+	admin.New(fed.m, adminOpts).Mount(r)
+	// Protected Resource Metadata (RFC 9728), in oauth mode: public, it
+	// tells a client where to get a token.
+	for _, path := range auth.MetadataPaths(cfg.Auth) {
+		r.Get(path, auth.MetadataHandler(cfg.Auth).ServeHTTP)
+	}
 	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

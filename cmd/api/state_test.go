@@ -24,13 +24,21 @@ import (
 // called when the test ends).
 func runServer(t *testing.T, cfg config.Config, logOut io.Writer) (url string, stop func()) {
 	t.Helper()
-	a, err := newApp(context.Background(), cfg, logOut)
-	if err != nil {
-		t.Fatalf("newApp: %v", err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	return runServerOn(t, cfg, logOut, ln)
+}
+
+// runServerOn is runServer on a listener the test opened, so the test
+// knows the address before the server is built (auth.resource is it).
+func runServerOn(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener) (url string, stop func()) {
+	t.Helper()
+	a, err := newApp(context.Background(), cfg, logOut)
+	if err != nil {
+		ln.Close()
+		t.Fatalf("newApp: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -70,19 +70,7 @@ func sorted(s []string) []string {
 
 func connectWith(t *testing.T, url string, n *notified) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	opts := &mcp.ClientOptions{}
-	if n != nil {
-		opts.ResourceUpdatedHandler = n.handler
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return connectAs(t, url, "", n)
 }
 
 // Three agents share one server. B subscribes to an entry and to the

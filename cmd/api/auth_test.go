@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/auth/authtest"
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+)
+
+// bearerTransport adds a bearer token to every request of an MCP client.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectAs connects an official-SDK client that sends token (none when
+// ""), telling n of resource updates.
+func connectAs(t *testing.T, url, token string, n *notified) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	opts := &mcp.ClientOptions{}
+	if n != nil {
+		opts.ResourceUpdatedHandler = n.handler
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: url}
+	if token != "" {
+		tr.HTTPClient = &http.Client{Transport: bearerTransport{token}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// oauthServer runs cmd/api in oauth mode against a test issuer; the
+// resource URI is the server's own /mcp URL, as a deployment sets it.
+func oauthServer(t *testing.T, logs io.Writer) (url string, is *authtest.Issuer, token func(sub, tenant, scope string) string) {
+	t.Helper()
+	is = authtest.NewIssuer(t, "k1")
+	cfg := config.Default()
+	cfg.Auth.Mode = auth.ModeOAuth
+	cfg.Auth.OAuth.Issuer = "https://issuer.test"
+	cfg.Auth.OAuth.JWKSURL = is.JWKSURL()
+	cfg.Auth.OAuth.RequiredScopes = []string{"mcp:tools"}
+	cfg.Admin.Token = "admin-secret"
+	cfg.LogLevel = "debug"
+	// The resource is the server's own URL, known once it listens.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth.Resource = "http://" + ln.Addr().String() + "/mcp"
+	url, _ = runServerOn(t, cfg, logs, ln)
+	token = func(sub, tenant, scope string) string {
+		return is.Token(authtest.Claims("https://issuer.test", url, sub, tenant, scope), "k1")
+	}
+	return url, is, token
+}
+
+// Requests without a valid token get 401 with a challenge pointing at the
+// Protected Resource Metadata, which is served without credentials
+// (MCP basic/authorization, RFC 9728).
+func TestAuth_ChallengeAndMetadata(t *testing.T) {
+	url, _, token := oauthServer(t, io.Discard)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	post := func(authz string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	base := strings.TrimSuffix(url, "/mcp")
+	metadata := base + "/.well-known/oauth-protected-resource/mcp"
+	for _, tc := range []struct {
+		name, authz string
+		status      int
+		challenge   string
+	}{
+		{"no token", "", 401, `Bearer realm="mcp-runtime", resource_metadata="` + metadata + `", scope="mcp:tools"`},
+		{"garbage", "Bearer x", 401, `error="invalid_token"`},
+		{"missing scope", "Bearer " + token("a", "team-a", "other"), 403, `error="insufficient_scope"`},
+		{"valid", "Bearer " + token("a", "team-a", "mcp:tools"), 200, ""},
+	} {
+		resp := post(tc.authz)
+		if resp.StatusCode != tc.status || !strings.Contains(resp.Header.Get("WWW-Authenticate"), tc.challenge) {
+			t.Errorf("%s: %d %q, want %d with %q", tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge)
+		}
+	}
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc auth.ResourceMetadata
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || doc.Resource != url || len(doc.AuthorizationServers) != 1 || doc.AuthorizationServers[0] != "https://issuer.test" {
+			t.Errorf("GET %s: %d %+v %v", path, resp.StatusCode, doc, err)
+		}
+	}
+}
+
+// Two tenants share one server: B cannot read, list, search or be told
+// about A's memory, through tools or resources; a session id B steals
+// from A is 404 to B; the admin API wants the admin scope. And the
+// tokens never reach the logs, debug level included.
+func TestAuth_TenantIsolation(t *testing.T) {
+	var logs syncBuffer
+	url, _, token := oauthServer(t, &logs)
+	tokA, tokB := token("alice", "team-a", "mcp:tools"), token("bob", "team-b", "mcp:tools")
+	var aGot, bGot notified
+	a := connectAs(t, url, tokA, &aGot)
+	b := connectAs(t, url, tokB, &bGot)
+	ctx := context.Background()
+	const uri = "memory://plans/q3"
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSucceed(t, call(t, a, "memory_store", map[string]any{"namespace": "plans", "key": "q3", "value": "ship it", "tags": []string{"secret"}}), "A stores")
+	aGot.waitFor(t, uri) // A hears of its own tenant's change; B must not
+
+	if env := call(t, b, "memory_retrieve", map[string]any{"namespace": "plans", "key": "q3"}); env.Success || env.Error.Code != "NOT_FOUND" {
+		t.Errorf("B retrieves A's entry: %+v", env)
+	}
+	for _, probe := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"memory_list", map[string]any{"namespace": "plans"}},
+		{"memory_search", map[string]any{"query": "ship"}},
+		{"trace_list", map[string]any{"tool": "memory_store"}},
+	} {
+		env := call(t, b, probe.tool, probe.args)
+		mustSucceed(t, env, "B "+probe.tool)
+		if strings.Contains(string(env.Data), "q3") || strings.Contains(string(env.Data), "ship") || strings.Contains(string(env.Data), `"memory_store"`) {
+			t.Errorf("B's %s shows A's state: %s", probe.tool, env.Data)
+		}
+	}
+	if res, err := b.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+		t.Errorf("B reads A's resource: %+v", res)
+	}
+	list, err := b.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.Resources {
+		if r.URI == uri {
+			t.Errorf("B lists A's resource %s", r.URI)
+		}
+	}
+	if got := bGot.take(); len(got) != 0 {
+		t.Errorf("B was told about A's change: %v", got)
+	}
+
+	// B steals A's session id: 404, as if it did not exist.
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+tokB)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("B with A's session id: %d, want 404", resp.StatusCode)
+	}
+
+	// The admin API: B's token lacks the admin scope; an admin token
+	// passes, and so does the configured admin token.
+	admin := func(authz string) int {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/admin/upstreams", nil)
+		req.Header.Set("Authorization", authz)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		authz string
+		want  int
+	}{
+		{"Bearer " + tokB, 403},
+		{"Bearer " + token("ops", "ops", "mcp:tools mcp:admin"), 200},
+		{"Bearer admin-secret", 200},
+		{"Bearer wrong", 401},
+	} {
+		if got := admin(tc.authz); got != tc.want {
+			t.Errorf("admin API with %.20s…: %d, want %d", tc.authz, got, tc.want)
+		}
+	}
+
+	for _, secret := range []string{tokA, tokB, "admin-secret"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("a credential is in the logs")
+		}
+		// Nor any third of a token (a JWT's signature part alone).
+		if i := strings.LastIndexByte(secret, '.'); i > 0 && strings.Contains(logs.String(), secret[i+1:]) {
+			t.Fatalf("a token's signature is in the logs")
+		}
+	}
+}
