@@ -89,6 +89,8 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	closers = append(closers, authn.Close)
+	limits := newLimits(cfg, st, logger)
+	closers = append(closers, limits.close)
 	if cfg.Auth.Mode == auth.ModeNone && !isLoopback(host) {
 		logger.Warn().Str("listen", cfg.Listen).Msg("auth.mode is none and the server listens beyond loopback: anyone who reaches it acts on the default tenant; set auth.mode to apikey or oauth")
 	}
@@ -104,6 +106,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		WriteTimeout:       cfg.Transport.WriteTimeout(),
 		Logger:             logger,
 		Auth:               authn,
+		Limit:              limits.request,
 		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
 		Redis:          st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
@@ -122,7 +125,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	pipe, err := pipeline.New(pipeline.Config{
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
-		Record: st.record,
+		Record: st.record, Admit: limits.toolCall,
 	}, policy, logger)
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)

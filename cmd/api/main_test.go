@@ -183,9 +183,13 @@ func TestRun_BadConfigNamesKey(t *testing.T) {
 }
 
 type envelopeDoc struct {
-	Success  bool            `json:"success"`
-	Data     json.RawMessage `json:"data"`
-	Error    struct{ Code, Message string }
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data"`
+	Error   struct {
+		Code, Message string
+		Retryable     bool
+		RetryAfterMs  int64 `json:"retryAfterMs"`
+	}
 	Metadata struct {
 		DurationMs *int64 `json:"durationMs"`
 		Truncated  bool   `json:"truncated"`

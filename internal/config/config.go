@@ -82,6 +82,8 @@ type Config struct {
 	// Auth decides who a request comes from: none, API keys or OAuth
 	// (issue 8).
 	Auth auth.Config `yaml:"auth"`
+	// RateLimits are per-principal request budgets.
+	RateLimits RateLimits `yaml:"rateLimits"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.

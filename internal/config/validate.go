@@ -134,6 +134,7 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	c.validateFederation(bad, intRange)
+	errs = append(errs, c.validateRateLimits()...)
 	if err := c.Auth.Validate(); err != nil {
 		var fe *auth.FieldError
 		if errors.As(err, &fe) {

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -14,29 +16,43 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (auth.Principal, *auth.Failure)
 }
 
-// authenticate runs before anything reads the body or looks up a client
-// session (DESIGN.md, "A tools/call, end to end", step 1): a request
+// authenticate, then the principal's request budget (issue 8, point 4),
+// run before anything reads the body or looks up a client session (DESIGN.md, "A tools/call, end to end", step 1): a request
 // without valid credentials learns nothing, not even whether a session
 // exists. The principal, and its tenant, go into the request's context,
 // which every handler and store call reads. A CORS preflight carries no
 // credentials by design and is answered before this runs.
 func (t *Transport) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if t.opts.Auth == nil || r.Method == http.MethodOptions {
+		if r.Method == http.MethodOptions {
 			next.ServeHTTP(w, r)
 			return
 		}
-		p, f := t.opts.Auth.Authenticate(r)
-		if f != nil {
-			w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
-			msg := "unauthorized: " + f.Description
-			if f.Status == http.StatusForbidden {
-				msg = "forbidden: " + f.Description
+		p := auth.Anonymous
+		if t.opts.Auth != nil {
+			var f *auth.Failure
+			if p, f = t.opts.Auth.Authenticate(r); f != nil {
+				w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
+				msg := "unauthorized: " + f.Description
+				if f.Status == http.StatusForbidden {
+					msg = "forbidden: " + f.Description
+				}
+				writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
+				return
 			}
-			writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
-			return
+			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		if t.opts.Limit != nil {
+			if ok, wait := t.opts.Limit(r.Context(), p); !ok {
+				// A flood is refused before the body is read or a
+				// session looked up (RFC 6585 §4).
+				w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+				writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+					"too many requests: retry after %d ms", wait.Milliseconds()))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

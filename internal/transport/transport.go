@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -41,6 +42,10 @@ type Options struct {
 	// Auth decides who each request comes from; nil serves everyone as
 	// the default tenant (tests, and embedding without auth).
 	Auth Authenticator
+	// Limit, if set, spends one request of the principal's HTTP request
+	// budget (issue 8, point 4); refused, the request gets 429 with
+	// Retry-After before anything else is read.
+	Limit func(ctx context.Context, p auth.Principal) (ok bool, retryAfter time.Duration)
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
 	// Redis, when set (and Sessions is not), shares client sessions

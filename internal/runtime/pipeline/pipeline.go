@@ -59,6 +59,11 @@ type Config struct {
 	// the request's goroutine and must not block (the trace recorder
 	// queues and drops when full).
 	Record func(CallRecord)
+	// Admit, if set, decides first whether the call may run at all (the
+	// caller's rate limit, issue 8 point 4); a non-nil error (RATE_LIMITED
+	// with retryAfterMs) answers the call, which is recorded like any
+	// other rejection.
+	Admit func(ctx context.Context, tool string) *response.Error
 }
 
 // CallRecord describes one finished tools/call for the trace: sizes, never
@@ -129,6 +134,11 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 func (p *Pipeline) precheck(name string) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
 	return func(ctx context.Context, call *handlers.ToolCall) *protocol.CallToolResult {
 		start := time.Now()
+		if p.cfg.Admit != nil {
+			if rej := p.cfg.Admit(ctx, name); rej != nil {
+				return p.fail(ctx, call, start, rej)
+			}
+		}
 		args := call.Arguments
 		var violations []limits.Violation
 		if len(args) > 0 {
