@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
+	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -39,6 +40,7 @@ type app struct {
 	closers   []func() // background work to stop after the server
 	state     *state
 	fed       *federation
+	certs     *tlscert.Reloader // nil: plain HTTP
 }
 
 func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
@@ -89,6 +91,12 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	closers = append(closers, authn.Close)
+	var certs *tlscert.Reloader
+	if cfg.TLS.Enabled() {
+		if certs, err = tlscert.New(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ReloadInterval(), logger); err != nil {
+			return nil, err
+		}
+	}
 	limits := newLimits(cfg, st, logger)
 	closers = append(closers, limits.close)
 	if cfg.Auth.Mode == auth.ModeNone && !isLoopback(host) {
@@ -162,6 +170,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
+	r.Use(securityHeaders(cfg.TLS.Enabled()))
 	tr.Mount(r, "/mcp")
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
 	if cfg.Auth.Mode != auth.ModeNone {
@@ -178,7 +187,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 	})
-	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed}, nil
+	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}, nil
 }
 
 func isLoopback(host string) bool {
@@ -216,14 +225,23 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
 	}
-	ev := a.log.Info().Str("addr", ln.Addr().String()).Str("version", version)
+	serve := func() error { return hs.Serve(ln) }
+	scheme := "http"
+	if a.certs != nil {
+		// HTTP/2 and HTTP/1.1 over TLS; an SSE stream is a long response
+		// on either (issue 8, point 6).
+		hs.TLSConfig = a.certs.Config()
+		serve = func() error { return hs.ServeTLS(ln, "", "") }
+		scheme = "https"
+	}
+	ev := a.log.Info().Str("addr", ln.Addr().String()).Str("scheme", scheme).Str("version", version)
 	if a.state.persistent {
 		ev.Str("store", "postgres").Msg("mcp-runtime listening")
 	} else {
 		ev.Str("store", "memory").Msg("mcp-runtime listening; embedded in-memory store: nothing survives a restart (set DATABASE_URL to keep state)")
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

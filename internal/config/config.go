@@ -84,6 +84,8 @@ type Config struct {
 	Auth auth.Config `yaml:"auth"`
 	// RateLimits are per-principal request budgets.
 	RateLimits RateLimits `yaml:"rateLimits"`
+	// TLS serves HTTPS directly when its files are set.
+	TLS TLS `yaml:"tls"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -152,6 +154,7 @@ func Default() Config {
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
 		Auth:            auth.Default(),
+		TLS:             defaultTLS(),
 	}
 }
 

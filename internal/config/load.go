@@ -121,6 +121,12 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	if v := getenv(EnvRedisURL); v != "" {
 		cfg.RedisURL = v
 	}
+	if v := getenv(EnvTLSCertFile); v != "" {
+		cfg.TLS.CertFile = v
+	}
+	if v := getenv(EnvTLSKeyFile); v != "" {
+		cfg.TLS.KeyFile = v
+	}
 	if v := getenv(EnvAuthMode); v != "" {
 		cfg.Auth.Mode = v
 	}

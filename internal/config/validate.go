@@ -70,6 +70,10 @@ func overrides(key string) string {
 		return EnvRedisURL
 	case key == "admin.token":
 		return EnvAdminToken
+	case key == "auth.mode":
+		return EnvAuthMode
+	case key == "tls":
+		return EnvTLSCertFile + ", " + EnvTLSKeyFile
 	}
 	return ""
 }
@@ -135,6 +139,7 @@ func (c Config) Validate() error {
 	}
 	c.validateFederation(bad, intRange)
 	errs = append(errs, c.validateRateLimits()...)
+	c.validateTLS(bad, intRange)
 	if err := c.Auth.Validate(); err != nil {
 		var fe *auth.FieldError
 		if errors.As(err, &fe) {
