@@ -46,6 +46,7 @@ type Store interface {
 	AgentStore
 	TraceStore
 	UpstreamStore
+	APIKeyStore
 	// Ping reports whether the backing database answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

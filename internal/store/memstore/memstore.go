@@ -32,6 +32,8 @@ type Store struct {
 	// upstreams are deployment-wide, so outside tenants; upstreams.go
 	// creates the map on first write.
 	upstreams map[string]*store.UpstreamRecord
+	// apiKeys are deployment-wide too, by id; apikeys.go.
+	apiKeys map[string]*store.APIKeyRecord
 }
 
 // tenantData is everything one tenant owns. Keeping a map per tenant

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"agents", testAgents},
 		{"traces", testTraces},
 		{"upstreams", testUpstreams},
+		{"API keys", testAPIKeys},
 		{"concurrency", testConcurrency},
 		{"tenant isolation", testIsolation},
 		{"cancelled context", testCancelled},

@@ -92,3 +92,21 @@ func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMe
 func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	return s.next.DeleteUpstream(ctx, id)
 }
+
+// API keys are deployment-wide admin data, read once per unknown key by
+// the authenticator (which caches them itself): no cache tier here.
+func (s *Store) ListAPIKeys(ctx context.Context) ([]store.APIKeyRecord, error) {
+	return s.next.ListAPIKeys(ctx)
+}
+
+func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKeyRecord) (store.APIKeyRecord, error) {
+	return s.next.CreateAPIKey(ctx, k)
+}
+
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error) {
+	return s.next.RevokeAPIKey(ctx, id)
+}
+
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (store.APIKeyRecord, error) {
+	return s.next.APIKeyByHash(ctx, hash)
+}
