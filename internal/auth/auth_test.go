@@ -1,8 +1,10 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -217,7 +219,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"key id", func(c *Config) { c.APIKeys = []APIKey{{ID: "", SHA256: strings.Repeat("a", 64)}} }, "apiKeys[0].id"},
 		{"key hash", func(c *Config) { c.APIKeys = []APIKey{{ID: "k", SHA256: "secret"}} }, "apiKeys[0].sha256"},
 		{"key tenant", func(c *Config) { c.APIKeys = []APIKey{{ID: "k", SHA256: strings.Repeat("a", 64), Tenant: "a\nb"}} }, "apiKeys[0].tenant"},
-		{"apikey without keys", func(c *Config) { c.Mode = ModeAPIKey }, "apiKeys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good
@@ -235,5 +236,59 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
+	}
+}
+
+// Keys created through the admin API authenticate through the store's
+// lookup: found, revoked (401 invalid_token), unknown, and a store that
+// cannot answer (503, not a 401 that would make the client drop its key).
+// Answers are reused for keyCacheTTL, so a request does not cost a query.
+func TestStoredAPIKeys(t *testing.T) {
+	hash := func(k string) string { s := sha256.Sum256([]byte(k)); return hex.EncodeToString(s[:]) }
+	stored := map[string]StoredKey{
+		hash("live"):    {ID: "ci", Tenant: "team-c", Scopes: []string{"x"}},
+		hash("revoked"): {ID: "old", Tenant: "team-c", Revoked: true},
+	}
+	lookups := 0
+	down := false
+	now := time.Unix(1_700_000_000, 0)
+	cfg := Default()
+	cfg.Mode = ModeAPIKey
+	a, err := New(cfg, Options{Now: func() time.Time { return now }, Keys: func(_ context.Context, h string) (StoredKey, bool, error) {
+		lookups++
+		if down {
+			return StoredKey{}, false, errors.New("database down")
+		}
+		k, ok := stored[h]
+		return k, ok, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, f := a.Authenticate(request("Bearer live"))
+	if f != nil || p.ID != "apikey:ci" || p.Tenant != "team-c" {
+		t.Fatalf("live key: %+v %v", p, f)
+	}
+	_, f = a.Authenticate(request("Bearer revoked"))
+	if f == nil || f.Status != 401 || f.WWWAuthenticate() != `Bearer realm="mcp-runtime", error="invalid_token", error_description="the API key was revoked"` {
+		t.Fatalf("revoked key: %v", f)
+	}
+	_, f = a.Authenticate(request("Bearer unknown"))
+	if f == nil || f.Status != 401 || f.Code != CodeInvalidToken {
+		t.Fatalf("unknown key: %v", f)
+	}
+	before := lookups
+	for range 5 {
+		_, _ = a.Authenticate(request("Bearer live"))
+		_, _ = a.Authenticate(request("Bearer unknown"))
+	}
+	if lookups != before {
+		t.Errorf("%d lookups for cached answers", lookups-before)
+	}
+	now = now.Add(keyCacheTTL)
+	down = true
+	_, f = a.Authenticate(request("Bearer live"))
+	if f == nil || f.Status != 503 || f.Challenge() {
+		t.Fatalf("store down: %v, want a 503 that is not a challenge", f)
 	}
 }

@@ -24,6 +24,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock for token times; nil means time.Now.
 	Now func() time.Time
+	// Keys, in apikey mode, finds the keys created through the admin
+	// API; nil means only the configured keys authenticate.
+	Keys KeyLookup
 }
 
 // Authenticator answers who a request comes from, in the configured mode.
@@ -33,6 +36,7 @@ type Authenticator struct {
 	metadata string // the Protected Resource Metadata URL, oauth mode only
 	scope    string // the scope challenges ask for
 	keys     []apiKey
+	stored   *keyCache // nil without Options.Keys
 	oauth    *oauthVerifier
 	cancel   context.CancelFunc
 	log      zerolog.Logger
@@ -52,6 +56,13 @@ func New(cfg Config, opts Options) (*Authenticator, error) {
 		return nil, err
 	}
 	a := &Authenticator{mode: cfg.Mode, log: opts.Log, cancel: func() {}}
+	if opts.Keys != nil {
+		now := opts.Now
+		if now == nil {
+			now = time.Now
+		}
+		a.stored = &keyCache{lookup: opts.Keys, now: now, byHash: map[string]cachedKey{}}
+	}
 	for _, k := range cfg.APIKeys {
 		var d [sha256.Size]byte
 		if _, err := hex.Decode(d[:], []byte(strings.ToLower(k.SHA256))); err != nil {
@@ -113,15 +124,17 @@ func (a *Authenticator) authenticate(r *http.Request) (Principal, *Failure) {
 		return Principal{}, &Failure{Status: http.StatusUnauthorized, Description: "this server requires a bearer token"}
 	}
 	if a.mode == ModeAPIKey {
-		return a.apiKey(token)
+		return a.apiKey(r.Context(), token)
 	}
 	return a.oauth.verify(r.Context(), token)
 }
 
 // apiKey finds the key whose hash token has. Every configured key is
 // compared, in constant time, so the time taken says nothing about which
-// keys exist or how close a guess came.
-func (a *Authenticator) apiKey(token string) (Principal, *Failure) {
+// keys exist or how close a guess came; then the keys created through the
+// admin API are looked up by the hash (an index lookup of a SHA-256
+// leaks nothing about the secret).
+func (a *Authenticator) apiKey(ctx context.Context, token string) (Principal, *Failure) {
 	d := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range a.keys {
@@ -129,10 +142,25 @@ func (a *Authenticator) apiKey(token string) (Principal, *Failure) {
 			found = i
 		}
 	}
-	if found < 0 {
-		return Principal{}, unauthorized(CodeInvalidToken, "the API key is not valid")
+	if found >= 0 {
+		return a.keys[found].principal, nil
 	}
-	return a.keys[found].principal, nil
+	invalid := unauthorized(CodeInvalidToken, "the API key is not valid")
+	if a.stored == nil {
+		return Principal{}, invalid
+	}
+	k, ok, err := a.stored.get(ctx, hex.EncodeToString(d[:]))
+	switch {
+	case err != nil:
+		// Not a 401: the client's key may be fine, and a 401 would make
+		// it drop it. The store's outage is logged where it happens.
+		return Principal{}, &Failure{Status: http.StatusServiceUnavailable, Description: "the API key cannot be checked now; retry shortly"}
+	case !ok:
+		return Principal{}, invalid
+	case k.Revoked:
+		return Principal{}, unauthorized(CodeInvalidToken, "the API key was revoked")
+	}
+	return Principal{ID: "apikey:" + k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Admin: k.Admin}, nil
 }
 
 // MetadataURL is the Protected Resource Metadata URL of resource (RFC

@@ -177,9 +177,6 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if c.Mode == ModeAPIKey && len(c.APIKeys) == 0 {
-		return bad("apiKeys", "apikey mode needs at least one key")
-	}
 	if c.Mode == ModeOAuth {
 		return c.OAuth.validate(bad)
 	}

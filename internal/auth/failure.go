@@ -28,6 +28,13 @@ type Failure struct {
 	realm, metadata string
 }
 
+// Challenge reports whether the failure is about the credentials (401 or
+// 403, with WWW-Authenticate); otherwise the server could not check them
+// (503), and the client should retry with the same ones.
+func (f *Failure) Challenge() bool {
+	return f.Status == http.StatusUnauthorized || f.Status == http.StatusForbidden
+}
+
 func (f *Failure) Error() string {
 	if f.Code == "" {
 		return f.Description
