@@ -86,7 +86,14 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, err
 	}
-	authn, err := auth.New(cfg.Auth, auth.Options{Log: logger.With().Str("component", "auth").Logger()})
+	authOpts := auth.Options{Log: logger.With().Str("component", "auth").Logger()}
+	if cfg.Auth.Mode == auth.ModeAPIKey {
+		authOpts.Keys = storedKeys(st.backend)
+		if len(cfg.Auth.APIKeys) == 0 && cfg.Admin.Token == "" {
+			logger.Warn().Msg("auth.mode is apikey with no configured key and no admin token: no key can be created, so nobody can connect")
+		}
+	}
+	authn, err := auth.New(cfg.Auth, authOpts)
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
@@ -175,6 +182,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
 	if cfg.Auth.Mode != auth.ModeNone {
 		adminOpts.Principals = authn
+	}
+	if cfg.Auth.Mode == auth.ModeAPIKey {
+		adminOpts.Keys = st.backend // /admin/apikeys
 	}
 	admin.New(fed.m, adminOpts).Mount(r)
 	// Protected Resource Metadata (RFC 9728), in oauth mode: public, it

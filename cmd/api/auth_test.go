@@ -231,3 +231,72 @@ func TestAuth_TenantIsolation(t *testing.T) {
 		}
 	}
 }
+
+// In apikey mode an admin creates a key through the admin API, an agent
+// uses it (acting on the key's tenant), and after the admin revokes it
+// the key gets 401 within the lookup cache's 5 seconds.
+func TestAuth_APIKeyLifecycle(t *testing.T) {
+	cfg := pgConfig(t)
+	cfg.Auth.Mode = auth.ModeAPIKey
+	cfg.Admin.Token = "admin-secret"
+	url, _ := runServer(t, cfg, io.Discard)
+	base := strings.TrimSuffix(url, "/mcp")
+	adminDo := func(method, path, body string) *http.Response {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer admin-secret")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := adminDo(http.MethodPost, "/admin/apikeys", `{"id":"ci-agents","tenant":"team-ci"}`)
+	var created struct {
+		Key    string `json:"key"`
+		APIKey struct {
+			ID     string `json:"id"`
+			Tenant string `json:"tenant"`
+		} `json:"apiKey"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated || !strings.HasPrefix(created.Key, "mcpr_") {
+		t.Fatalf("create key: %d %+v %v", resp.StatusCode, created, err)
+	}
+	cs := connectAs(t, url, created.Key, nil)
+	mustSucceed(t, call(t, cs, "memory_store", map[string]any{"key": "k", "value": 1}), "store with the new key")
+
+	if resp := adminDo(http.MethodDelete, "/admin/apikeys/ci-agents", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %d", resp.StatusCode)
+	}
+	ping := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+created.Key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		resp := ping()
+		if resp.StatusCode == http.StatusUnauthorized {
+			if !strings.Contains(resp.Header.Get("WWW-Authenticate"), "revoked") {
+				t.Errorf("challenge %q does not say the key was revoked", resp.Header.Get("WWW-Authenticate"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked key still answers %d after 8s", resp.StatusCode)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

@@ -48,7 +48,9 @@ type Options struct {
 	// admin API key, or an OAuth token with the admin scope (issue 8,
 	// point 5). The token above still works beside it.
 	Principals Authenticator
-	Log        zerolog.Logger
+	// Keys, when set, serves /admin/apikeys (apikey mode).
+	Keys APIKeys
+	Log  zerolog.Logger
 }
 
 // Authenticator decides who a request comes from (package auth).
@@ -68,11 +70,12 @@ type API struct {
 	// hasToken: a token is configured (digest is meaningful).
 	hasToken   bool
 	principals Authenticator
+	keys       APIKeys
 }
 
 // New returns the admin API over u.
 func New(u Upstreams, opts Options) *API {
-	a := &API{u: u, log: opts.Log.With().Str("component", "admin").Logger(), principals: opts.Principals}
+	a := &API{u: u, log: opts.Log.With().Str("component", "admin").Logger(), principals: opts.Principals, keys: opts.Keys}
 	if opts.Token != "" {
 		a.hasToken = true
 		a.digest = sha256.Sum256([]byte(opts.Token))
@@ -103,6 +106,9 @@ func (a *API) Mount(r chi.Router) {
 		r.Post("/upstreams/{id}/enable", a.setEnabled(true))
 		r.Post("/upstreams/{id}/disable", a.setEnabled(false))
 		r.Post("/upstreams/{id}/refresh", a.refresh)
+		if a.keys != nil {
+			a.mountAPIKeys(r)
+		}
 	})
 }
 

@@ -61,7 +61,11 @@ func (a *API) tokenMatches(token string) bool {
 func (a *API) admitPrincipal(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, f := a.principals.Authenticate(r)
 	if f != nil {
-		w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
+		if f.Challenge() {
+			w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
+		} else {
+			w.Header().Set("Retry-After", "1")
+		}
 		a.problem(w, r, f.Status, f.Description, "")
 		return
 	}

@@ -12,6 +12,9 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
 )
 
 const openapiPath = "../../openapi.yaml"
@@ -89,7 +92,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 
 	r := chi.NewRouter()
-	New(newFake(), Options{Token: testToken}).Mount(r)
+	New(newFake(), Options{Token: testToken, Keys: memstore.New(store.Options{})}).Mount(r)
 	routed := map[string]bool{}
 	err := chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routed[method+" "+strings.TrimSuffix(route, "/")] = true
@@ -124,7 +127,7 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 		t.Fatalf("build the validator: %v", errs)
 	}
 	router := chi.NewRouter()
-	New(newFake(), Options{Token: testToken}).Mount(router)
+	New(newFake(), Options{Token: testToken, Keys: memstore.New(store.Options{})}).Mount(router)
 
 	cases := []struct {
 		method, path, body, auth string
@@ -144,6 +147,12 @@ func TestOpenAPIDescribesResponses(t *testing.T) {
 		{http.MethodPost, "/admin/upstreams/github/refresh", "", "", http.StatusOK},
 		{http.MethodPost, "/admin/upstreams/discover?forceRefresh=true", "", "", http.StatusOK},
 		{http.MethodDelete, "/admin/upstreams/jira", "", "", http.StatusNoContent},
+		{http.MethodPost, "/admin/apikeys", `{"id":"ci","tenant":"team-a","scopes":["mcp:tools"]}`, "", http.StatusCreated},
+		{http.MethodPost, "/admin/apikeys", `{"id":"ci"}`, "", http.StatusConflict},
+		{http.MethodPost, "/admin/apikeys", `{"id":""}`, "", http.StatusBadRequest},
+		{http.MethodGet, "/admin/apikeys", "", "", http.StatusOK},
+		{http.MethodDelete, "/admin/apikeys/ci", "", "", http.StatusOK},
+		{http.MethodDelete, "/admin/apikeys/nope", "", "", http.StatusNotFound},
 	}
 	for _, tc := range cases {
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))

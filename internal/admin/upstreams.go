@@ -207,31 +207,36 @@ func boolParam(q url.Values, name string) (bool, error) {
 	return b, nil
 }
 
-// decodeConfig reads a Config body: JSON, one object, no unknown fields
-// (a misspelt field must not silently fall back to a default), at most
-// MaxBodyBytes.
+// decodeConfig reads a Config body (see decodeBody).
 func decodeConfig(w http.ResponseWriter, r *http.Request) (upstream.Config, error) {
 	var c upstream.Config
+	return c, decodeBody(w, r, &c)
+}
+
+// decodeBody reads a JSON body into v: one object, no unknown fields (a
+// misspelt field must not silently fall back to a default), at most
+// MaxBodyBytes.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			return c, &requestError{status: http.StatusUnsupportedMediaType,
+			return &requestError{status: http.StatusUnsupportedMediaType,
 				detail: fmt.Sprintf("Content-Type %q is not supported; send application/json", ct)}
 		}
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, decodeError(err)
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return c, decodeError(err)
+			return decodeError(err)
 		}
-		return c, badRequest("", "the body must hold a single JSON object and nothing after it")
+		return badRequest("", "the body must hold a single JSON object and nothing after it")
 	}
-	return c, nil
+	return nil
 }
 
 // decodeError turns a JSON decoding failure into a 400 naming the field

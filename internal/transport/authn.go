@@ -32,10 +32,16 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 		if t.opts.Auth != nil {
 			var f *auth.Failure
 			if p, f = t.opts.Auth.Authenticate(r); f != nil {
-				w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
 				msg := "unauthorized: " + f.Description
-				if f.Status == http.StatusForbidden {
+				switch {
+				case !f.Challenge():
+					w.Header().Set("Retry-After", "1")
+					msg = f.Description
+				case f.Status == http.StatusForbidden:
 					msg = "forbidden: " + f.Description
+				}
+				if f.Challenge() {
+					w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
 				}
 				writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
 				return
