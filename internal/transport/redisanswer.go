@@ -82,3 +82,50 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 		m.log.Debug().Str("session", c.ID).Str("id", msg.ID.String()).Msg("transport: client response from another replica delivered")
 	}
 }
+
+// opCancel carries a client's notifications/cancelled that no request of
+// the replica it reached matched.
+const opCancel = "cancel"
+
+// forwardCancel publishes a cancellation for a request this replica does
+// not run, so that the replica running it cancels it (issue 7, point 4):
+// with no sticky sessions, a cancellation lands on another replica than
+// its request most of the time, and would otherwise be accepted and
+// ignored. It is fire-and-forget like any cancellation: one that arrives
+// after the request ended, or while the running replica's subscription
+// is down, changes nothing (basic/utilities/cancellation allows for
+// that). An error means Redis did not take it: the client must send it
+// again.
+func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id protocol.ID) error {
+	if err := m.skipping(); err != nil {
+		return err
+	}
+	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opCancel, Req: id.String()})
+	if err != nil {
+		return fmt.Errorf("encode cancellation of %s: %w", id, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	if err := m.rdb.Publish(ctx, m.channel, payload).Err(); err != nil {
+		m.failed(err)
+		return fmt.Errorf("forward cancellation of %s to the replica running it: %w", id, err)
+	}
+	m.ok()
+	return nil
+}
+
+// onCancel cancels the request another replica's client asked to cancel,
+// if it runs here, as a local notifications/cancelled does: the handler's
+// context ends with errCancelledByClient, so no response is sent where
+// SSE allows it.
+func (m *redisSessions) onCancel(c sessionChange) {
+	if c.Origin == m.self || len(c.Req) == 0 {
+		return // this replica found nothing to cancel before forwarding it
+	}
+	m.mu.RLock()
+	s := m.byID[c.ID]
+	m.mu.RUnlock()
+	if s != nil && s.cancelRequest(protocol.ID(c.Req)) {
+		m.log.Debug().Str("session", c.ID).Str("id", c.Req).Msg("transport: request cancelled from another replica")
+	}
+}

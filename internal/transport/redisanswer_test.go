@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -67,4 +68,56 @@ func TestIsOutgoingID(t *testing.T) {
 			t.Errorf("isOutgoingID(%s) = %v, want %v", id, got, want)
 		}
 	}
+}
+
+// TestRedisCancel_OtherReplica is issue 7, point 4 for cancellation: the
+// client's notifications/cancelled lands on B while the handler runs on A
+// (round robin, no sticky sessions). A user would otherwise see the
+// cancellation accepted (202) and ignored: the tool keeps running on A
+// and its result still arrives. It must be cancelled as on one replica,
+// with no response where the SSE stream allows it.
+func TestRedisCancel_OtherReplica(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // B has a copy: the cancel is served from it
+	for _, tc := range []struct {
+		name, tool, accept string
+		id                 any
+	}{
+		{"integer id, JSON", "block", "application/json", 7},
+		{"string id, JSON", "block", "application/json", "req-a"},
+		{"integer id, SSE allowed", "block", acceptBoth, 8},
+		// JSON would HTML-escape "<" on the way: the id must match still.
+		{"string id, detached", "block_long", acceptBoth, "req-<b>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "xcancel-" + tc.name
+			blk := a.fx.block(key)
+			defer blk.Release()
+			pending := a.postAsync(t, context.Background(), sid, toolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
+			blk.waitStarted(t)
+			r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
+			if r.Status != http.StatusAccepted {
+				t.Fatalf("notifications/cancelled on B: %s", r)
+			}
+			waitChan(t, blk.cancelled, "the handler on A to be cancelled by the notification sent to B")
+			waitChan(t, blk.finished, "the handler to return")
+			r = waitReply(t, pending)
+			if r.Status != http.StatusOK {
+				t.Fatalf("cancelled call: %s", r)
+			}
+			gotResponse := strings.Contains(string(r.Body), `"id":`)
+			if wantResponse := tc.accept == "application/json"; gotResponse != wantResponse {
+				t.Errorf("response sent = %v, want %v; body %s", gotResponse, wantResponse, r)
+			}
+		})
+	}
+	// A cancellation of a request no replica runs (finished already) is
+	// accepted and changes nothing.
+	if r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": 99})); r.Status != http.StatusAccepted {
+		t.Fatalf("cancel of a finished request: %s", r)
+	}
+	a.toolsListOK(t, sid)
 }
