@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -58,6 +59,59 @@ func TestRedisAnswer_OtherReplica(t *testing.T) {
 		}
 	}
 	a.toolsListOK(t, sid)
+}
+
+// TestRedisAnswer_SubscriptionDown is issue 7, point 4 when pub/sub
+// loses the forwarded response: the handler waits on A, whose link to
+// Redis (its subscription included) is down while the client's response
+// POST lands on B. B acknowledged the response with 202, so the client
+// will not send it again; a user would see the tool hang until its
+// timeout although they answered. A must get it once its link is back.
+// And B, when Redis cannot take the response, must say so (503 with
+// Retry-After), so that the client sends it again.
+func TestRedisAnswer_SubscriptionDown(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxyA, proxyB := netfault.NewProxy(t, testRedisAddr), netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxyA.Addr()), prefix)
+	b := replica(t, testRedis(t, proxyB.Addr()), prefix)
+	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	b.toolsListOK(t, sid)
+
+	ps := a.postSSE(t, sid, toolCall(1, "sample", map[string]any{"prompt": "hi"}, nil))
+	_, m := ps.nextMessage(t)
+	if m.Method != protocol.MethodSamplingCreateMessage {
+		t.Fatalf("want a sampling request, got %+v", m)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"late reply"},"model":"m"}}`, m.ID)
+
+	// B cannot reach Redis: the response is refused, not acknowledged
+	// and dropped.
+	proxyB.Cut()
+	r := b.post(t, sid, []byte(answer))
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("answer while B cannot reach redis: %s, want 503 with Retry-After", r)
+	}
+	proxyB.Restore()
+
+	// A cannot: the response B forwards meanwhile must wait for it.
+	proxyA.Cut()
+	eventually(t, waitLong, "B to take the answer", func() bool {
+		return b.post(t, sid, []byte(answer)).Status == http.StatusAccepted
+	})
+	proxyA.Restore()
+
+	ev, _ := ps.nextMessage(t)
+	text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "1"))
+	if isErr || !strings.Contains(text, "late reply") {
+		t.Fatalf("tool result %q isError=%v, want the client's answer", text, isErr)
+	}
+	ps.waitEnd(t)
+	// The answer's record goes with the request.
+	eventually(t, waitLong, "the answer's key to be removed", func() bool {
+		keys, _ := direct.Keys(context.Background(), prefix+"cs:{"+sid+"}:a:*").Result()
+		return len(keys) == 0
+	})
 }
 
 func TestIsOutgoingID(t *testing.T) {

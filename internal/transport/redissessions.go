@@ -27,6 +27,9 @@ import (
 //	<prefix>cs:{<id>}:g      the GET stream's event log, a Redis Stream
 //	<prefix>cs:{<id>}:p<n>   a streamed POST response's event log, a Redis
 //	                         Stream (TTL = idle timeout; redispostlog.go)
+//	<prefix>cs:{<id>}:a:s<n> mailbox of server-to-client request s<n>: the
+//	                         client's response once another replica took
+//	                         it (TTL = idle timeout; redisanswer.go)
 //	<prefix>cs:{<id>}:end    tombstone of a DELETE (TTL = idle timeout)
 //	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
 //	                         that another takes over as home of the
