@@ -365,11 +365,13 @@ func (s *ClientSession) cancelRequest(id protocol.ID) bool {
 }
 
 // expect allocates the id of a server-to-client request and a channel for
-// the client's answer.
+// the client's answer. A shared session's request also gets its mailbox
+// in Redis before it is sent, so that a response landing on another
+// replica is kept for this one (issue 7, point 4; redisanswer.go).
 func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.ended {
+		s.mu.Unlock()
 		return nil, nil, errSessionEnded
 	}
 	s.nextOutID++
@@ -377,13 +379,20 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	id = append(id, '"')
 	ch := make(chan *protocol.Message, 1)
 	s.pending[string(id)] = ch
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.awaitAnswer(s, id)
+	}
 	return id, ch, nil
 }
 
 func (s *ClientSession) forget(id protocol.ID) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.pending, string(id))
+	s.mu.Unlock()
+	if s.shared != nil {
+		s.shared.forgetAnswer(s, id)
+	}
 }
 
 // deliver hands a client's response to the server-to-client request waiting

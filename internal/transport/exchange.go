@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -142,16 +143,29 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 	}
 	defer ex.sess.forget(id)
 	ex.send(protocol.AppendRequest(nil, id, method, p))
-	select {
-	case m := <-answer:
-		if m.Error != nil {
-			// Wrapped: the client's error is the tool's problem, never the
-			// JSON-RPC error of the tools/call that asked.
-			return nil, fmt.Errorf("client answered %s with an error: %w", method, m.Error)
+	var poll <-chan time.Time
+	if sh := ex.sess.shared; sh != nil {
+		// A response that another replica took while this one's
+		// subscription was down waits in Redis: read it every poll
+		// (issue 7, point 4; redisanswer.go).
+		tick := time.NewTicker(sh.tune.poll)
+		defer tick.Stop()
+		poll = tick.C
+	}
+	for {
+		select {
+		case m := <-answer:
+			if m.Error != nil {
+				// Wrapped: the client's error is the tool's problem, never the
+				// JSON-RPC error of the tools/call that asked.
+				return nil, fmt.Errorf("client answered %s with an error: %w", method, m.Error)
+			}
+			return m.Result, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for %s answer: %w", method, ctx.Err())
+		case <-poll:
+			ex.sess.shared.awaitAnswer(ex.sess, id)
 		}
-		return m.Result, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for %s answer: %w", method, ctx.Err())
 	}
 }
 

@@ -70,7 +70,12 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	sess.touch(start)
 	switch msg.Kind {
 	case protocol.KindNotification:
-		t.notification(sess, msg)
+		if err := t.notification(r.Context(), sess, msg); err != nil {
+			rec.status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
+			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot route the notification now: %v", err))
+			return
+		}
 		rec.status = http.StatusAccepted
 		w.WriteHeader(rec.status)
 	case protocol.KindResponse:
@@ -211,20 +216,29 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 	writeJSON(w, rec.status, protocol.AppendResult(nil, msg.ID, out))
 }
 
-func (t *Transport) notification(sess *ClientSession, msg *protocol.Message) {
+// notification handles a client notification. An error means it had to
+// reach another replica and Redis did not take it: the client must send
+// it again (503 with Retry-After).
+func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *protocol.Message) error {
 	switch msg.Method {
 	case protocol.NotificationCancelled:
 		var p protocol.CancelledParams
 		if err := decodeInto(msg.Params, &p); err != nil || p.RequestID.IsZero() {
 			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
-			return
+			return nil
 		}
-		sess.cancelRequest(p.RequestID)
+		if !sess.cancelRequest(p.RequestID) && sess.shared != nil {
+			// The request may run on another replica (issue 7, point 4):
+			// without this, a cancellation landing elsewhere than its
+			// request would be accepted and ignored.
+			return sess.shared.forwardCancel(ctx, sess, p.RequestID)
+		}
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
 	default:
 		t.log.Debug().Str("session", sess.id).Str("method", msg.Method).Msg("ignored unknown notification")
 	}
+	return nil
 }
 
 // request runs one request. The handler runs on this goroutine, and a

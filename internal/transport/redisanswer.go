@@ -5,22 +5,76 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 // Server-to-client requests across replicas (issue 7, point 4). A
 // handler's request (sampling, elicitation, roots/list) waits in the
 // pending map of the replica running the handler; the client's response
-// POST may land on any replica. One that has no such request pending
-// publishes the response on the sessions channel, and the replica whose
-// copy of the session has it pending delivers it. Ids of server-to-client
-// requests start at a random base per replica and session copy
-// (redisSessions.share), so exactly one replica can have a given id
-// pending. Nothing is stored: a response nobody waits for any more is
-// dropped, as on one replica.
+// POST may land on any replica. Ids of server-to-client requests start at
+// a random base per replica and session copy (redisSessions.share), so
+// exactly one replica can have a given id pending.
+//
+// Delivery must not depend on pub/sub alone, which keeps nothing: a
+// response published while the waiting replica's subscription is
+// reconnecting would be lost although the client was told 202, and the
+// handler would wait until its timeout. (PUBLISH's receiver count cannot
+// tell either: every replica subscribes to the channel, so the count says
+// how many replicas listen, not whether the waiting one does, and in a
+// Cluster it counts only the node's own subscribers.) So each request
+// has a one-slot mailbox in Redis,
+//
+//	<prefix>cs:{<id>}:a:s<n>   "" while a handler waits for s<n>, then the
+//	                           client's response (TTL = idle timeout)
+//
+// in the session's slot. The waiting replica writes it before the request
+// can reach the client (expect), refreshes it every poll, reads it then
+// (so a lost wake-up costs at most one poll) and deletes it when it stops
+// waiting (forget). A replica that gets a response it has no request
+// pending for stores it there, if the slot waits, and publishes it on the
+// sessions channel in the same script, so the waiting replica normally
+// delivers it at once, without a read. The client's POST gets 202 only
+// once Redis took the response, 503 with Retry-After otherwise. A slot
+// holds one response: a second one is dropped, as on one replica. A
+// response for an id with no slot (the request ended, or its replica
+// could not write the slot while Redis was unreachable) is only
+// published, best effort, as before: storing it would keep what nobody
+// may ever read.
 
 // opAnswer carries a client's response to a server-to-client request.
 const opAnswer = "answer"
+
+var (
+	// scriptAwait: KEYS answer slot; ARGV ttl. Creates the slot if
+	// missing (written at expect, or again after Redis lost it), extends
+	// it, and returns what it holds: "" while nothing came.
+	scriptAwait = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], '', 'PX', ARGV[1])
+  return ''
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return v`)
+	// scriptForward: KEYS answer slot; ARGV ttl, channel, wake message,
+	// response. 1: stored and published; 0: no slot, only published; 2:
+	// answered already, dropped.
+	scriptForward = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and v ~= '' then return 2 end
+if v then redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1]) end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+if v then return 1 end
+return 0`)
+)
+
+// answerKey is the mailbox of server-to-client request id (of the form
+// isOutgoingID accepts) of session sid.
+func (m *redisSessions) answerKey(sid string, id protocol.ID) string {
+	return m.hashKey(sid) + ":a:" + string(id[1:len(id)-1])
+}
 
 // isOutgoingID reports whether id has the form of the ids this server
 // gives its server-to-client requests ("s<n>", see ClientSession.expect),
@@ -37,9 +91,10 @@ func isOutgoingID(id protocol.ID) bool {
 	return true
 }
 
-// forwardAnswer publishes a client's response that no request of this
-// replica waits for, so that the replica whose handler waits gets it. An
-// error means Redis did not take it: the client must send it again.
+// forwardAnswer hands on a client's response that no request of this
+// replica waits for, so that the replica whose handler waits gets it:
+// stored in the request's mailbox and published. An error means Redis did
+// not take it: the client must send it again.
 func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg *protocol.Message, body []byte) error {
 	if !isOutgoingID(msg.ID) {
 		return nil // not one of ours: no replica waits for it
@@ -53,12 +108,63 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	if err := m.rdb.Publish(ctx, m.channel, payload).Err(); err != nil {
+	n, err := scriptForward.Run(ctx, m.rdb, []string{m.answerKey(s.id, msg.ID)}, m.ttlMs(), m.channel, payload, body).Int()
+	if err != nil {
 		m.failed(err)
 		return fmt.Errorf("forward client response %s to the waiting replica: %w", msg.ID, err)
 	}
 	m.ok()
+	if n != 1 {
+		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int("outcome", n).Msg("transport: client response no replica records waiting for")
+	}
 	return nil
+}
+
+// awaitAnswer writes, or refreshes, the mailbox of server-to-client
+// request id, and delivers the response it holds, if any. expect calls it
+// before the request is sent, so that a response landing on another
+// replica finds the slot; the waiting handler calls it every poll. A
+// failure is only recorded: the next poll writes the slot again, and
+// meanwhile a response still reaches this replica directly, or through
+// the channel.
+func (m *redisSessions) awaitAnswer(s *ClientSession, id protocol.ID) {
+	if m.skipping() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
+	defer cancel()
+	v, err := scriptAwait.Run(ctx, m.rdb, []string{m.answerKey(s.id, id)}, m.ttlMs()).Text()
+	if err != nil {
+		m.failed(err)
+		return
+	}
+	m.ok()
+	if v == "" {
+		return
+	}
+	msg, _, perr := protocol.Decode([]byte(v))
+	if perr != nil || msg.Kind != protocol.KindResponse || string(msg.ID) != string(id) {
+		m.log.Debug().Str("session", s.id).Msg("transport: skipping a malformed stored client response")
+		return
+	}
+	if s.deliver(msg) {
+		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Msg("transport: client response from another replica read from redis")
+	}
+}
+
+// forgetAnswer deletes the mailbox of a request no handler waits for any
+// more; one left behind (Redis unreachable, the replica gone) expires.
+func (m *redisSessions) forgetAnswer(s *ClientSession, id protocol.ID) {
+	if m.skipping() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
+	defer cancel()
+	if err := m.rdb.Del(ctx, m.answerKey(s.id, id)).Err(); err != nil {
+		m.failed(err)
+		return
+	}
+	m.ok()
 }
 
 // onAnswer delivers a response another replica forwarded, if a request
@@ -80,5 +186,52 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 	}
 	if s.deliver(msg) {
 		m.log.Debug().Str("session", c.ID).Str("id", msg.ID.String()).Msg("transport: client response from another replica delivered")
+	}
+}
+
+// opCancel carries a client's notifications/cancelled that no request of
+// the replica it reached matched.
+const opCancel = "cancel"
+
+// forwardCancel publishes a cancellation for a request this replica does
+// not run, so that the replica running it cancels it (issue 7, point 4):
+// with no sticky sessions, a cancellation lands on another replica than
+// its request most of the time, and would otherwise be accepted and
+// ignored. It is fire-and-forget like any cancellation: one that arrives
+// after the request ended, or while the running replica's subscription
+// is down, changes nothing (basic/utilities/cancellation allows for
+// that). An error means Redis did not take it: the client must send it
+// again.
+func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id protocol.ID) error {
+	if err := m.skipping(); err != nil {
+		return err
+	}
+	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opCancel, Req: id.String()})
+	if err != nil {
+		return fmt.Errorf("encode cancellation of %s: %w", id, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	if err := m.rdb.Publish(ctx, m.channel, payload).Err(); err != nil {
+		m.failed(err)
+		return fmt.Errorf("forward cancellation of %s to the replica running it: %w", id, err)
+	}
+	m.ok()
+	return nil
+}
+
+// onCancel cancels the request another replica's client asked to cancel,
+// if it runs here, as a local notifications/cancelled does: the handler's
+// context ends with errCancelledByClient, so no response is sent where
+// SSE allows it.
+func (m *redisSessions) onCancel(c sessionChange) {
+	if c.Origin == m.self || len(c.Req) == 0 {
+		return // this replica found nothing to cancel before forwarding it
+	}
+	m.mu.RLock()
+	s := m.byID[c.ID]
+	m.mu.RUnlock()
+	if s != nil && s.cancelRequest(protocol.ID(c.Req)) {
+		m.log.Debug().Str("session", c.ID).Str("id", c.Req).Msg("transport: request cancelled from another replica")
 	}
 }

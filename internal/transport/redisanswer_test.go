@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -59,6 +61,59 @@ func TestRedisAnswer_OtherReplica(t *testing.T) {
 	a.toolsListOK(t, sid)
 }
 
+// TestRedisAnswer_SubscriptionDown is issue 7, point 4 when pub/sub
+// loses the forwarded response: the handler waits on A, whose link to
+// Redis (its subscription included) is down while the client's response
+// POST lands on B. B acknowledged the response with 202, so the client
+// will not send it again; a user would see the tool hang until its
+// timeout although they answered. A must get it once its link is back.
+// And B, when Redis cannot take the response, must say so (503 with
+// Retry-After), so that the client sends it again.
+func TestRedisAnswer_SubscriptionDown(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxyA, proxyB := netfault.NewProxy(t, testRedisAddr), netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxyA.Addr()), prefix)
+	b := replica(t, testRedis(t, proxyB.Addr()), prefix)
+	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	b.toolsListOK(t, sid)
+
+	ps := a.postSSE(t, sid, toolCall(1, "sample", map[string]any{"prompt": "hi"}, nil))
+	_, m := ps.nextMessage(t)
+	if m.Method != protocol.MethodSamplingCreateMessage {
+		t.Fatalf("want a sampling request, got %+v", m)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"late reply"},"model":"m"}}`, m.ID)
+
+	// B cannot reach Redis: the response is refused, not acknowledged
+	// and dropped.
+	proxyB.Cut()
+	r := b.post(t, sid, []byte(answer))
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("answer while B cannot reach redis: %s, want 503 with Retry-After", r)
+	}
+	proxyB.Restore()
+
+	// A cannot: the response B forwards meanwhile must wait for it.
+	proxyA.Cut()
+	eventually(t, waitLong, "B to take the answer", func() bool {
+		return b.post(t, sid, []byte(answer)).Status == http.StatusAccepted
+	})
+	proxyA.Restore()
+
+	ev, _ := ps.nextMessage(t)
+	text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "1"))
+	if isErr || !strings.Contains(text, "late reply") {
+		t.Fatalf("tool result %q isError=%v, want the client's answer", text, isErr)
+	}
+	ps.waitEnd(t)
+	// The answer's record goes with the request.
+	eventually(t, waitLong, "the answer's key to be removed", func() bool {
+		keys, _ := direct.Keys(context.Background(), prefix+"cs:{"+sid+"}:a:*").Result()
+		return len(keys) == 0
+	})
+}
+
 func TestIsOutgoingID(t *testing.T) {
 	for id, want := range map[string]bool{
 		`"s1"`: true, `"s1099511627776"`: true, `"s"`: false, `"x1"`: false, `"s1a"`: false, `1`: false, `"s-1"`: false,
@@ -67,4 +122,56 @@ func TestIsOutgoingID(t *testing.T) {
 			t.Errorf("isOutgoingID(%s) = %v, want %v", id, got, want)
 		}
 	}
+}
+
+// TestRedisCancel_OtherReplica is issue 7, point 4 for cancellation: the
+// client's notifications/cancelled lands on B while the handler runs on A
+// (round robin, no sticky sessions). A user would otherwise see the
+// cancellation accepted (202) and ignored: the tool keeps running on A
+// and its result still arrives. It must be cancelled as on one replica,
+// with no response where the SSE stream allows it.
+func TestRedisCancel_OtherReplica(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid) // B has a copy: the cancel is served from it
+	for _, tc := range []struct {
+		name, tool, accept string
+		id                 any
+	}{
+		{"integer id, JSON", "block", "application/json", 7},
+		{"string id, JSON", "block", "application/json", "req-a"},
+		{"integer id, SSE allowed", "block", acceptBoth, 8},
+		// JSON would HTML-escape "<" on the way: the id must match still.
+		{"string id, detached", "block_long", acceptBoth, "req-<b>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "xcancel-" + tc.name
+			blk := a.fx.block(key)
+			defer blk.Release()
+			pending := a.postAsync(t, context.Background(), sid, toolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
+			blk.waitStarted(t)
+			r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
+			if r.Status != http.StatusAccepted {
+				t.Fatalf("notifications/cancelled on B: %s", r)
+			}
+			waitChan(t, blk.cancelled, "the handler on A to be cancelled by the notification sent to B")
+			waitChan(t, blk.finished, "the handler to return")
+			r = waitReply(t, pending)
+			if r.Status != http.StatusOK {
+				t.Fatalf("cancelled call: %s", r)
+			}
+			gotResponse := strings.Contains(string(r.Body), `"id":`)
+			if wantResponse := tc.accept == "application/json"; gotResponse != wantResponse {
+				t.Errorf("response sent = %v, want %v; body %s", gotResponse, wantResponse, r)
+			}
+		})
+	}
+	// A cancellation of a request no replica runs (finished already) is
+	// accepted and changes nothing.
+	if r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": 99})); r.Status != http.StatusAccepted {
+		t.Fatalf("cancel of a finished request: %s", r)
+	}
+	a.toolsListOK(t, sid)
 }

@@ -27,6 +27,9 @@ import (
 //	<prefix>cs:{<id>}:g      the GET stream's event log, a Redis Stream
 //	<prefix>cs:{<id>}:p<n>   a streamed POST response's event log, a Redis
 //	                         Stream (TTL = idle timeout; redispostlog.go)
+//	<prefix>cs:{<id>}:a:s<n> mailbox of server-to-client request s<n>: the
+//	                         client's response once another replica took
+//	                         it (TTL = idle timeout; redisanswer.go)
 //	<prefix>cs:{<id>}:end    tombstone of a DELETE (TTL = idle timeout)
 //	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
 //	                         that another takes over as home of the
@@ -45,8 +48,8 @@ import (
 // local: they belong to the replica holding the connection. Messages reach
 // them through Redis: the GET stream's log (redislog.go), which the origin
 // of a resource update writes for every subscriber (redisfanout.go, point
-// 2), and client responses forwarded to the replica whose handler waits
-// (redisanswer.go, point 4). The log of a streamed POST response is
+// 2), and client responses and cancellations forwarded to the replica
+// whose handler waits or runs (redisanswer.go, point 4). The log of a streamed POST response is
 // mirrored into Redis by the replica running its handler, so that any
 // replica resumes it (redispostlog.go, point 3).
 type redisSessions struct {
@@ -149,6 +152,10 @@ type sessionChange struct {
 	Stream string `json:"s,omitempty"`
 	// Msg is a client's response to route (opAnswer, redisanswer.go).
 	Msg json.RawMessage `json:"m,omitempty"`
+	// Req is the id of the client's request to cancel (opCancel,
+	// redisanswer.go): its raw JSON text, in a string so that it comes
+	// back byte for byte (a RawMessage would be HTML-escaped).
+	Req string `json:"r,omitempty"`
 }
 
 var (

@@ -144,6 +144,10 @@ func (m *redisSessions) onChange(payload string) {
 		m.onAnswer(c)
 		return
 	}
+	if c.Op == opCancel {
+		m.onCancel(c)
+		return
+	}
 	if c.Op == opEvent {
 		m.mu.RLock()
 		s := m.byID[c.ID]
