@@ -179,6 +179,51 @@ func TestAuth_TenantIsolation(t *testing.T) {
 		t.Errorf("B was told about A's change: %v", got)
 	}
 
+	// Collaboration sessions and agents: A's are invisible to B, by id,
+	// in lists and as resources; B's stale:// subscription hears nothing
+	// of A's mutations.
+	if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: "stale://memory.*"}); err != nil {
+		t.Fatal(err)
+	}
+	created := call(t, a, "session_create", map[string]any{"task": "plan q3", "initiator": "alice"})
+	mustSucceed(t, created, "A creates a session")
+	var sess struct{ ID string }
+	if err := json.Unmarshal(created.Data, &sess); err != nil || sess.ID == "" {
+		t.Fatalf("session_create data %s: %v", created.Data, err)
+	}
+	mustSucceed(t, call(t, a, "agent_register", map[string]any{"agentId": "alice-bot", "description": "plans"}), "A registers an agent")
+	mustSucceed(t, call(t, a, "memory_store", map[string]any{"namespace": "plans", "key": "q4", "value": 2}), "A stores again")
+	for _, probe := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"session_status", map[string]any{"sessionId": sess.ID}},
+		{"agent_get", map[string]any{"agentId": "alice-bot"}},
+	} {
+		if env := call(t, b, probe.tool, probe.args); env.Success || env.Error.Code != "NOT_FOUND" {
+			t.Errorf("B's %s of A's entity: %+v", probe.tool, env)
+		}
+	}
+	for _, tool := range []string{"session_list", "agent_list"} {
+		env := call(t, b, tool, map[string]any{})
+		mustSucceed(t, env, "B "+tool)
+		if strings.Contains(string(env.Data), sess.ID) || strings.Contains(string(env.Data), "alice-bot") {
+			t.Errorf("B's %s shows A's entities: %s", tool, env.Data)
+		}
+	}
+	for _, u := range []string{"session://" + sess.ID, "agent://alice-bot"} {
+		if res, err := b.ReadResource(ctx, &mcp.ReadResourceParams{URI: u}); err == nil {
+			t.Errorf("B reads %s: %+v", u, res)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a notification in flight would land by now
+	if got := bGot.take(); len(got) != 0 {
+		t.Errorf("B was told about A's changes: %v", got)
+	}
+	// The subscription itself works: B's own mutation reaches it.
+	mustSucceed(t, call(t, b, "memory_store", map[string]any{"namespace": "plans", "key": "b", "value": 1}), "B stores")
+	bGot.waitFor(t, "stale://memory.*")
+
 	// B steals A's session id: 404, as if it did not exist.
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")
