@@ -117,6 +117,10 @@ type Transport struct {
 	// MaxSessions caps the client sessions held at once, so a client that
 	// never ends its sessions cannot exhaust memory.
 	MaxSessions int `yaml:"maxSessions"`
+	// MaxSessionsPerPrincipal caps one principal's client sessions (0: no
+	// cap, the default, since in auth mode none every caller is one
+	// principal); over it initialize gets 429.
+	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
 }
 
 // Default returns the configuration used when nothing overrides it. It is

@@ -198,6 +198,14 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Principal:    principalID(r),
 		index:        t.subs,
 	})
+	if errors.Is(err, ErrPrincipalSessions) {
+		// The caller's own share is spent: its problem, not the server's.
+		rec.status = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", "5")
+		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
+			"too many client sessions: this principal holds %d; end one with DELETE or let one idle out", t.opts.MaxSessionsPerPrincipal))
+		return
+	}
 	if err != nil {
 		rec.status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "5")

@@ -14,6 +14,9 @@ import (
 var (
 	ErrSessionNotFound = errors.New("client session not found")
 	ErrTooManySessions = errors.New("too many client sessions")
+	// ErrPrincipalSessions: the principal holds its share of sessions
+	// already (issue 8, point 4); it should end one (DELETE) or wait.
+	ErrPrincipalSessions = errors.New("too many client sessions for this principal")
 	ErrClosed          = errors.New("session store closed")
 )
 
@@ -38,20 +41,23 @@ type memorySessions struct {
 	parent context.Context
 	idle   time.Duration
 	limit  int
-	now    func() time.Time
+	// perPrincipal caps one principal's sessions; 0 means no cap.
+	perPrincipal int
+	now          func() time.Time
 
 	mu     sync.RWMutex
 	byID   map[string]*ClientSession
+	owned  map[string]int // sessions per principal id
 	closed bool
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newMemorySessions(parent context.Context, idle time.Duration, limit int, now func() time.Time) *memorySessions {
+func newMemorySessions(parent context.Context, idle time.Duration, limit, perPrincipal int, now func() time.Time) *memorySessions {
 	m := &memorySessions{
-		parent: parent, idle: idle, limit: limit, now: now,
-		byID: map[string]*ClientSession{},
+		parent: parent, idle: idle, limit: limit, perPrincipal: perPrincipal, now: now,
+		byID: map[string]*ClientSession{}, owned: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go m.sweep(min(max(idle/4, 10*time.Millisecond), time.Minute))
@@ -102,7 +108,12 @@ func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSessi
 		s.terminate()
 		return nil, ErrTooManySessions
 	}
+	if m.perPrincipal > 0 && m.owned[in.Principal] >= m.perPrincipal {
+		s.terminate()
+		return nil, ErrPrincipalSessions
+	}
 	m.byID[id] = s
+	m.owned[in.Principal]++
 	return s, nil
 }
 
@@ -119,7 +130,12 @@ func (m *memorySessions) Get(_ context.Context, id string) (*ClientSession, erro
 func (m *memorySessions) Delete(_ context.Context, id string) error {
 	m.mu.Lock()
 	s := m.byID[id]
-	delete(m.byID, id)
+	if s != nil {
+		delete(m.byID, id)
+		if m.owned[s.principal]--; m.owned[s.principal] <= 0 {
+			delete(m.owned, s.principal)
+		}
+	}
 	m.mu.Unlock()
 	if s == nil {
 		return ErrSessionNotFound
@@ -161,7 +177,7 @@ func (m *memorySessions) Close() {
 	<-m.done
 	m.mu.Lock()
 	all := m.byID
-	m.byID = map[string]*ClientSession{}
+	m.byID, m.owned = map[string]*ClientSession{}, map[string]int{}
 	m.closed = true
 	m.mu.Unlock()
 	for _, s := range all {

@@ -262,7 +262,7 @@ func (s *sessionEndingStore) Get(ctx context.Context, id string) (*ClientSession
 func TestSession_EndedDuringLookupIs404(t *testing.T) {
 	var store *sessionEndingStore
 	h := newHarness(t, withOpts(func(o *Options) {
-		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, time.Now)}
+		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, 0, time.Now)}
 		o.Sessions = store
 	}))
 	for _, tc := range []struct {
@@ -716,4 +716,35 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 			t.Fatalf("%s, want application/json", r)
 		}
 	})
+}
+
+// One principal cannot hold more than its share of client sessions (issue
+// 8, point 4); other principals are unaffected, and ending a session
+// frees its place.
+func TestMemorySessions_PerPrincipalCap(t *testing.T) {
+	m := newMemorySessions(context.Background(), time.Minute, 100, 2, time.Now)
+	defer m.Close()
+	ctx := context.Background()
+	create := func(principal string) (*ClientSession, error) {
+		return m.Create(ctx, SessionInit{Version: "2025-11-25", Principal: principal, EventLogSize: 8})
+	}
+	first, err := create("apikey:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create("apikey:a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create("apikey:a"); !errors.Is(err, ErrPrincipalSessions) {
+		t.Fatalf("third session of one principal: %v, want ErrPrincipalSessions", err)
+	}
+	if _, err := create("apikey:b"); err != nil {
+		t.Fatalf("another principal: %v", err)
+	}
+	if err := m.Delete(ctx, first.id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create("apikey:a"); err != nil {
+		t.Fatalf("after DELETE freed a place: %v", err)
+	}
 }

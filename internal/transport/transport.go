@@ -34,6 +34,9 @@ type Options struct {
 	KeepAliveInterval  time.Duration
 	EventLogSize       int
 	MaxSessions        int
+	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
+	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
+	MaxSessionsPerPrincipal int
 	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
 	// each write of a response or stream event.
 	ReadBodyTimeout time.Duration
@@ -128,7 +131,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		t.shared = newRedisSessions(ctx, opts.Redis, opts, now, t.subs)
 		t.sessions = t.shared
 	default:
-		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, now)
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, opts.MaxSessionsPerPrincipal, now)
 	}
 	return t, nil
 }
