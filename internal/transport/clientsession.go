@@ -400,17 +400,19 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 	return true
 }
 
-// newPostStream creates the stream of a POST response and keeps it for
-// resumption; a shared session's is mirrored into Redis, so any replica
-// resumes it (issue 7 point 3, redispostlog.go). Only a response that
+// newPostStream creates the stream of a POST response to request id and
+// keeps it for resumption; a shared session's is mirrored into Redis, so
+// any replica resumes it (issue 7 point 3, redispostlog.go), and names
+// the request there, so that another replica can answer it with an error
+// if this one dies first (point 4 of the review). Only a response that
 // streams gets here: one answered with JSON touches no Redis.
-func (s *ClientSession) newPostStream() *stream {
+func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 	s.mu.Lock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	s.mu.Unlock()
 	if s.shared != nil {
-		s.shared.mirror(s, st)
+		s.shared.mirror(s, st, id)
 	}
 	return s.retain(st)
 }
