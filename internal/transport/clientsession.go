@@ -323,6 +323,20 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 	return true
 }
 
+// busy reports whether work of the session runs on this replica: a
+// request in flight, whether or not its HTTP connection is still open (a
+// detached long-running tool, a handler waiting on sampling or
+// elicitation), or a server-to-client request awaiting its answer. For a
+// shared session idleSince is not enough to let such a copy go: the
+// client may be busy on other replicas, which never touch this copy, or
+// be about to answer or resume there, so evicting it would cancel a
+// handler of a session that is alive (issue 7, point 5 of the review).
+func (s *ClientSession) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) > 0 || len(s.pending) > 0
+}
+
 // inflightRequest is a request whose handler runs.
 type inflightRequest struct {
 	cancel context.CancelCauseFunc
