@@ -109,13 +109,18 @@ return 1`)
 	// scriptPostAppend: KEYS hash, post log; ARGV ttl, maxlen, seq, data
 	// ('' for the end without a response), final ('1' or ''), channel,
 	// wake message, origin, request id. 1 appended, 0 appended already (a
-	// retried batch, or an end a follower wrote for a dead origin), -1 the
-	// session is gone.
+	// retried batch) or the log has its end (which a follower may have
+	// written for an origin it took for dead: nothing goes after it), -1
+	// the session is gone.
 	scriptPostAppend = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local seq = tonumber(ARGV[3])
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 if #last > 0 and tonumber(string.sub(last[1][1], 3)) >= seq then return 0 end
+if #last > 0 then
+  local e = last[1][2]
+  for i = 1, #e, 2 do if e[i] == 'f' then return 0 end end
+end
 if #last == 0 then redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[8], 'r', ARGV[9]) end
 local f = {'o', ARGV[8], 'r', ARGV[9]}
 if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end

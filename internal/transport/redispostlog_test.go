@@ -273,7 +273,16 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	c := replica(t, rdb, prefix)
 	wantOrphaned(c.openGET(t, sid, "Last-Event-ID", name+"-1"))
 	b.openGET(t, sid, "Last-Event-ID", name+"-2").waitEnd(t)
-	if n, _ := rdb.XLen(context.Background(), prefix+"cs:{"+sid+"}:"+name).Result(); n != 3 {
+	// Had A been alive after all (a partition longer than its key's TTL),
+	// its response would come after the end: refused, so no client ever
+	// gets two answers to one request.
+	m, key := b.tr.shared, prefix+"cs:{"+sid+"}:"+name
+	n, err := scriptPostAppend.Run(context.Background(), rdb, []string{m.hashKey(sid), key},
+		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.tr.shared.self, "31").Int()
+	if err != nil || n != 0 {
+		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
+	}
+	if n, _ := rdb.XLen(context.Background(), key).Result(); n != 3 {
 		t.Fatalf("POST-stream log holds %d entries, want 3 (1-0, the progress, one error response)", n)
 	}
 }
