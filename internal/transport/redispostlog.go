@@ -24,13 +24,12 @@ import (
 //	                         1-<seq> {o, r, d, f: 1}    the response, last
 //	                         1-<seq> {o, r, f: 1}       the end without one
 //
-// where o names the origin and r is the request's JSON-RPC id (raw JSON),
-// repeated on every entry because trimming drops 1-0 from a long stream:
-// a follower learns them from whichever entry it reads first, and needs
-// them if the origin dies before the response (below).
 // (TTL = the idle timeout, refreshed by every append and, while the
 // handler runs, by the sweeper; trimmed like the GET log to about
-// EventLogSize entries). Only a stream that starts streaming gets one: a
+// EventLogSize entries). o names the origin and r is the request's
+// JSON-RPC id (raw JSON), on every entry because trimming drops 1-0 from
+// a long stream: a follower learns them from the entry it reads first,
+// and needs them if the origin dies before the response (below). Only a stream that starts streaming gets one: a
 // request answered with plain JSON never touches Redis.
 //
 // The origin's connection writes an event only once it is in Redis
@@ -93,9 +92,10 @@ type postLog struct {
 }
 
 var (
-	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin, request id. 1 when the
-	// stream is this origin's (new, or events already written), 0 when
-	// another replica's stream holds the name, -1 if the session is gone.
+	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin, request id.
+	// 1 when the stream is this origin's (new, or events already
+	// written), 0 when another replica's stream holds the name, -1 if the
+	// session is gone.
 	scriptPostOpen = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
