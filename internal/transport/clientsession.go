@@ -323,6 +323,20 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 	return true
 }
 
+// busy reports whether work of the session runs on this replica: a
+// request in flight, whether or not its HTTP connection is still open (a
+// detached long-running tool, a handler waiting on sampling or
+// elicitation), or a server-to-client request awaiting its answer. For a
+// shared session idleSince is not enough to let such a copy go: the
+// client may be busy on other replicas, which never touch this copy, or
+// be about to answer or resume there, so evicting it would cancel a
+// handler of a session that is alive (issue 7, point 5 of the review).
+func (s *ClientSession) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight) > 0 || len(s.pending) > 0
+}
+
 // inflightRequest is a request whose handler runs.
 type inflightRequest struct {
 	cancel context.CancelCauseFunc
@@ -409,17 +423,19 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 	return true
 }
 
-// newPostStream creates the stream of a POST response and keeps it for
-// resumption; a shared session's is mirrored into Redis, so any replica
-// resumes it (issue 7 point 3, redispostlog.go). Only a response that
+// newPostStream creates the stream of a POST response to request id and
+// keeps it for resumption; a shared session's is mirrored into Redis, so
+// any replica resumes it (issue 7 point 3, redispostlog.go), and names
+// the request there, so that another replica can answer it with an error
+// if this one dies first (point 4 of the review). Only a response that
 // streams gets here: one answered with JSON touches no Redis.
-func (s *ClientSession) newPostStream() *stream {
+func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 	s.mu.Lock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	s.mu.Unlock()
 	if s.shared != nil {
-		s.shared.mirror(s, st)
+		s.shared.mirror(s, st, id)
 	}
 	return s.retain(st)
 }

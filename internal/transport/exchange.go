@@ -40,7 +40,7 @@ func newExchange(t *Transport, w http.ResponseWriter, r *http.Request, sess *Cli
 
 // startStream creates the response stream; ex.mu must be held.
 func (ex *exchange) startStream() *stream {
-	st := ex.sess.newPostStream()
+	st := ex.sess.newPostStream(ex.id)
 	ex.st = st
 	close(ex.ready)
 	if !ex.detached {

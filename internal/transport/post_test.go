@@ -194,7 +194,7 @@ func TestPostSSE_ConcurrentStreamsAreNeverEvicted(t *testing.T) {
 	t.Run("finished, undelivered streams stay bounded", func(t *testing.T) {
 		sess := h.session(t, h.initialize(t))
 		for range 2 * maxRetainedStreams {
-			sess.newPostStream().appendFinal([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+			sess.newPostStream(protocol.ID("1")).appendFinal([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 		}
 		sess.mu.Lock()
 		held := len(sess.streams)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 // Streamed POST responses of shared client sessions (issue 7, point 3:
@@ -16,14 +19,17 @@ import (
 // handler — its origin — keeps the stream's log in memory as for any
 // session, and mirrors it into a Redis Stream
 //
-//	<prefix>cs:{<id>}:p<n>   1-0 {o: origin}            the stream exists
-//	                         1-<seq> {d: message}       an event
-//	                         1-<seq> {d: message, f: 1} the response, last
-//	                         1-<seq> {f: 1}             the end without one
+//	<prefix>cs:{<id>}:p<n>   1-0 {o, r}                 the stream exists
+//	                         1-<seq> {o, r, d: message} an event
+//	                         1-<seq> {o, r, d, f: 1}    the response, last
+//	                         1-<seq> {o, r, f: 1}       the end without one
 //
 // (TTL = the idle timeout, refreshed by every append and, while the
 // handler runs, by the sweeper; trimmed like the GET log to about
-// EventLogSize entries). Only a stream that starts streaming gets one: a
+// EventLogSize entries). o names the origin and r is the request's
+// JSON-RPC id (raw JSON), on every entry because trimming drops 1-0 from
+// a long stream: a follower learns them from the entry it reads first,
+// and needs them if the origin dies before the response (below). Only a stream that starts streaming gets one: a
 // request answered with plain JSON never touches Redis.
 //
 // The origin's connection writes an event only once it is in Redis
@@ -45,6 +51,19 @@ import (
 // replicas (random base per session copy, redisSessions.share); the open
 // refuses a name another replica's stream holds, and that stream then
 // stays local, as before issue 7.
+//
+// An origin that dies mid-handler never writes the end (issue 7, point 4
+// of the review): a follower would wait for it for ever, on keep-alives,
+// its attached connection keeping the session alive. So a follower that
+// has not seen the end checks the origin's liveness key
+// (<prefix>replica:<o>, redissessions.go) at most once per heartbeat, in
+// the round trip of its read; once the key has expired and the log still
+// has no end, it writes one itself — a -32603 error response for the
+// request, which the client may retry, or a bare f when the id is unknown
+// — so that every resume, on any replica, ends there too. A live origin
+// whose key expired (a partition longer than three heartbeats) loses its
+// response to that error: its own appends are then refused as already
+// written.
 type postLog struct {
 	m   *redisSessions
 	st  *stream
@@ -62,17 +81,26 @@ type postLog struct {
 	// complete: the stream is delivered from memory alone, as without
 	// Redis.
 	degraded bool
+	// reqID is the request's JSON-RPC id, raw JSON: set by the origin,
+	// learnt from the log by a follower ("" when the log does not say).
+	reqID string
+	// ownerID (follower) is the origin's replica id, from the log; ""
+	// when the log does not say, and then its liveness is not watched.
+	ownerID string
+	// checked (follower) is when the origin's liveness was last read.
+	checked time.Time
 }
 
 var (
-	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin. 1 when the
-	// stream is this origin's (new, or events already written), 0 when
-	// another replica's stream holds the name, -1 if the session is gone.
+	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin, request id.
+	// 1 when the stream is this origin's (new, or events already
+	// written), 0 when another replica's stream holds the name, -1 if the
+	// session is gone.
 	scriptPostOpen = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
 if #first == 0 then
-  redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[2])
+  redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[2], 'r', ARGV[3])
 elseif first[1][2][1] ~= 'o' or first[1][2][2] ~= ARGV[2] then
   return 0
 end
@@ -80,30 +108,56 @@ redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1`)
 	// scriptPostAppend: KEYS hash, post log; ARGV ttl, maxlen, seq, data
 	// ('' for the end without a response), final ('1' or ''), channel,
-	// wake message, origin. 1 appended, 0 appended already (a retried
-	// batch), -1 the session is gone.
+	// wake message, origin, request id. 1 appended, 0 appended already (a
+	// retried batch) or the log has its end (which a follower may have
+	// written for an origin it took for dead: nothing goes after it), -1
+	// the session is gone.
 	scriptPostAppend = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local seq = tonumber(ARGV[3])
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 if #last > 0 and tonumber(string.sub(last[1][1], 3)) >= seq then return 0 end
-if #last == 0 then redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[8]) end
-local f = {}
+if #last > 0 then
+  local e = last[1][2]
+  for i = 1, #e, 2 do if e[i] == 'f' then return 0 end end
+end
+if #last == 0 then redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[8], 'r', ARGV[9]) end
+local f = {'o', ARGV[8], 'r', ARGV[9]}
 if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
 if ARGV[5] == '1' then f[#f + 1] = 'f'; f[#f + 1] = '1' end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[6], ARGV[7])
 return 1`)
+	// scriptPostOrphan ends the log of a POST stream whose origin died
+	// without ending it (issue 7, point 4 of the review): KEYS hash, post
+	// log; ARGV ttl, maxlen, seq, data ('' for a bare end), channel, wake
+	// message, origin, request id. 1 written; 0 the log grew meanwhile
+	// (read it again); 2 it has its end already; -1 the session or the
+	// log is gone.
+	scriptPostOrphan = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #last == 0 then return -1 end
+local e = last[1][2]
+for i = 1, #e, 2 do if e[i] == 'f' then return 2 end end
+if tonumber(string.sub(last[1][1], 3)) >= tonumber(ARGV[3]) then return 0 end
+local f = {'o', ARGV[7], 'r', ARGV[8]}
+if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
+f[#f + 1] = 'f'; f[#f + 1] = '1'
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 1`)
 )
 
 func (m *redisSessions) postKey(id, stream string) string { return m.hashKey(id) + ":" + stream }
 
-// mirror makes st, the new stream of a POST response on this replica, an
-// origin mirrored in Redis. Nothing is written until the stream's writer
-// opens it (open) and its events are appended.
-func (m *redisSessions) mirror(s *ClientSession, st *stream) {
-	st.post = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true}
+// mirror makes st, the new stream of a POST response to request id on
+// this replica, an origin mirrored in Redis. Nothing is written until the
+// stream's writer opens it (open) and its events are appended.
+func (m *redisSessions) mirror(s *ClientSession, st *stream, id protocol.ID) {
+	st.post = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
 }
 
 // open creates the Redis Stream before the first byte of the response,
@@ -121,7 +175,7 @@ func (p *postLog) open() {
 	var n int
 	if err == nil {
 		ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
-		n, err = scriptPostOpen.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key}, p.m.ttlMs(), p.m.self).Int()
+		n, err = scriptPostOpen.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key}, p.m.ttlMs(), p.m.self, p.reqID).Int()
 		cancel()
 		if err != nil {
 			p.m.failed(err)
@@ -189,14 +243,19 @@ func (p *postLog) confirmed(op logOp, res int64, err error) {
 
 // evalPostAppend queues op's append on pipeline p.
 func (m *redisSessions) evalPostAppend(ctx context.Context, p redis.Pipeliner, op logOp) *redis.Cmd {
-	id, stream := op.post.sid, op.post.st.id
-	wake := `{"o":"` + m.self + `","id":"` + id + `","op":"ev","s":"` + stream + `"}` // base64url and p<n>: no escaping needed
+	id := op.post.sid
 	final := ""
 	if op.final {
 		final = "1"
 	}
 	return scriptPostAppend.Eval(ctx, p, []string{m.hashKey(id), op.post.key},
-		m.ttlMs(), m.logSize, op.seq, op.data, final, m.channel, wake, m.self)
+		m.ttlMs(), m.logSize, op.seq, op.data, final, m.channel, m.postWake(id, op.post.st.id), m.self, op.post.reqID)
+}
+
+// postWake is the "ev" change that wakes a connection another replica
+// serves from POST stream stream of session id.
+func (m *redisSessions) postWake(id, stream string) string {
+	return `{"o":"` + m.self + `","id":"` + id + `","op":"ev","s":"` + stream + `"}` // base64url and p<n>: no escaping needed
 }
 
 // follow returns the stream to serve a resumption of s's POST stream
@@ -231,16 +290,32 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	if _, ok := last[0].Values["d"]; !ok && seq > 0 {
 		seq--
 	}
+	_, final := last[0].Values["f"]
+	owner, _ := last[0].Values["o"].(string)
+	reqID, _ := last[0].Values["r"].(string)
 	st.mu.Lock()
 	st.nextSeq = max(st.nextSeq, seq+1)
+	// Every entry names the origin and the request (1-0 included), so
+	// that the follower can watch the origin (issue 7, point 4 of the
+	// review).
+	if st.post.ownerID == "" {
+		st.post.ownerID, st.post.reqID = owner, reqID
+	}
+	// The end is in the log: a resume from it has nothing more to wait
+	// for (read).
+	st.done = st.done || final
 	st.mu.Unlock()
 	return st, nil
 }
 
 // read is a follower's next: the events after cursor in Redis, whether
-// the stream's end is among them, and whether events after cursor were
-// trimmed. A full page wakes the connection again for the rest; a Redis
-// failure reads nothing, and the next wake-up or keep-alive reads again.
+// the stream has ended once they are written, and whether events after
+// cursor were trimmed. A full page wakes the connection again for the
+// rest; a Redis failure reads nothing, and the next wake-up or keep-alive
+// reads again. At most once per heartbeat the same round trip reads the
+// origin's liveness key, first, so that the read has all the origin wrote
+// before its key expired: an origin found dead with no end in the log
+// gets one (orphaned; issue 7, point 4 of the review).
 func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
@@ -248,12 +323,22 @@ func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, b
 	ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
 	defer cancel()
 	page := int64(max(p.m.logSize, 16))
-	msgs, err := p.m.rdb.XRangeN(ctx, p.key, "1-"+strconv.FormatUint(cursor+1, 10), "+", page).Result()
+	owner := p.watch(st)
+	var alive *redis.IntCmd
+	var xr *redis.XMessageSliceCmd
+	_, err := p.m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		if owner != "" {
+			alive = pl.Exists(ctx, p.m.replicaKey(owner))
+		}
+		xr = pl.XRangeN(ctx, p.key, "1-"+strconv.FormatUint(cursor+1, 10), "+", page)
+		return nil
+	})
 	if err != nil {
 		p.m.failed(err)
 		return buf, false, false
 	}
 	p.m.ok()
+	msgs := xr.Val()
 	first, done := len(buf), false
 	for _, x := range msgs {
 		seq, ok := postSeq(x.ID)
@@ -272,12 +357,94 @@ func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, b
 	if len(buf) > first {
 		st.nextSeq = max(st.nextSeq, buf[len(buf)-1].seq+1)
 	}
+	// The end seen before (by follow) and nothing after the cursor: the
+	// client resumed from the end itself, and nothing more will come.
+	ended := st.done
 	st.done = st.done || done
 	st.mu.Unlock()
 	if int64(len(msgs)) == page {
 		st.notify()
+		return buf, done, lost
+	}
+	if !done && ended {
+		done = true
+	}
+	if !done && alive != nil && alive.Val() == 0 {
+		buf, done = p.orphaned(st, owner, buf)
 	}
 	return buf, done, lost
+}
+
+// watch returns the replica whose liveness a follower's read should
+// check now, or "": the origin, at most once per heartbeat (its key
+// expires after three), never this replica, which is alive, and never
+// when the log did not name it.
+func (p *postLog) watch(st *stream) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if p.ownerID == "" || p.ownerID == p.m.self {
+		return ""
+	}
+	now := time.Now()
+	if now.Sub(p.checked) < p.m.tune.heartbeat {
+		return ""
+	}
+	p.checked = now
+	return p.ownerID
+}
+
+// orphanedMessage is the error a client gets, as the response, for a
+// request whose handler's replica died before it answered.
+const orphanedMessage = "the server handling this request stopped before it answered; the request may be retried"
+
+// orphaned ends the log of a stream whose origin is dead and did not end
+// it (issue 7, point 4 of the review): with a -32603 error response for
+// the request, or a bare end when the log does not name the request. It
+// returns buf with that response, and whether the stream has ended.
+// Written to the log, the end is the same for every resume on any
+// replica, and sent once; an origin that was in fact alive has its own
+// appends refused from then on.
+func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool) {
+	st.mu.Lock()
+	seq, reqID := st.nextSeq, p.reqID
+	st.mu.Unlock()
+	var data []byte
+	if reqID != "" {
+		data = protocol.AppendError(nil, protocol.ID(reqID), protocol.Errorf(protocol.CodeInternalError, orphanedMessage))
+	}
+	ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
+	defer cancel()
+	n, err := scriptPostOrphan.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key},
+		p.m.ttlMs(), p.m.logSize, seq, string(data), p.m.channel, p.m.postWake(p.sid, st.id), owner, reqID).Int()
+	if err != nil {
+		p.m.failed(err)
+		return buf, false // the next check tries again
+	}
+	p.m.ok()
+	switch n {
+	case 0:
+		// The log grew meanwhile: read it again; the origin may live.
+		st.notify()
+		return buf, false
+	case 2:
+		// The end is there already, after the cursor (the next read
+		// gets it) or at it (the next read ends).
+		st.mu.Lock()
+		st.done = true
+		st.mu.Unlock()
+		st.notify()
+		return buf, false
+	}
+	// Written, or the session or the log is gone and nothing will come:
+	// the stream ends here, with the error if there is one.
+	if data != nil {
+		buf = append(buf, event{seq: seq, data: data})
+	}
+	st.mu.Lock()
+	st.nextSeq = max(st.nextSeq, seq+1)
+	st.done = true
+	st.mu.Unlock()
+	return buf, true
 }
 
 // postSeq parses the seq of a POST log entry id, 1-<seq>.

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -182,5 +187,102 @@ func TestRedisPostStream_RedisDown(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("%s with redis down: events %q, want two progress notifications and the response", tool, got)
 		}
+	}
+}
+
+// keyReads counts the commands a client sends naming one key (alone or
+// in a pipeline): what a replica spends watching another's liveness.
+type keyReads struct {
+	cmd, key string
+	n        atomic.Int64
+}
+
+func (h *keyReads) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if args := c.Args(); c.Name() == h.cmd && len(args) > 1 && args[1] == h.key {
+			h.n.Add(1)
+		}
+	}
+}
+
+func (h *keyReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *keyReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error { h.count(c); return next(ctx, c) }
+}
+func (h *keyReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+}
+
+// TestRedisPostStream_OriginDied (issue 7, point 4 of the review): a
+// client resumed its streamed tools/call on B while the handler ran on A,
+// and A died. What the client would notice before the fix: its stream on
+// B carried keep-alives for ever — no response, no error, no end — and,
+// attached, it kept the session alive. Now, once A's liveness key has
+// expired with no response in the log, B ends the stream with a -32603
+// error response for the request (the client may retry it), written to
+// the log so that a later resume anywhere gets that same end, once. While
+// A lives, however long its handler stays silent, the stream stays open,
+// and B reads A's liveness at most once per heartbeat, whatever the
+// keep-alive rate.
+func TestRedisPostStream_OriginDied(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	rdbA, rdbB := testRedis(t, testRedisAddr), testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdbA, prefix), replica(t, rdbB, prefix)
+	reads := &keyReads{cmd: "exists", key: a.tr.shared.replicaKey(a.tr.shared.self)}
+	rdbB.AddHook(reads)
+	sid := a.initialize(t)
+	b.toolsListOK(t, sid)
+
+	name := postStreamOnA(t, a, sid, "block", "orphan")
+	r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
+	// A lives, its handler silent: 1 s is 4 heartbeats (tests' 250 ms),
+	// more than A's key would take to expire, and 20 keep-alives.
+	quiet(t, r, time.Second)
+	select {
+	case <-r.done:
+		t.Fatal("the resumed stream ended while the replica running the handler lived")
+	default:
+	}
+	if n := reads.n.Load(); n > 5 {
+		t.Fatalf("B read A's liveness %d times in 1 s: more than once per heartbeat", n)
+	}
+
+	// A crashes: connections cut, its Redis client gone, nothing more
+	// written by it; its liveness key expires.
+	a.ts.CloseClientConnections()
+	_ = rdbA.Close()
+	wantOrphaned := func(r *sseConn) {
+		t.Helper()
+		ev, m := r.nextMessage(t)
+		if ev.ID != name+"-2" {
+			t.Fatalf("event %+v after the origin died, want the error response as %s-2", ev, name)
+		}
+		msg, err := checkRPCError([]byte(ev.Data), "31", protocol.CodeInternalError)
+		if err != nil || m.Result != nil {
+			t.Fatalf("event %q after the origin died: %v, want a -32603 error response for id 31", ev.Data, err)
+		}
+		if !strings.Contains(msg, "stopped") {
+			t.Fatalf("error message %q does not say the server handling the request stopped", msg)
+		}
+		r.waitEnd(t)
+	}
+	wantOrphaned(r)
+	// The end is in Redis: a resume from before it gets it once more, a
+	// resume from it ends at once, on any replica.
+	c := replica(t, rdb, prefix)
+	wantOrphaned(c.openGET(t, sid, "Last-Event-ID", name+"-1"))
+	b.openGET(t, sid, "Last-Event-ID", name+"-2").waitEnd(t)
+	// Had A been alive after all (a partition longer than its key's TTL),
+	// its response would come after the end: refused, so no client ever
+	// gets two answers to one request.
+	m, key := b.tr.shared, prefix+"cs:{"+sid+"}:"+name
+	n, err := scriptPostAppend.Run(context.Background(), rdb, []string{m.hashKey(sid), key},
+		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.tr.shared.self, "31").Int()
+	if err != nil || n != 0 {
+		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
+	}
+	if n, _ := rdb.XLen(context.Background(), key).Result(); n != 3 {
+		t.Fatalf("POST-stream log holds %d entries, want 3 (1-0, the progress, one error response)", n)
 	}
 }

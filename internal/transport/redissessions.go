@@ -501,9 +501,12 @@ func (m *redisSessions) drop(id string) bool {
 // evict lets go of this replica's copy s (the session lives on in Redis)
 // if it is still the copy and still idle since cutoff, checked under the
 // lock Get touches under, so that a copy a request was just given stays.
+// A busy copy never goes: terminating it would cancel a handler that the
+// client, active on other replicas, still waits for (issue 7, point 5 of
+// the review); the sweeper keeps its keys alive instead.
 func (m *redisSessions) evict(s *ClientSession, cutoff time.Time) {
 	m.mu.Lock()
-	if m.byID[s.id] != s || !s.idleSince(cutoff) {
+	if m.byID[s.id] != s || s.busy() || !s.idleSince(cutoff) {
 		m.mu.Unlock()
 		return
 	}
@@ -624,10 +627,11 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 // tombstone, and a session no replica used for the idle timeout is not
 // active here; anything else means Redis lost it (a restart without
 // persistence), and the copy is written back rather than ended, since a
-// client still uses it (issue 7, point 6). The sweeper's rewrite checks
-// the tombstone and drops the copy if there is one (point 5).
+// client still uses it (issue 7, point 6), or work of it runs here
+// (busy: point 5 of the review). The sweeper's rewrite checks the
+// tombstone and drops the copy if there is one (point 5).
 func (m *redisSessions) missing(s *ClientSession) {
-	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) {
+	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) && !s.busy() {
 		m.evict(s, cutoff)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -271,4 +272,92 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	if !b.session(t, known).subscribed("test://down") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
 	}
+}
+
+// TestRedisSessions_BusyCopyStays (issue 7, point 5 of the review): the
+// client started a long tool call (or one that asks it for sampling) on
+// B and went on working on A, or went quiet, for longer than the idle
+// timeout. What the client would notice before the fix: B let go of its
+// "idle" copy and so cancelled the running handler — the call never
+// answered, its stream ended without a response, the sampling answer
+// reached nobody — and, the client quiet, the session itself expired
+// under the running call. A copy with a request in flight, or a
+// server-to-client request pending, now stays, and its replica keeps the
+// session's keys alive while the work runs. (A is the session's home,
+// whose copy stays anyway; B's is an ordinary copy.)
+func TestRedisSessions_BusyCopyStays(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	idle := func(o *Options) { o.SessionIdleTimeout = 400 * time.Millisecond }
+	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
+	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	b.toolsListOK(t, sid)
+	const busy = 1200 * time.Millisecond // three idle timeouts
+	useOnA := func(t *testing.T) {
+		for range 12 {
+			time.Sleep(busy / 12)
+			a.toolsListOK(t, sid)
+		}
+	}
+	stillHeld := func(t *testing.T) {
+		t.Helper()
+		if b.tr.Sessions().Len() != 1 {
+			t.Fatal("B let go of the copy whose handler runs")
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		wait func(t *testing.T, blk *blockState)
+	}{
+		{"client busy on the other replica", func(t *testing.T, blk *blockState) {
+			useOnA(t)
+			select {
+			case <-blk.cancelled:
+				t.Fatal("the handler on B was cancelled while the client used the session on A")
+			default:
+			}
+		}},
+		{"client quiet", func(t *testing.T, blk *blockState) {
+			notWithin(t, blk.cancelled, busy, "the handler's cancellation")
+			if n, _ := rdb.Exists(context.Background(), prefix+"cs:{"+sid+"}").Result(); n != 1 {
+				t.Fatal("the session expired in redis under a running handler")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := strings.ReplaceAll(tc.name, " ", "-")
+			name := postStreamOnA(t, b, sid, "block_long", key)
+			blk := b.fx.block(key)
+			tc.wait(t, blk)
+			stillHeld(t)
+			blk.Release()
+			waitChan(t, blk.finished, "the handler to finish")
+			wantRestOfBlock(t, a.openGET(t, sid, "Last-Event-ID", name+"-1"), name, key)
+		})
+	}
+
+	t.Run("waiting for a sampling answer", func(t *testing.T) {
+		ps := b.postSSE(t, sid, toolCall(41, "sample_long", map[string]any{"prompt": "hi"}, nil))
+		ev, m := ps.nextMessage(t)
+		if m.Method != protocol.MethodSamplingCreateMessage {
+			t.Fatalf("want a sampling request, got %+v", m)
+		}
+		name, _ := splitEventID(t, ev.ID)
+		st := b.session(t, sid).stream(name)
+		ps.close()
+		waitDetached(t, st)
+		useOnA(t)
+		stillHeld(t)
+		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"late reply"},"model":"m"}}`, m.ID)
+		if r := a.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+			t.Fatalf("POST of the answer on A: %s", r)
+		}
+		r := a.openGET(t, sid, "Last-Event-ID", ev.ID)
+		ev, _ = r.nextMessage(t)
+		if text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "41")); isErr || !strings.Contains(text, "late reply") {
+			t.Fatalf("tool result %q isError=%v, want the client's late answer", text, isErr)
+		}
+		r.waitEnd(t)
+	})
 }

@@ -228,9 +228,10 @@ func (m *redisSessions) resync(all []*ClientSession) {
 }
 
 // sweep, every idle/4: extends the TTL of the sessions used here since
-// the last round (so a request never pays for it), rewrites those whose
-// write-through failed, lets go of copies idle here (the session lives on
-// in Redis), and ends the copies whose session ended elsewhere.
+// the last round (so a request never pays for it) and of those with work
+// running here, rewrites those whose write-through failed, lets go of
+// copies idle here (the session lives on in Redis), and ends the copies
+// whose session ended elsewhere.
 func (m *redisSessions) sweep(every time.Duration) {
 	defer m.wg.Done()
 	t := time.NewTicker(every)
@@ -256,6 +257,13 @@ func (m *redisSessions) sweep(every time.Duration) {
 			case s.isDirty():
 				rewrite = append(rewrite, s)
 			case !s.idleSince(last):
+				refresh = append(refresh, s)
+			case s.busy():
+				// A handler runs here (or waits on the client) however
+				// long the client stays away or works elsewhere: the
+				// session, and the logs of its POST streams, must not
+				// expire under it, nor the copy be let go (issue 7,
+				// point 5 of the review).
 				refresh = append(refresh, s)
 			case !s.idleSince(cutoff):
 			case s.isHome():
