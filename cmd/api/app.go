@@ -194,11 +194,10 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		r.Get(path, auth.MetadataHandler(cfg.Auth).ServeHTTP)
 	}
 	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"ok"}`)
-	})
-	return &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}, nil
+	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
+	r.Get("/healthz", healthz)
+	r.Get("/readyz", a.readyz)
+	return a, nil
 }
 
 func isLoopback(host string) bool {

@@ -23,8 +23,9 @@ import (
 type state struct {
 	backend    *tiered.Store
 	recorder   *traces.Recorder
-	persistent bool          // PostgreSQL, not the embedded store
-	redis      *redis.Client // nil without REDIS_URL; tiered does not close it
+	persistent bool           // PostgreSQL, not the embedded store
+	pg         *pgstore.Store // the PostgreSQL store, for readiness; nil when embedded
+	redis      *redis.Client  // nil without REDIS_URL; tiered does not close it
 	stopPurge  context.CancelFunc
 	purgeDone  chan struct{}
 	log        zerolog.Logger
@@ -37,13 +38,14 @@ const startupTimeout = 30 * time.Second
 func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *state, err error) {
 	opts := store.Options{MaxValueBytes: cfg.Store.MaxValueBytes}
 	var base store.Store
+	var pgs *pgstore.Store
 	persistent := cfg.DatabaseURL != ""
 	if persistent {
 		pg, err := openPostgres(ctx, cfg.DatabaseURL, opts, log)
 		if err != nil {
 			return nil, err
 		}
-		base = pg
+		base, pgs = pg, pg
 	} else {
 		base = memstore.New(opts)
 	}
@@ -90,7 +92,7 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	purgeCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	st = &state{backend: backend, recorder: rec, persistent: persistent, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
+	st = &state{backend: backend, recorder: rec, persistent: persistent, pg: pgs, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
 	go st.purgeExpired(purgeCtx, cfg.Store.PurgeInterval())
 	return st, nil
 }

@@ -57,9 +57,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 	return nil
 }
 
-// MigrationsApplied reports whether the database schema is at the newest
-// embedded migration; readiness waits for it. It only reads, so unlike
-// goose's own version queries it never creates the version table.
+// MigrationsApplied reports whether the database schema is at least at the
+// newest embedded migration; readiness waits for it. At least, not
+// exactly: during a rolling upgrade the new replicas migrate first, and
+// the old ones must stay ready on the newer schema (migrations only add).
+// It only reads, so unlike goose's own version queries it never creates
+// the version table.
 func (s *Store) MigrationsApplied(ctx context.Context) (bool, error) {
 	var exists bool
 	err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, versionTable).Scan(&exists)
@@ -75,7 +78,7 @@ func (s *Store) MigrationsApplied(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read schema version: %w", classify(err))
 	}
-	return current != nil && *current == s.newestMigration, nil
+	return current != nil && *current >= s.newestMigration, nil
 }
 
 // newestMigration is the highest version among the embedded migrations.
