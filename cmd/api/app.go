@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
@@ -82,6 +80,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
+	met := newMetrics()
 	st, err = openState(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -123,6 +122,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Logger:                  logger,
 		Auth:                    authn,
 		Limit:                   limits.request,
+		Observe:                 met.observeHTTP,
 		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
 		Redis:          st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
@@ -141,7 +141,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	pipe, err := pipeline.New(pipeline.Config{
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
-		Record: st.record, Admit: limits.toolCall,
+		Record: func(c pipeline.CallRecord) { st.record(c); met.observeCall(c) }, Admit: limits.toolCall,
 	}, policy, logger)
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)
@@ -163,12 +163,10 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)
 	}
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := registerSharedSessionMetrics(metrics, tr); err != nil {
-		return nil, fmt.Errorf("register shared-session metrics: %w", err)
+	if err := met.components(tr, st, syncLayer.bus); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, metrics, logger)
+	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +191,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	for _, path := range auth.MetadataPaths(cfg.Auth) {
 		r.Get(path, auth.MetadataHandler(cfg.Auth).ServeHTTP)
 	}
-	r.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	r.Handle("/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)

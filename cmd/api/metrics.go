@@ -1,35 +1,133 @@
 package main
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
-// registerSharedSessionMetrics exports the counters of the Redis-shared
-// client sessions (issue 7): what the origin replica queued for the
-// subscribers' logs, what it appended, and what a full queue dropped —
-// the one place a notification can be lost while Redis is up. They stay
-// at zero without REDIS_URL.
-func registerSharedSessionMetrics(reg prometheus.Registerer, tr *transport.Transport) error {
-	counter := func(name, help string, v func(transport.RedisStats) int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(tr.RedisStats())) })
+// metrics is what /metrics serves (issue 9, point 5). Counters on the
+// request path are updated as calls finish; everything a component
+// already counts is read from its Stats when Prometheus scrapes, so the
+// hot path pays nothing for it.
+type metrics struct {
+	reg          *prometheus.Registry
+	httpRequests *prometheus.CounterVec
+	toolCalls    *prometheus.CounterVec
+	toolDuration *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_http_requests_total",
+			Help: "Requests to the MCP endpoint by HTTP method and status, counted when answered (an SSE response when its stream ends).",
+		}, []string{"method", "status"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_tool_calls_total",
+			Help: "tools/call by tool (canonical name), timeout category and status (ok, or the envelope's error code).",
+		}, []string{"tool", "category", "status"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_tool_call_duration_seconds",
+			Help:    "tools/call duration by tool and timeout category, rejected calls included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 120},
+		}, []string{"tool", "category"}),
 	}
-	for _, c := range []prometheus.Collector{
-		counter("mcp_shared_session_updates_total",
-			"Resource updates this replica queued for the Redis logs of subscribed shared client sessions.",
-			func(s transport.RedisStats) int64 { return s.Updates }),
-		counter("mcp_shared_session_notifications_total",
-			"Notifications this replica appended to shared client sessions' Redis logs.",
-			func(s transport.RedisStats) int64 { return s.Notified }),
-		counter("mcp_shared_session_dropped_total",
-			"Writes to shared client sessions' Redis logs dropped because the queue was full.",
-			func(s transport.RedisStats) int64 { return s.Dropped }),
-	} {
-		if err := reg.Register(c); err != nil {
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.httpRequests, m.toolCalls, m.toolDuration)
+	return m
+}
+
+// observeHTTP is the transport's Observe hook.
+func (m *metrics) observeHTTP(method string, status int) {
+	m.httpRequests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+}
+
+// observeCall counts a finished tools/call.
+func (m *metrics) observeCall(c pipeline.CallRecord) {
+	status := "ok"
+	if c.ErrorCode != "" {
+		status = string(c.ErrorCode)
+	}
+	m.toolCalls.WithLabelValues(c.Tool, string(c.Category), status).Inc()
+	m.toolDuration.WithLabelValues(c.Tool, string(c.Category)).Observe(c.Duration.Seconds())
+}
+
+// components registers the metrics read from the components' own
+// counters at scrape time.
+func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.LocalBus) error {
+	counter := func(name, help string, v func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
+	}
+	gauge := func(name, help string, v func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
+	}
+	list := []prometheus.Collector{
+		// Client sessions and streams.
+		gauge("mcp_client_sessions", "Client sessions this replica holds (with shared sessions: its local copies).",
+			func() float64 { return float64(tr.Sessions().Len()) }),
+		gauge("mcp_sse_streams", "SSE responses being served now (GET streams and streamed POST responses).",
+			func() float64 { return float64(tr.OpenStreams()) }),
+		// Notifications.
+		counter("mcp_notifications_published_total", "Resource updates published by this replica's mutations.",
+			func() float64 { return float64(bus.Stats().Published) }),
+		counter("mcp_notifications_delivered_total", "Resource-update notifications queued to subscribed client sessions in this process.",
+			func() float64 { return float64(bus.Stats().Delivered) }),
+		counter("mcp_shared_session_updates_total", "Resource updates this replica queued for the Redis logs of subscribed shared client sessions.",
+			func() float64 { return float64(tr.RedisStats().Updates) }),
+		counter("mcp_shared_session_notifications_total", "Notifications this replica appended to shared client sessions' Redis logs.",
+			func() float64 { return float64(tr.RedisStats().Notified) }),
+		counter("mcp_shared_session_dropped_total", "Writes to shared client sessions' Redis logs dropped because the queue was full.",
+			func() float64 { return float64(tr.RedisStats().Dropped) }),
+		// The two-tier cache.
+		counter("mcp_cache_hits_total", "In-process cache hits.", func() float64 { return float64(st.backend.Stats().L1.HitCount) }),
+		counter("mcp_cache_misses_total", "In-process cache misses, expired entries included.", func() float64 { return float64(st.backend.Stats().L1.MissCount) }),
+		counter("mcp_cache_evictions_total", "In-process cache entries evicted for room.", func() float64 { return float64(st.backend.Stats().L1.EvictionCount) }),
+		gauge("mcp_cache_entries", "In-process cache entries.", func() float64 { return float64(st.backend.Stats().L1.EntryCount) }),
+		gauge("mcp_cache_size_bytes", "In-process cache size.", func() float64 { return float64(st.backend.Stats().L1.CurrentSizeBytes) }),
+		gauge("mcp_cache_pressure_level", "In-process cache pressure: 0 low, 1 medium, 2 high, 3 critical.",
+			func() float64 { return pressureValue(st.backend.Stats().L1.PressureLevel) }),
+		counter("mcp_cache_redis_hits_total", "Redis (second tier) hits.", func() float64 { return float64(st.backend.Stats().RedisHits) }),
+		counter("mcp_cache_redis_misses_total", "Redis (second tier) misses.", func() float64 { return float64(st.backend.Stats().RedisMisses) }),
+		// Redis degradations.
+		counter("mcp_redis_degradations_total", "Calls that fell back to the database because Redis failed, timed out or was marked degraded.",
+			func() float64 { return float64(st.backend.Stats().RedisErrors) }),
+		gauge("mcp_redis_degraded", "1 while this replica considers Redis degraded.", func() float64 {
+			if st.backend.Stats().RedisDegraded {
+				return 1
+			}
+			return 0
+		}),
+		// Traces.
+		counter("mcp_trace_queue_dropped_total", "Traces dropped because the queue was full.",
+			func() float64 { return float64(st.recorder.Stats().Dropped) }),
+		counter("mcp_traces_written_total", "Traces written to the store.", func() float64 { return float64(st.recorder.Stats().Written) }),
+		gauge("mcp_trace_queue_length", "Traces waiting to be written.", func() float64 { return float64(st.recorder.Stats().Queued) }),
+	}
+	for _, c := range list {
+		if err := m.reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pressureValue is a cache pressure level as a number for a gauge.
+func pressureValue(l cache.PressureLevel) float64 {
+	switch l {
+	case cache.PressureMedium:
+		return 1
+	case cache.PressureHigh:
+		return 2
+	case cache.PressureCritical:
+		return 3
+	}
+	return 0
 }

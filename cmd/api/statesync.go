@@ -17,7 +17,7 @@ import (
 // stateSync is the State Sync wiring: the bus that carries resource
 // updates to subscribers, and, when enabled, the policy layer.
 type stateSync struct {
-	bus           statesync.Bus
+	bus           *statesync.LocalBus
 	layer         *statesync.Layer // nil when stateSync.enabled is false
 	invalidations atomic.Int64     // the default metrics observer's counter
 }

@@ -44,6 +44,7 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 					w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
 				}
 				writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
+				t.observe(r.Method, f.Status)
 				return
 			}
 			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
@@ -55,6 +56,7 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 				w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 				writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
 					"too many requests: retry after %d ms", wait.Milliseconds()))
+				t.observe(r.Method, http.StatusTooManyRequests)
 				return
 			}
 		}
@@ -67,4 +69,11 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 func principalID(r *http.Request) string {
 	p, _ := auth.FromContext(r.Context())
 	return p.ID
+}
+
+// observe reports a request answered before it reached a handler.
+func (t *Transport) observe(method string, status int) {
+	if t.opts.Observe != nil {
+		t.opts.Observe(method, status)
+	}
 }

@@ -11,7 +11,7 @@ import (
 // after Last-Event-ID (basic/transports, "Listening for Messages" and
 // "Resumability and Redelivery").
 func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
-	rec := &requestLog{start: t.now(), method: "GET"}
+	rec := &requestLog{start: t.now(), method: "GET", httpMethod: http.MethodGet}
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
@@ -99,7 +99,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 // handleDelete ends a client session (basic/transports, "Session
 // Management"); afterwards its id gets 404 everywhere.
 func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
-	rec := &requestLog{start: t.now(), method: "DELETE"}
+	rec := &requestLog{start: t.now(), method: "DELETE", httpMethod: http.MethodDelete}
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 	sess, ok := t.session(w, r, nil, rec)

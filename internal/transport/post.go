@@ -26,7 +26,7 @@ const (
 // Messages to the Server").
 func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	start := t.now()
-	rec := &requestLog{start: start}
+	rec := &requestLog{start: start, httpMethod: http.MethodPost}
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 

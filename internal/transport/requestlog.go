@@ -15,20 +15,24 @@ import (
 // even when the HTTP response ends before the handler (SEP-1699 polling, a
 // disconnect).
 type requestLog struct {
-	pending   atomic.Int32
-	start     time.Time
-	method    string
-	id        protocol.ID
-	session   string
-	tool      string
-	toolError bool
-	status    int
-	rpcCode   int
-	streamed  bool
+	pending    atomic.Int32
+	start      time.Time
+	httpMethod string // POST, GET or DELETE: the metric's label
+	method     string // the JSON-RPC method, or GET/DELETE
+	id         protocol.ID
+	session    string
+	tool       string
+	toolError  bool
+	status     int
+	rpcCode    int
+	streamed   bool
 }
 
 func (t *Transport) finishLog(rec *requestLog) {
 	if rec.pending.Add(-1) == 0 {
+		if t.opts.Observe != nil {
+			t.opts.Observe(rec.httpMethod, rec.status)
+		}
 		t.logRequest(rec)
 	}
 }

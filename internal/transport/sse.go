@@ -25,6 +25,8 @@ func startSSE(w http.ResponseWriter) {
 // or ctx ends. It sends a priming event first when prime is set (SEP-1699)
 // and an SSE comment every keepAlive so idle proxies keep the connection.
 func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *stream, c *streamConn, cursor uint64, prime bool) {
+	t.openStreams.Add(1)
+	defer t.openStreams.Add(-1)
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 512)
 	if prime {

@@ -49,6 +49,9 @@ type Options struct {
 	// budget (issue 8, point 4); refused, the request gets 429 with
 	// Retry-After before anything else is read.
 	Limit func(ctx context.Context, p auth.Principal) (ok bool, retryAfter time.Duration)
+	// Observe, if set, is told the HTTP method and status of every
+	// request to the endpoint once it is answered (metrics; issue 9).
+	Observe func(method string, status int)
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
 	// Redis, when set (and Sessions is not), shares client sessions
@@ -82,6 +85,8 @@ type Transport struct {
 	now     func() time.Time
 	// draining is set by CloseStreams: no new GET streams from then on.
 	draining atomic.Bool
+	// openStreams counts the SSE responses being served now.
+	openStreams atomic.Int64
 
 	ctx    context.Context // parent of every client session
 	cancel context.CancelFunc
@@ -167,6 +172,10 @@ func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Allow", "GET, POST, DELETE")
 	writeError(w, http.StatusMethodNotAllowed, nil, protocol.Errorf(protocol.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE"))
 }
+
+// OpenStreams is the number of SSE responses being served now (GET
+// streams and streamed POST responses), for metrics.
+func (t *Transport) OpenStreams() int64 { return t.openStreams.Load() }
 
 // Sessions returns the client-session store.
 func (t *Transport) Sessions() SessionStore { return t.sessions }

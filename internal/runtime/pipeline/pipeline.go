@@ -71,6 +71,7 @@ type Config struct {
 type CallRecord struct {
 	Tenant        string
 	Tool          string // canonical name
+	Category      timeout.Category
 	ClientSession string
 	ErrorCode     response.Code // "" when the call succeeded
 	Duration      time.Duration
@@ -123,20 +124,20 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: t.InputSchema, OutputSchema: response.EnvelopeSchema(), Annotations: t.Annotations,
 		LongRunning: t.LongRunning,
-		Precheck:    p.precheck(t.Name),
+		Precheck:    p.precheck(t.Name, t.Category),
 		Invalid: func(ctx context.Context, call *handlers.ToolCall, msg string) *protocol.CallToolResult {
-			return p.fail(ctx, call, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
+			return p.fail(ctx, call, t.Category, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
 		},
 		Handler: p.handler(t, exposed, limit),
 	}, nil
 }
 
-func (p *Pipeline) precheck(name string) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
+func (p *Pipeline) precheck(name string, cat timeout.Category) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
 	return func(ctx context.Context, call *handlers.ToolCall) *protocol.CallToolResult {
 		start := time.Now()
 		if p.cfg.Admit != nil {
 			if rej := p.cfg.Admit(ctx, name); rej != nil {
-				return p.fail(ctx, call, start, rej)
+				return p.fail(ctx, call, cat, start, rej)
 			}
 		}
 		args := call.Arguments
@@ -148,23 +149,23 @@ func (p *Pipeline) precheck(name string) func(context.Context, *handlers.ToolCal
 		if rej == nil {
 			return nil
 		}
-		return p.fail(ctx, call, start, rej)
+		return p.fail(ctx, call, cat, start, rej)
 	}
 }
 
 // fail answers a call rejected before its handler ran, and records it.
-func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, start time.Time, e *response.Error) *protocol.CallToolResult {
+func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, cat timeout.Category, start time.Time, e *response.Error) *protocol.CallToolResult {
 	d := time.Since(start)
 	res := response.Failure(e, response.Metadata{DurationMs: d.Milliseconds()}, p.cfg.Response)
-	p.record(ctx, call, e.Code, d, res)
+	p.record(ctx, call, cat, e.Code, d, res)
 	return res
 }
 
-func (p *Pipeline) record(ctx context.Context, call *handlers.ToolCall, code response.Code, d time.Duration, res *protocol.CallToolResult) {
+func (p *Pipeline) record(ctx context.Context, call *handlers.ToolCall, cat timeout.Category, code response.Code, d time.Duration, res *protocol.CallToolResult) {
 	if p.cfg.Record == nil {
 		return
 	}
-	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.Name, ErrorCode: code, Duration: d, ArgBytes: len(call.Arguments)}
+	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.Name, Category: cat, ErrorCode: code, Duration: d, ArgBytes: len(call.Arguments)}
 	if call.Session != nil {
 		rec.ClientSession = call.Session.ID()
 	}
@@ -190,7 +191,7 @@ func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers
 		out := stop()
 		p.guard.After(t.Name, out.Elapsed, limit)
 		res, code, err := p.result(t, out, timedOut, data, err)
-		p.record(ctx, call, code, out.Elapsed, res)
+		p.record(ctx, call, t.Category, code, out.Elapsed, res)
 		return res, err
 	}
 }
