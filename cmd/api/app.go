@@ -191,7 +191,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	for _, path := range auth.MetadataPaths(cfg.Auth) {
 		r.Get(path, auth.MetadataHandler(cfg.Auth).ServeHTTP)
 	}
-	r.Handle("/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)

@@ -35,6 +35,13 @@ func runServer(t *testing.T, cfg config.Config, logOut io.Writer) (url string, s
 // knows the address before the server is built (auth.resource is it).
 func runServerOn(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener) (url string, stop func()) {
 	t.Helper()
+	_, url, stop = serveApp(t, cfg, logOut, ln)
+	return url, stop
+}
+
+// serveApp is runServerOn that also returns the app.
+func serveApp(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener) (a *app, url string, stop func()) {
+	t.Helper()
 	a, err := newApp(context.Background(), cfg, logOut)
 	if err != nil {
 		ln.Close()
@@ -58,7 +65,7 @@ func runServerOn(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Liste
 		})
 	}
 	t.Cleanup(stop)
-	return "http://" + ln.Addr().String() + "/mcp", stop
+	return a, "http://" + ln.Addr().String() + "/mcp", stop
 }
 
 func connect(t *testing.T, url string) *mcp.ClientSession {
