@@ -3,8 +3,89 @@ package transport
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 )
+
+// TestRecoveryKeepsOtherReplicasChanges (issue 7, points 1 and 6): a
+// replica cut off from Redis writes back, once Redis answers, only what
+// its client changed there meanwhile. It used to write its whole copy
+// back — also after a blip in which it had only served reads — so a
+// subscription and a log level the client set through another replica in
+// the meantime (answered 200) were deleted from Redis and from every
+// copy: the client silently stopped getting those updates.
+func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
+	cases := []struct {
+		name string
+		// subscribeOnA: the client subscribes on A while A is cut off
+		// (a change A must replay); otherwise it only reads there.
+		subscribeOnA bool
+	}{
+		{"change acknowledged on the cut-off replica", true},
+		{"only a read on the cut-off replica", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			direct := testRedis(t, testRedisAddr)
+			prefix := testPrefix(t, direct)
+			proxy := netfault.NewProxy(t, testRedisAddr)
+			// A short idle timeout: A's sweeper runs every 250 ms, also
+			// while its Redis is skipped.
+			idle := func(o *Options) { o.SessionIdleTimeout = time.Second }
+			a := replica(t, testRedis(t, proxy.Addr()), prefix, idle)
+			b := replica(t, direct, prefix, idle)
+			sid := b.initialize(t)
+			a.toolsListOK(t, sid)
+
+			proxy.Cut()
+			if tc.subscribeOnA {
+				a.subscribe(t, sid, "test://a")
+			} else {
+				a.toolsListOK(t, sid)
+			}
+			b.subscribe(t, sid, "test://b")
+			if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+				t.Fatalf("setLevel on B: %s", r)
+			}
+			time.Sleep(700 * time.Millisecond) // A's sweeps run while Redis is skipped
+			proxy.Restore()
+
+			ctx := context.Background()
+			key := prefix + "cs:{" + sid + "}"
+			sa, sb := a.session(t, sid), b.session(t, sid)
+			eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
+				if tc.subscribeOnA {
+					if v, _ := direct.HGet(ctx, key, "s:test://a").Result(); v != "1" {
+						return false
+					}
+				}
+				return !sa.isDirty()
+			})
+			time.Sleep(2 * waitShort) // what a wrong write-back would spread, it has
+			h, _ := direct.HGetAll(ctx, key).Result()
+			if h["s:test://b"] != "1" {
+				t.Errorf("the subscription acknowledged on B was deleted from redis by A's write-back (hash %v)", h)
+			}
+			if h["level"] != "error" {
+				t.Errorf("the log level set on B reverted to %q in redis", h["level"])
+			}
+			if in, _ := direct.SIsMember(ctx, prefix+"subs:7:default:test://b", sid).Result(); !in {
+				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
+			}
+			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
+				if !holds(waitLong, func() bool { return s.subscribed("test://b") && s.LogLevel() == "error" }) {
+					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, s.subscribed("test://b"), s.LogLevel())
+				}
+				if tc.subscribeOnA && !holds(waitLong, func() bool { return s.subscribed("test://a") }) {
+					t.Errorf("%s's copy lacks the subscription acknowledged on A during the outage", name)
+				}
+			}
+		})
+	}
+}
 
 // TestAppendHealsSeqBehindLog (issue 7, point 6): a session hash whose
 // gseq fell below its log's last entry (written back from a copy whose
@@ -37,4 +118,16 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holds polls cond until it holds (true) or d passes (false).
+func holds(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }

@@ -420,7 +420,9 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 }
 
 // reset replaces the client-changed state with the hash's; used when the
-// copy is built and after this replica may have missed changes.
+// copy is built and after this replica may have missed changes. The
+// changes of this copy that Redis has not taken yet hold on top: they
+// were acknowledged, and the sweeper writes them (issue 7, point 6).
 func (s *ClientSession) reset(h map[string]string, self string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -436,6 +438,18 @@ func (s *ClientSession) reset(h map[string]string, self string) {
 	for f := range h {
 		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
 			s.addSub(uri)
+		}
+	}
+	for _, c := range s.unsaved {
+		switch c.Op {
+		case opLevel:
+			s.logLevel = protocol.LoggingLevel(c.Level)
+		case opSub:
+			if len(s.subs) < maxSubscriptions {
+				s.addSub(c.URI)
+			}
+		case opUnsub:
+			s.removeSub(c.URI)
 		}
 	}
 }
@@ -561,70 +575,105 @@ func (m *redisSessions) drainBound() time.Duration {
 }
 
 // writeThrough stores a change the client made on this replica and
-// publishes it. The change already holds here; if Redis fails, the
-// session is marked dirty and rewritten when Redis answers (point 6).
+// publishes it. The change already holds here; if Redis fails, it is
+// kept as unsaved and replayed, alone, when Redis answers (point 6).
 func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	c.Origin, c.ID = m.self, s.id
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if m.skipping() != nil {
-		s.markDirty()
+		s.keepUnsaved(c)
 		return
-	}
-	msg, _ := json.Marshal(c) // strings always encode
-	kind, field, value := "hset", "", ""
-	switch c.Op {
-	case opLevel:
-		field, value = "level", c.Level
-	case opSub:
-		field, value = "s:"+c.URI, "1"
-	case opUnsub:
-		kind, field = "hdel", "s:"+c.URI
-	case opHome:
-		field, value = "home", c.Home
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
-	keys, args := []string{m.hashKey(s.id), m.logKey(s.id)}, []any{m.ttlMs(), m.channel, msg, kind, field, value}
+	var cmd *redis.Cmd
+	// The reverse index changes in the same round trip (issue 7, point 2;
+	// redisfanout.go). Not in the script: its key is in another Cluster
+	// slot.
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = m.evalChange(ctx, p, s, c, false)
+		return nil
+	})
 	var n int
-	var err error
-	if c.Op == opSub || c.Op == opUnsub {
-		// The reverse index changes in the same round trip (issue 7,
-		// point 2; redisfanout.go). Not in the script: its key is in
-		// another Cluster slot.
-		var cmd *redis.Cmd
-		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = scriptUpdate.Eval(ctx, p, keys, args...)
-			m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
-			return nil
-		})
-		if err == nil {
-			n, err = cmd.Int()
-		}
-	} else {
-		n, err = scriptUpdate.Run(ctx, m.rdb, keys, args...).Int()
+	if err == nil {
+		n, err = cmd.Int()
 	}
 	if err != nil {
 		m.failed(err)
-		s.markDirty()
+		s.keepUnsaved(c)
 		return
 	}
 	m.ok()
 	if n == 0 {
+		// Not applied: it goes with the rewrite, or is replayed if
+		// another replica wrote the session back first.
+		s.keepUnsaved(c)
 		m.missing(s)
+		return
+	}
+	s.saved(c) // an older unsaved change of the field must not follow it
+}
+
+// evalChange queues on p a change of s: scriptUpdate, and for a
+// subscription the reverse index. A replayed home claim (replay) only
+// takes a hash that names no home: a replica that claimed it meanwhile
+// holds the stream now.
+func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *ClientSession, c sessionChange, replay bool) *redis.Cmd {
+	msg, _ := json.Marshal(c) // strings always encode
+	kind, field, value := "hset", changeField(c), ""
+	switch c.Op {
+	case opLevel:
+		value = c.Level
+	case opSub:
+		value = "1"
+	case opUnsub:
+		kind = "hdel"
+	case opHome:
+		value = c.Home
+		if replay {
+			kind = "hsetnx"
+		}
+	}
+	cmd := scriptUpdate.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs(), m.channel, msg, kind, field, value)
+	if c.Op == opSub || c.Op == opUnsub {
+		m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
+	}
+	return cmd
+}
+
+// changeField is the hash field a change sets or removes.
+func changeField(c sessionChange) string {
+	switch c.Op {
+	case opLevel:
+		return "level"
+	case opSub, opUnsub:
+		return "s:" + c.URI
+	default:
+		return c.Op // opHome: "home"
 	}
 }
 
 // missing handles a local copy whose hash is gone. A DELETE leaves a
-// tombstone, and a session no replica used for the idle timeout is not
-// active here; anything else means Redis lost it (a restart without
-// persistence), and the copy is written back rather than ended, since a
-// client still uses it (issue 7, point 6). The sweeper's rewrite checks
-// the tombstone and drops the copy if there is one (point 5).
+// tombstone, and a copy nobody used here for the idle timeout has
+// outlived its session (the idle timeout ends it everywhere, point 5);
+// anything else means Redis lost it (a restart without persistence, or
+// its TTL ran out while this replica could not refresh it), and the copy
+// is written back rather than ended, since a client still uses it
+// (issue 7, point 6). The sweeper's rewrite checks the tombstone and
+// drops the copy if there is one (point 5).
 func (m *redisSessions) missing(s *ClientSession) {
 	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) {
 		m.evict(s, cutoff)
 		return
 	}
-	s.markDirty()
+	s.mu.Lock()
+	s.lost = true
+	s.mu.Unlock()
+	m.kickSweep()
+}
+
+func (m *redisSessions) kickSweep() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -643,10 +692,23 @@ func (m *redisSessions) claimHome(s *ClientSession) {
 	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
 }
 
-func (s *ClientSession) markDirty() {
+// keepUnsaved records c, which Redis has not taken, for the sweeper to
+// replay; it replaces an older one of the same field.
+func (s *ClientSession) keepUnsaved(c sessionChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dirty = true
+	if s.unsaved == nil {
+		s.unsaved = map[string]sessionChange{}
+	}
+	s.unsaved[changeField(c)] = c
+}
+
+// saved forgets the unsaved change of c's field, which Redis just took
+// a newer value of.
+func (s *ClientSession) saved(c sessionChange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.unsaved, changeField(c))
 }
 
 // skipping returns errRedisSkipped while Redis is skipped after a
@@ -684,9 +746,6 @@ func (m *redisSessions) ok() {
 	}
 	if m.down.CompareAndSwap(true, false) {
 		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
+		m.kickSweep()
 	}
 }
