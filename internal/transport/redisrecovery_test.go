@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 )
 
@@ -82,6 +84,64 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 				if tc.subscribeOnA && !holds(waitLong, func() bool { return s.subscribed("test://a") }) {
 					t.Errorf("%s's copy lacks the subscription acknowledged on A during the outage", name)
 				}
+			}
+		})
+	}
+}
+
+// TestIdleExpiryEndsSessionOnHome (issue 7, point 5): once the idle
+// timeout has expired a session in Redis, every replica answers 404, its
+// home included. The home keeps its copy (for tools/list_changed) and
+// used to go on serving it — 200 on A, 404 on B for the same id — and its
+// sweeper then wrote the expired session back to Redis.
+func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
+	cases := []struct {
+		name string
+		idle time.Duration
+		// expire makes the session expire in Redis while the home's copy
+		// sits idle.
+		expire func(t *testing.T, rdb *redis.Client, home *harness, key, sid string)
+	}{
+		{
+			// Deterministic: the sweeper (every 15 s) never runs.
+			name: "copy idle past the timeout, hash expired",
+			idle: time.Minute,
+			expire: func(t *testing.T, rdb *redis.Client, home *harness, key, sid string) {
+				home.session(t, sid).lastSeen.Store(0) // idle here for ever
+				rdb.Del(context.Background(), key, key+":g")
+			},
+		},
+		{
+			name: "real expiry",
+			idle: time.Second,
+			expire: func(t *testing.T, rdb *redis.Client, _ *harness, key, _ string) {
+				eventually(t, 3*time.Second, "the hash to expire", func() bool {
+					n, _ := rdb.Exists(context.Background(), key).Result()
+					return n == 0
+				})
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := testRedis(t, testRedisAddr)
+			prefix := testPrefix(t, rdb)
+			idle := func(o *Options) { o.SessionIdleTimeout = tc.idle }
+			a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
+			sid := a.initialize(t) // A is home
+			key := prefix + "cs:{" + sid + "}"
+			tc.expire(t, rdb, a, key, sid)
+			for name, h := range map[string]*harness{"A (home)": a, "B": b} {
+				if r := h.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+					t.Errorf("tools/list on %s after the idle timeout: %s, want 404", name, r)
+				}
+			}
+			time.Sleep(min(tc.idle/2, time.Second)) // two sweeps, where there are any
+			if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
+				t.Fatal("the expired session was written back to redis")
+			}
+			if r := b.post(t, sid, rpc(2, "tools/list", nil)); r.Status != http.StatusNotFound {
+				t.Fatalf("tools/list on B later: %s, want 404", r)
 			}
 		})
 	}

@@ -313,24 +313,38 @@ func sessionFields(s *ClientSession) ([]any, error) {
 // to re-check idleness: the sweeper cannot let go of a copy a request
 // has just been given, which would then answer 404 (errSessionEnded) for
 // a session alive in Redis (issue 7, points 1 and 5).
+//
+// A copy idle here for longer than the idle timeout (the home's, which
+// the sweeper keeps) may have outlived the session: Redis expired it and
+// the other replicas answer 404. It is confirmed in Redis, which extends
+// the TTL, before it is served; served blindly, it would be touched, and
+// the sweeper would then find the hash of a recently used copy missing
+// and write it back: an idle expiry must end the session on every
+// replica (issue 7, point 5). Redis unable to say: 503.
 func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, error) {
 	if !possibleSessionID(id) {
 		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
 	}
-	m.mu.RLock()
-	s := m.byID[id]
-	if s != nil {
-		s.touch(m.now())
-	}
-	m.mu.RUnlock()
-	if s != nil {
-		return s, nil
+	for {
+		s, stale := m.local(id, false)
+		if s == nil {
+			break
+		}
+		if !stale {
+			return s, nil
+		}
+		if err := m.confirm(ctx, s); err != nil {
+			return nil, err
+		}
+		if s, _ := m.local(id, true); s != nil {
+			return s, nil
+		}
+		// Let go of meanwhile: loaded again below.
 	}
 	m.mu.Lock()
 	if s := m.byID[id]; s != nil {
-		s.touch(m.now())
 		m.mu.Unlock()
-		return s, nil
+		return m.Get(ctx, id) // materialised meanwhile
 	}
 	if m.closed {
 		m.mu.Unlock()
@@ -362,6 +376,45 @@ func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, err
 	c.sess, c.err = m.materialise(context.WithoutCancel(ctx), id, c)
 	close(c.done)
 	return c.sess, c.err
+}
+
+// local returns this replica's copy of id, touched, unless it is stale
+// (idle here for longer than the idle timeout) and not confirmed: then
+// it is returned untouched, with stale true.
+func (m *redisSessions) local(id string, confirmed bool) (s *ClientSession, stale bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s = m.byID[id]
+	if s == nil {
+		return nil, false
+	}
+	now := m.now()
+	if !confirmed && s.idleSince(now.Add(-m.idle)) {
+		return s, true
+	}
+	s.touch(now)
+	return s, false
+}
+
+// confirm asks Redis whether the session of a stale copy still lives,
+// extending its TTL if so; if it ended, the copy goes (issue 7, point 5).
+func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
+	if err := m.skipping(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	n, err := scriptRefresh.Run(ctx, m.rdb, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()).Int()
+	if err != nil {
+		m.failed(err)
+		return fmt.Errorf("confirm client session in redis: %w", err)
+	}
+	m.ok()
+	if n == 1 {
+		return nil
+	}
+	m.evict(s, m.now().Add(-m.idle))
+	return ErrSessionNotFound
 }
 
 func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall) (*ClientSession, error) {
