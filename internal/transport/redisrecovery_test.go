@@ -147,6 +147,50 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 	}
 }
 
+// TestRedisDataLossIsNot404 (issue 7, point 6): Redis restarts without
+// persistence (every key gone) while the replica holding a live
+// session's copy is cut off. Another replica used to answer 404 for the
+// session until the copy was written back, and the client dropped a live
+// session; it must answer 503 with Retry-After until then. A session no
+// replica holds becomes 404 once the replicas have had the time to write
+// theirs back (lossGrace), not 503 for ever.
+func TestRedisDataLossIsNot404(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	b := replica(t, direct, prefix)
+	live := a.initialize(t)
+	never, err := newSessionID() // looks like one of ours; never created
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	proxy.Cut()
+	keys, _ := direct.Keys(ctx, prefix+"*").Result()
+	direct.Del(ctx, keys...) // Redis "restarted" empty
+	for _, sid := range []string{live, never} {
+		r := b.post(t, sid, rpc(1, "ping", nil))
+		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("session %s on B right after redis lost its data: %s, want 503 with Retry-After", sid, r)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // B's heartbeat writes a new epoch meanwhile
+	proxy.Restore()
+	eventually(t, waitLong, "the live session to be served on B", func() bool {
+		r := b.post(t, live, rpc(2, "ping", nil))
+		if r.Status == http.StatusNotFound {
+			t.Fatalf("the live session got 404 on B after redis lost its data")
+		}
+		return r.Status == http.StatusOK
+	})
+	eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
+		return b.post(t, never, rpc(3, "ping", nil)).Status == http.StatusNotFound
+	})
+	a.toolsListOK(t, live)
+}
+
 // TestAppendHealsSeqBehindLog (issue 7, point 6): a session hash whose
 // gseq fell below its log's last entry (written back from a copy whose
 // position lagged) made every append fail: the XADD was refused after

@@ -31,6 +31,11 @@ import (
 //	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
 //	                         that another takes over as home of the
 //	                         sessions of a dead one (redislog.go)
+//	<prefix>{epoch}          written by the first replica to find none: its
+//	                         absence means Redis lost its data
+//	<prefix>{epoch}:new      set beside a new epoch for lossGrace: the
+//	                         replicas holding copies are still writing
+//	                         them back (issue 7, point 6)
 //
 // (the braces keep a session's keys in one Cluster slot, for the
 // scripts), and every replica keeps a local ClientSession, built from the
@@ -82,6 +87,15 @@ type redisSessions struct {
 	// rather than a timeout each; down makes the outage log once.
 	skipUntil atomic.Int64
 	down      atomic.Bool
+	// resyncDue: Redis answers again after an outage; the sweeper
+	// re-reads every local copy at once, since changes published
+	// meanwhile were missed and Redis may have lost its data (issue 7,
+	// point 6).
+	resyncDue atomic.Bool
+	// epoch is the value of <prefix>{epoch} this replica last saw; a
+	// different one means Redis lost its data meanwhile. Read and written
+	// by heartbeat only: in the constructor, then the sweeper's goroutine.
+	epoch string
 
 	kick       chan struct{} // capacity 1: run a sweep now
 	logq       chan logOp    // GET-stream log writes, in order (redislog.go)
@@ -154,6 +168,11 @@ type sessionChange struct {
 var (
 	errRedisSkipped = errors.New("redis unavailable: skipped for a moment after a failure")
 	errTooManyLoads = errors.New("too many client sessions being loaded from redis at once")
+	// errRedisLost: Redis has no hash for the session, but it lost its
+	// data a moment ago, so a replica holding a copy may be writing it
+	// back: 503 with Retry-After, not a 404 that would make the client
+	// drop a live session (issue 7, point 6).
+	errRedisLost = errors.New("redis lost its data a moment ago; the client session may still be written back")
 )
 
 // maxConcurrentLoads bounds the client sessions one replica reads from
@@ -190,8 +209,29 @@ func (m *redisSessions) ttlMs() int64             { return max(m.idle.Millisecon
 // redislog.go).
 func (m *redisSessions) replicaKey(replica string) string { return m.prefix + "replica:" + replica }
 
+// epochKey and freshKey tell a session Redis lost (a restart without
+// persistence) from one that ended (issue 7, point 6): the epoch key has
+// no TTL, so its absence means Redis lost its data, and the first
+// replica to find it missing writes a new one, with freshKey beside it
+// for lossGrace, while the replicas holding copies write them back. One
+// slot (the braces), for scriptEpoch.
+func (m *redisSessions) epochKey() string { return m.prefix + "{epoch}" }
+func (m *redisSessions) freshKey() string { return m.epochKey() + ":new" }
+
+// lossGrace is how long after Redis lost its data a session it lacks
+// gets 503 rather than 404: every replica connected to Redis notices the
+// new epoch at its next heartbeat and writes its copies back in the
+// sweep that follows. A replica cut off for longer cannot: its sessions
+// are 404 elsewhere after that, as they would be after its death.
+func (m *redisSessions) lossGrace() time.Duration {
+	return livenessBeats*m.tune.heartbeat + 2*m.timeout
+}
+
 // heartbeat refreshes this replica's liveness key (or, stopping, removes
-// it, so that others take over at once).
+// it, so that others take over at once) and checks the epoch: a new one
+// means Redis lost its data, and every local copy is re-read at once, so
+// that those Redis lacks are written back before lossGrace runs out
+// (issue 7, point 6).
 func (m *redisSessions) heartbeat(alive bool) {
 	if m.skipping() != nil {
 		return
@@ -199,8 +239,22 @@ func (m *redisSessions) heartbeat(alive bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.bg), m.timeout)
 	defer cancel()
 	var err error
+	var epoch *redis.Cmd
 	if alive {
-		err = m.rdb.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat).Err()
+		// A replica starting with no epoch to compare (the first of a
+		// deployment, or one that started while Redis was down) holds no
+		// copy to write back: its new epoch is not fresh.
+		fresh := "0"
+		if m.epoch != "" {
+			fresh = "1"
+		}
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat)
+			epoch = scriptEpoch.Eval(ctx, p, []string{m.epochKey(), m.freshKey()}, hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
+			return nil
+		})
 	} else {
 		err = m.rdb.Del(ctx, m.replicaKey(m.self)).Err()
 	}
@@ -211,6 +265,20 @@ func (m *redisSessions) heartbeat(alive bool) {
 		return
 	}
 	m.ok()
+	if !alive {
+		return
+	}
+	e, _ := epoch.Text()
+	switch {
+	case e == "":
+		return // a script refused: nothing learnt
+	case m.epoch == "":
+	case e != m.epoch:
+		m.log.Warn().Str("channel", m.channel).
+			Msg("transport: redis lost its data (new epoch); writing this replica's client sessions back")
+		m.resyncAll()
+	}
+	m.epoch = e
 }
 
 // share turns a fresh local session into this store's copy of a shared
@@ -404,16 +472,45 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	n, err := scriptRefresh.Run(ctx, m.rdb, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()).Int()
+	var live *redis.Cmd
+	var lc lossCheck
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		live = scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs())
+		lc = m.queueLossCheck(ctx, p, s.id)
+		return nil
+	})
 	if err != nil {
 		m.failed(err)
 		return fmt.Errorf("confirm client session in redis: %w", err)
 	}
 	m.ok()
-	if n == 1 {
+	if n, _ := live.Int(); n == 1 {
 		return nil
 	}
+	if err := lc.verdict(); !errors.Is(err, ErrSessionNotFound) {
+		return err // Redis lost its data: the copy waits for the rewrite
+	}
 	m.evict(s, m.now().Add(-m.idle))
+	return ErrSessionNotFound
+}
+
+// lossCheck is what tells, beside a read of a session's hash, a session
+// that ended from one Redis lost (issue 7, point 6).
+type lossCheck struct{ ended, epoch, fresh *redis.IntCmd }
+
+func (m *redisSessions) queueLossCheck(ctx context.Context, p redis.Pipeliner, id string) lossCheck {
+	return lossCheck{p.Exists(ctx, m.endKey(id)), p.Exists(ctx, m.epochKey()), p.Exists(ctx, m.freshKey())}
+}
+
+// verdict on a session whose hash Redis lacks: ended (ErrSessionNotFound)
+// — DELETEd (the tombstone) or expired — unless Redis lost its data a
+// moment ago (no epoch, or a fresh one): then a replica holding a copy
+// may be about to write it back, and the client is told to retry
+// (errRedisLost, 503), never to drop a live session.
+func (c lossCheck) verdict() error {
+	if c.ended.Val() == 0 && (c.epoch.Val() == 0 || c.fresh.Val() == 1) {
+		return errRedisLost
+	}
 	return ErrSessionNotFound
 }
 
@@ -450,14 +547,21 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	h, err := m.rdb.HGetAll(ctx, m.hashKey(id)).Result()
+	var read *redis.MapStringStringCmd
+	var lc lossCheck
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read = p.HGetAll(ctx, m.hashKey(id))
+		lc = m.queueLossCheck(ctx, p, id)
+		return nil
+	})
 	if err != nil {
 		m.failed(err)
 		return nil, fmt.Errorf("load client session from redis: %w", err)
 	}
 	m.ok()
+	h := read.Val()
 	if h["v"] == "" {
-		return nil, ErrSessionNotFound
+		return nil, lc.verdict()
 	}
 	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize, index: m.index}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
@@ -799,6 +903,11 @@ func (m *redisSessions) ok() {
 	}
 	if m.down.CompareAndSwap(true, false) {
 		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
+		// Every copy is re-read now, not only those with unsaved
+		// changes: Redis may have lost its data, and another replica
+		// then answers 503 for them until they are written back
+		// (issue 7, point 6).
+		m.resyncDue.Store(true)
 		m.kickSweep()
 	}
 }

@@ -67,6 +67,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`)
+	// scriptEpoch: KEYS epoch, fresh; ARGV a new epoch, the fresh key's
+	// TTL in ms, '1' to set it. Returns the epoch, writing the new one
+	// where there is none (Redis lost its data, or nobody wrote one yet;
+	// redissessions.go).
+	scriptEpoch = redis.NewScript(`
+local e = redis.call('GET', KEYS[1])
+if e then return e end
+redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return ARGV[1]`)
 )
 
 // subscribe keeps one subscription to the channel and applies every
@@ -240,7 +250,7 @@ func (m *redisSessions) resync(all []*ClientSession) {
 // not be sent, replays the changes whose write-through failed, writes
 // back the copies whose hash Redis lost, lets go of copies idle here (the
 // session lives on in Redis), and ends the copies whose session ended
-// elsewhere.
+// elsewhere. After an outage it first re-reads every copy.
 func (m *redisSessions) sweep(every time.Duration) {
 	defer m.wg.Done()
 	t := time.NewTicker(every)
@@ -257,6 +267,9 @@ func (m *redisSessions) sweep(every time.Duration) {
 			continue
 		case <-t.C:
 		case <-m.kick: // Redis answers again: write back what it missed now
+		}
+		if m.resyncDue.Swap(false) {
+			m.resyncAll() // after an outage: missed changes, or lost data
 		}
 		now := m.now()
 		cutoff := now.Add(-m.idle)
