@@ -235,3 +235,35 @@ func holds(d time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// TestLostCopyIdleIsNotWrittenBack (issue 7, point 5): a copy whose hash
+// Redis lost is written back only while its client uses it. One whose
+// client left meanwhile (idle here past the timeout, say through a long
+// outage) is ended by the idle timeout like any other, instead of being
+// brought back to Redis for another idle period.
+func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
+	sid := a.initialize(t)
+	s := a.session(t, sid)
+	key := prefix + "cs:{" + sid + "}"
+	s.lastSeen.Store(0) // the client left long ago
+	rdb.Del(context.Background(), key, key+":g")
+	s.mu.Lock()
+	s.lost = true // as missing() leaves a copy its client used
+	s.mu.Unlock()
+	// For two sweeps and more (a write-back would set a 1 s TTL).
+	for range 15 {
+		time.Sleep(50 * time.Millisecond)
+		if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
+			t.Fatal("a session idle past the timeout was written back to redis")
+		}
+	}
+	if !s.Ended() {
+		t.Fatal("the copy of a session idle past the timeout lives on")
+	}
+	if r := a.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+		t.Fatalf("tools/list after the idle timeout: %s, want 404", r)
+	}
+}

@@ -276,7 +276,14 @@ func (m *redisSessions) sweep(every time.Duration) {
 		var refresh, replay, rewrite, check []*ClientSession
 		m.Each(func(s *ClientSession) bool {
 			lost, unsaved, due := s.syncState()
-			if lost {
+			switch {
+			case lost && s.idleSince(cutoff):
+				// Its client left while Redis could not take it back:
+				// the idle timeout ends it, everywhere (issue 7,
+				// point 5), rather than a write-back bringing it back.
+				m.evict(s, cutoff)
+				return true
+			case lost:
 				rewrite = append(rewrite, s)
 				return true
 			}
