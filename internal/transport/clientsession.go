@@ -83,10 +83,26 @@ type ClientSession struct {
 	// knows ("" in memory): another replica takes over from it when it is
 	// dead (issue 7 point 2, redislog.go).
 	homeID string
-	// dirty: a write-through to Redis failed, so the shared state lags
-	// this copy; the store rewrites it when Redis answers again (issue 7,
-	// point 6: nothing acknowledged is lost).
-	dirty bool
+	// unsaved holds the changes the client made on this copy that Redis
+	// has not taken (the write-through failed or was skipped), the last
+	// one per hash field. The sweeper replays them as they are, as
+	// idempotent HSET/HDEL, once Redis answers (issue 7, point 6: nothing
+	// acknowledged is lost) — never the copy's whole view, which would
+	// undo what other replicas acknowledged meanwhile (issue 7, point 1).
+	unsaved map[string]sessionChange
+	// lost: Redis has no hash for a session a client still uses here (it
+	// lost its data, or the TTL ran out while this replica could not
+	// refresh it): the sweeper writes the whole copy back, but only where
+	// the hash is still missing (point 6).
+	lost bool
+	// refreshDue: a sweep could not extend the session's TTL (Redis
+	// skipped or failing); the next sweep retries it. It is no reason to
+	// write anything back (point 1).
+	refreshDue bool
+	// wmu orders this copy's writes to Redis: a write-through and the
+	// replay of unsaved changes never cross, so that an older value never
+	// lands after a newer one (point 1).
+	wmu sync.Mutex
 }
 
 // SessionInit is what initialize establishes for a new client session.

@@ -96,6 +96,13 @@ var (
 	// dead exactly one logs the event. A hash that names no home (Redis
 	// lost the session and a copy that was not home rewrote it) is taken
 	// over the same way, so that no session stays without one.
+	//
+	// The seq is one past the larger of gseq and the log's last entry,
+	// and the XADD comes before any change to the hash: Lua does not roll
+	// back, so an XADD that fails must leave nothing behind, and a gseq
+	// that fell below the log's top (a hash written back from a copy
+	// whose position lagged) heals at the next append instead of making
+	// every append fail for good (issue 7, point 6).
 	scriptAppend = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local takeover = false
@@ -109,13 +116,19 @@ end
 if ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[9]) == 0 then return -4 end
 local last = tonumber(redis.call('HGET', KEYS[1], ARGV[6]) or '0')
 if tonumber(ARGV[7]) <= last then return -2 end
-redis.call('HSET', KEYS[1], ARGV[6], ARGV[7])
+local seq = tonumber(redis.call('HGET', KEYS[1], 'gseq') or '0')
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+if top then
+  local t = tonumber(string.match(top[1], '^0%-(%d+)$') or '0')
+  if t > seq then seq = t end
+end
+seq = seq + 1
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[6], ARGV[7], 'gseq', seq)
 if takeover then
   redis.call('HSET', KEYS[1], 'home', ARGV[8])
   redis.call('PUBLISH', ARGV[4], ARGV[11])
 end
-local seq = redis.call('HINCRBY', KEYS[1], 'gseq', 1)
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return seq`)

@@ -34,6 +34,11 @@ import (
 //	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
 //	                         that another takes over as home of the
 //	                         sessions of a dead one (redislog.go)
+//	<prefix>{epoch}          written by the first replica to find none: its
+//	                         absence means Redis lost its data
+//	<prefix>{epoch}:new      set beside a new epoch for lossGrace: the
+//	                         replicas holding copies are still writing
+//	                         them back (issue 7, point 6)
 //
 // (the braces keep a session's keys in one Cluster slot, for the
 // scripts), and every replica keeps a local ClientSession, built from the
@@ -85,6 +90,15 @@ type redisSessions struct {
 	// rather than a timeout each; down makes the outage log once.
 	skipUntil atomic.Int64
 	down      atomic.Bool
+	// resyncDue: Redis answers again after an outage; the sweeper
+	// re-reads every local copy at once, since changes published
+	// meanwhile were missed and Redis may have lost its data (issue 7,
+	// point 6).
+	resyncDue atomic.Bool
+	// epoch is the value of <prefix>{epoch} this replica last saw; a
+	// different one means Redis lost its data meanwhile. Read and written
+	// by heartbeat only: in the constructor, then the sweeper's goroutine.
+	epoch string
 
 	kick       chan struct{} // capacity 1: run a sweep now
 	logq       chan logOp    // GET-stream log writes, in order (redislog.go)
@@ -161,6 +175,11 @@ type sessionChange struct {
 var (
 	errRedisSkipped = errors.New("redis unavailable: skipped for a moment after a failure")
 	errTooManyLoads = errors.New("too many client sessions being loaded from redis at once")
+	// errRedisLost: Redis has no hash for the session, but it lost its
+	// data a moment ago, so a replica holding a copy may be writing it
+	// back: 503 with Retry-After, not a 404 that would make the client
+	// drop a live session (issue 7, point 6).
+	errRedisLost = errors.New("redis lost its data a moment ago; the client session may still be written back")
 )
 
 // maxConcurrentLoads bounds the client sessions one replica reads from
@@ -197,8 +216,29 @@ func (m *redisSessions) ttlMs() int64             { return max(m.idle.Millisecon
 // redislog.go).
 func (m *redisSessions) replicaKey(replica string) string { return m.prefix + "replica:" + replica }
 
+// epochKey and freshKey tell a session Redis lost (a restart without
+// persistence) from one that ended (issue 7, point 6): the epoch key has
+// no TTL, so its absence means Redis lost its data, and the first
+// replica to find it missing writes a new one, with freshKey beside it
+// for lossGrace, while the replicas holding copies write them back. One
+// slot (the braces), for scriptEpoch.
+func (m *redisSessions) epochKey() string { return m.prefix + "{epoch}" }
+func (m *redisSessions) freshKey() string { return m.epochKey() + ":new" }
+
+// lossGrace is how long after Redis lost its data a session it lacks
+// gets 503 rather than 404: every replica connected to Redis notices the
+// new epoch at its next heartbeat and writes its copies back in the
+// sweep that follows. A replica cut off for longer cannot: its sessions
+// are 404 elsewhere after that, as they would be after its death.
+func (m *redisSessions) lossGrace() time.Duration {
+	return livenessBeats*m.tune.heartbeat + 2*m.timeout
+}
+
 // heartbeat refreshes this replica's liveness key (or, stopping, removes
-// it, so that others take over at once).
+// it, so that others take over at once) and checks the epoch: a new one
+// means Redis lost its data, and every local copy is re-read at once, so
+// that those Redis lacks are written back before lossGrace runs out
+// (issue 7, point 6).
 func (m *redisSessions) heartbeat(alive bool) {
 	if m.skipping() != nil {
 		return
@@ -206,8 +246,22 @@ func (m *redisSessions) heartbeat(alive bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.bg), m.timeout)
 	defer cancel()
 	var err error
+	var epoch *redis.Cmd
 	if alive {
-		err = m.rdb.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat).Err()
+		// A replica starting with no epoch to compare (the first of a
+		// deployment, or one that started while Redis was down) holds no
+		// copy to write back: its new epoch is not fresh.
+		fresh := "0"
+		if m.epoch != "" {
+			fresh = "1"
+		}
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat)
+			epoch = scriptEpoch.Eval(ctx, p, []string{m.epochKey(), m.freshKey()}, hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
+			return nil
+		})
 	} else {
 		err = m.rdb.Del(ctx, m.replicaKey(m.self)).Err()
 	}
@@ -218,6 +272,20 @@ func (m *redisSessions) heartbeat(alive bool) {
 		return
 	}
 	m.ok()
+	if !alive {
+		return
+	}
+	e, _ := epoch.Text()
+	switch {
+	case e == "":
+		return // a script refused: nothing learnt
+	case m.epoch == "":
+	case e != m.epoch:
+		m.log.Warn().Str("channel", m.channel).
+			Msg("transport: redis lost its data (new epoch); writing this replica's client sessions back")
+		m.resyncAll()
+	}
+	m.epoch = e
 }
 
 // share turns a fresh local session into this store's copy of a shared
@@ -320,24 +388,38 @@ func sessionFields(s *ClientSession) ([]any, error) {
 // to re-check idleness: the sweeper cannot let go of a copy a request
 // has just been given, which would then answer 404 (errSessionEnded) for
 // a session alive in Redis (issue 7, points 1 and 5).
+//
+// A copy idle here for longer than the idle timeout (the home's, which
+// the sweeper keeps) may have outlived the session: Redis expired it and
+// the other replicas answer 404. It is confirmed in Redis, which extends
+// the TTL, before it is served; served blindly, it would be touched, and
+// the sweeper would then find the hash of a recently used copy missing
+// and write it back: an idle expiry must end the session on every
+// replica (issue 7, point 5). Redis unable to say: 503.
 func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, error) {
 	if !possibleSessionID(id) {
 		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
 	}
-	m.mu.RLock()
-	s := m.byID[id]
-	if s != nil {
-		s.touch(m.now())
-	}
-	m.mu.RUnlock()
-	if s != nil {
-		return s, nil
+	for {
+		s, stale := m.local(id, false)
+		if s == nil {
+			break
+		}
+		if !stale {
+			return s, nil
+		}
+		if err := m.confirm(ctx, s); err != nil {
+			return nil, err
+		}
+		if s, _ := m.local(id, true); s != nil {
+			return s, nil
+		}
+		// Let go of meanwhile: loaded again below.
 	}
 	m.mu.Lock()
 	if s := m.byID[id]; s != nil {
-		s.touch(m.now())
 		m.mu.Unlock()
-		return s, nil
+		return m.Get(ctx, id) // materialised meanwhile
 	}
 	if m.closed {
 		m.mu.Unlock()
@@ -369,6 +451,74 @@ func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, err
 	c.sess, c.err = m.materialise(context.WithoutCancel(ctx), id, c)
 	close(c.done)
 	return c.sess, c.err
+}
+
+// local returns this replica's copy of id, touched, unless it is stale
+// (idle here for longer than the idle timeout) and not confirmed: then
+// it is returned untouched, with stale true.
+func (m *redisSessions) local(id string, confirmed bool) (s *ClientSession, stale bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s = m.byID[id]
+	if s == nil {
+		return nil, false
+	}
+	now := m.now()
+	if !confirmed && s.idleSince(now.Add(-m.idle)) {
+		return s, true
+	}
+	s.touch(now)
+	return s, false
+}
+
+// confirm asks Redis whether the session of a stale copy still lives,
+// extending its TTL if so; if it ended, the copy goes (issue 7, point 5).
+func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
+	if err := m.skipping(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	var live *redis.Cmd
+	var lc lossCheck
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		live = scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs())
+		lc = m.queueLossCheck(ctx, p, s.id)
+		return nil
+	})
+	if err != nil {
+		m.failed(err)
+		return fmt.Errorf("confirm client session in redis: %w", err)
+	}
+	m.ok()
+	if n, _ := live.Int(); n == 1 {
+		return nil
+	}
+	if err := lc.verdict(); !errors.Is(err, ErrSessionNotFound) {
+		return err // Redis lost its data: the copy waits for the rewrite
+	}
+	m.evict(s, m.now().Add(-m.idle))
+	return ErrSessionNotFound
+}
+
+// lossCheck is what tells, beside a read of a session's hash, a session
+// that ended from one Redis lost (issue 7, point 6).
+type lossCheck struct{ ended, epoch, fresh *redis.IntCmd }
+
+func (m *redisSessions) queueLossCheck(ctx context.Context, p redis.Pipeliner, id string) lossCheck {
+	return lossCheck{p.Exists(ctx, m.endKey(id)), p.Exists(ctx, m.epochKey()), p.Exists(ctx, m.freshKey())}
+}
+
+// verdict on a session whose hash Redis lacks: ended (ErrSessionNotFound)
+// — DELETEd (the tombstone) or expired — unless Redis lost its data a
+// moment ago (no epoch, or a fresh one): then a replica holding a copy
+// may be about to write it back, and the client is told to retry
+// (errRedisLost, 503), never to drop a live session.
+func (c lossCheck) verdict() error {
+	if c.ended.Val() == 0 && (c.epoch.Val() == 0 || c.fresh.Val() == 1) {
+		return errRedisLost
+	}
+	return ErrSessionNotFound
 }
 
 func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall) (*ClientSession, error) {
@@ -404,14 +554,21 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	h, err := m.rdb.HGetAll(ctx, m.hashKey(id)).Result()
+	var read *redis.MapStringStringCmd
+	var lc lossCheck
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		read = p.HGetAll(ctx, m.hashKey(id))
+		lc = m.queueLossCheck(ctx, p, id)
+		return nil
+	})
 	if err != nil {
 		m.failed(err)
 		return nil, fmt.Errorf("load client session from redis: %w", err)
 	}
 	m.ok()
+	h := read.Val()
 	if h["v"] == "" {
-		return nil, ErrSessionNotFound
+		return nil, lc.verdict()
 	}
 	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize, index: m.index}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
@@ -427,7 +584,9 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 }
 
 // reset replaces the client-changed state with the hash's; used when the
-// copy is built and after this replica may have missed changes.
+// copy is built and after this replica may have missed changes. The
+// changes of this copy that Redis has not taken yet hold on top: they
+// were acknowledged, and the sweeper writes them (issue 7, point 6).
 func (s *ClientSession) reset(h map[string]string, self string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -443,6 +602,18 @@ func (s *ClientSession) reset(h map[string]string, self string) {
 	for f := range h {
 		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
 			s.addSub(uri)
+		}
+	}
+	for _, c := range s.unsaved {
+		switch c.Op {
+		case opLevel:
+			s.logLevel = protocol.LoggingLevel(c.Level)
+		case opSub:
+			if len(s.subs) < maxSubscriptions {
+				s.addSub(c.URI)
+			}
+		case opUnsub:
+			s.removeSub(c.URI)
 		}
 	}
 }
@@ -571,71 +742,106 @@ func (m *redisSessions) drainBound() time.Duration {
 }
 
 // writeThrough stores a change the client made on this replica and
-// publishes it. The change already holds here; if Redis fails, the
-// session is marked dirty and rewritten when Redis answers (point 6).
+// publishes it. The change already holds here; if Redis fails, it is
+// kept as unsaved and replayed, alone, when Redis answers (point 6).
 func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	c.Origin, c.ID = m.self, s.id
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if m.skipping() != nil {
-		s.markDirty()
+		s.keepUnsaved(c)
 		return
-	}
-	msg, _ := json.Marshal(c) // strings always encode
-	kind, field, value := "hset", "", ""
-	switch c.Op {
-	case opLevel:
-		field, value = "level", c.Level
-	case opSub:
-		field, value = "s:"+c.URI, "1"
-	case opUnsub:
-		kind, field = "hdel", "s:"+c.URI
-	case opHome:
-		field, value = "home", c.Home
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
-	keys, args := []string{m.hashKey(s.id), m.logKey(s.id)}, []any{m.ttlMs(), m.channel, msg, kind, field, value}
+	var cmd *redis.Cmd
+	// The reverse index changes in the same round trip (issue 7, point 2;
+	// redisfanout.go). Not in the script: its key is in another Cluster
+	// slot.
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = m.evalChange(ctx, p, s, c, false)
+		return nil
+	})
 	var n int
-	var err error
-	if c.Op == opSub || c.Op == opUnsub {
-		// The reverse index changes in the same round trip (issue 7,
-		// point 2; redisfanout.go). Not in the script: its key is in
-		// another Cluster slot.
-		var cmd *redis.Cmd
-		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = scriptUpdate.Eval(ctx, p, keys, args...)
-			m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
-			return nil
-		})
-		if err == nil {
-			n, err = cmd.Int()
-		}
-	} else {
-		n, err = scriptUpdate.Run(ctx, m.rdb, keys, args...).Int()
+	if err == nil {
+		n, err = cmd.Int()
 	}
 	if err != nil {
 		m.failed(err)
-		s.markDirty()
+		s.keepUnsaved(c)
 		return
 	}
 	m.ok()
 	if n == 0 {
+		// Not applied: it goes with the rewrite, or is replayed if
+		// another replica wrote the session back first.
+		s.keepUnsaved(c)
 		m.missing(s)
+		return
+	}
+	s.saved(c) // an older unsaved change of the field must not follow it
+}
+
+// evalChange queues on p a change of s: scriptUpdate, and for a
+// subscription the reverse index. A replayed home claim (replay) only
+// takes a hash that names no home: a replica that claimed it meanwhile
+// holds the stream now.
+func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *ClientSession, c sessionChange, replay bool) *redis.Cmd {
+	msg, _ := json.Marshal(c) // strings always encode
+	kind, field, value := "hset", changeField(c), ""
+	switch c.Op {
+	case opLevel:
+		value = c.Level
+	case opSub:
+		value = "1"
+	case opUnsub:
+		kind = "hdel"
+	case opHome:
+		value = c.Home
+		if replay {
+			kind = "hsetnx"
+		}
+	}
+	cmd := scriptUpdate.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs(), m.channel, msg, kind, field, value)
+	if c.Op == opSub || c.Op == opUnsub {
+		m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
+	}
+	return cmd
+}
+
+// changeField is the hash field a change sets or removes.
+func changeField(c sessionChange) string {
+	switch c.Op {
+	case opLevel:
+		return "level"
+	case opSub, opUnsub:
+		return "s:" + c.URI
+	default:
+		return c.Op // opHome: "home"
 	}
 }
 
 // missing handles a local copy whose hash is gone. A DELETE leaves a
-// tombstone, and a session no replica used for the idle timeout is not
-// active here; anything else means Redis lost it (a restart without
-// persistence), and the copy is written back rather than ended, since a
-// client still uses it (issue 7, point 6), or work of it runs here
-// (busy: point 5 of the review). The sweeper's rewrite checks the
-// tombstone and drops the copy if there is one (point 5).
+// tombstone, and a copy nobody used here for the idle timeout has
+// outlived its session (the idle timeout ends it everywhere, point 5),
+// unless work of it runs here (busy: point 5 of the review); anything
+// else means Redis lost it (a restart without persistence, or its TTL ran
+// out while this replica could not refresh it), and the copy is written
+// back rather than ended, since a client still uses it (issue 7, point
+// 6). The sweeper's rewrite checks the tombstone and drops the copy if
+// there is one (point 5).
 func (m *redisSessions) missing(s *ClientSession) {
 	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) && !s.busy() {
 		m.evict(s, cutoff)
 		return
 	}
-	s.markDirty()
+	s.mu.Lock()
+	s.lost = true
+	s.mu.Unlock()
+	m.kickSweep()
+}
+
+func (m *redisSessions) kickSweep() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -654,10 +860,23 @@ func (m *redisSessions) claimHome(s *ClientSession) {
 	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
 }
 
-func (s *ClientSession) markDirty() {
+// keepUnsaved records c, which Redis has not taken, for the sweeper to
+// replay; it replaces an older one of the same field.
+func (s *ClientSession) keepUnsaved(c sessionChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dirty = true
+	if s.unsaved == nil {
+		s.unsaved = map[string]sessionChange{}
+	}
+	s.unsaved[changeField(c)] = c
+}
+
+// saved forgets the unsaved change of c's field, which Redis just took
+// a newer value of.
+func (s *ClientSession) saved(c sessionChange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.unsaved, changeField(c))
 }
 
 // skipping returns errRedisSkipped while Redis is skipped after a
@@ -695,9 +914,11 @@ func (m *redisSessions) ok() {
 	}
 	if m.down.CompareAndSwap(true, false) {
 		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
-		select {
-		case m.kick <- struct{}{}:
-		default:
-		}
+		// Every copy is re-read now, not only those with unsaved
+		// changes: Redis may have lost its data, and another replica
+		// then answers 503 for them until they are written back
+		// (issue 7, point 6).
+		m.resyncDue.Store(true)
+		m.kickSweep()
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,16 +16,22 @@ import (
 // Scripts keep each change and its announcement one atomic step, so the
 // channel's order is the order the hash saw.
 var (
-	// scriptUpdate: KEYS hash, log; ARGV ttl, channel, message, hset|hdel,
-	// field, value. 0 when the session is gone: a change never recreates
-	// an ended session's hash.
+	// scriptUpdate: KEYS hash, log; ARGV ttl, channel, message,
+	// hset|hdel|hsetnx, field, value. 0 when the session is gone: a change
+	// never recreates an ended session's hash. 2 when hsetnx found the
+	// field set to another value: nothing changed, nothing is published
+	// (a replayed home claim, which a newer claim overrides).
 	scriptUpdate = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5]) else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
+local res = 1
+if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
+elseif ARGV[4] == 'hsetnx' then
+  if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
+else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`)
+if res == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+return res`)
 	// scriptDelete: KEYS hash, log, tombstone; ARGV ttl, channel, message.
 	scriptDelete = redis.NewScript(`
 local e = redis.call('EXISTS', KEYS[1])
@@ -36,29 +44,39 @@ return e`)
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1`)
-	// scriptRewrite puts back a session whose write-through failed, or
-	// that Redis lost: KEYS hash, log, tombstone; ARGV ttl, channel,
-	// message, the least gseq and gflushed (so event ids never go back),
-	// then field/value pairs. home is written only where the hash names
-	// none: a replica that claimed it meanwhile holds the stream now. 0 if
-	// it was deleted meanwhile (the tombstone).
+	// scriptRewrite puts back a session Redis lost: KEYS hash, log,
+	// tombstone; ARGV ttl, channel, message, the least gseq and gflushed
+	// (so event ids never go back), then field/value pairs. The whole copy
+	// is written only where the hash is missing: over an existing hash it
+	// would delete what other replicas acknowledged (issue 7, point 1).
+	// 0 if the session was deleted (the tombstone); 2 if the hash exists
+	// (another replica wrote it back first: only the floors are raised,
+	// and the caller re-reads it and replays its unsaved changes); 1 if
+	// written.
 	scriptRewrite = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local keep = {}
-for i = 6, #ARGV, 2 do keep[ARGV[i]] = true end
-for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(f, 1, 2) == 's:' and not keep[f] then redis.call('HDEL', KEYS[1], f) end
-end
-for i = 6, #ARGV, 2 do
-  if ARGV[i] == 'home' then redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i+1]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+if not exists then
+  for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
 end
 for i, f in ipairs({'gseq', 'gflushed'}) do
   if tonumber(redis.call('HGET', KEYS[1], f) or '0') < tonumber(ARGV[3 + i]) then redis.call('HSET', KEYS[1], f, ARGV[3 + i]) end
 end
+if exists then return 2 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`)
+	// scriptEpoch: KEYS epoch, fresh; ARGV a new epoch, the fresh key's
+	// TTL in ms, '1' to set it. Returns the epoch, writing the new one
+	// where there is none (Redis lost its data, or nobody wrote one yet;
+	// redissessions.go).
+	scriptEpoch = redis.NewScript(`
+local e = redis.call('GET', KEYS[1])
+if e then return e end
+redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+return ARGV[1]`)
 )
 
 // subscribe keeps one subscription to the channel and applies every
@@ -217,10 +235,14 @@ func (m *redisSessions) resync(all []*ClientSession) {
 	}
 	for i, s := range all {
 		switch h := cmds[i].Val(); {
-		case s.isDirty():
-			// Holds a change Redis lacks: the sweeper writes it back.
 		case h["v"] != "":
+			// Changes this copy holds that Redis lacks stay on top, and
+			// the sweeper replays them; a copy that was to be written
+			// back was by another replica.
 			s.reset(h, m.self)
+			if s.clearLost() {
+				m.kickSweep()
+			}
 		default:
 			m.missing(s)
 		}
@@ -228,10 +250,12 @@ func (m *redisSessions) resync(all []*ClientSession) {
 }
 
 // sweep, every idle/4: extends the TTL of the sessions used here since
-// the last round (so a request never pays for it) and of those with work
-// running here, rewrites those whose write-through failed, lets go of
-// copies idle here (the session lives on in Redis), and ends the copies
-// whose session ended elsewhere.
+// the last round (so a request never pays for it), of those with work
+// running here, and of those whose refresh could not be sent; replays the
+// changes whose write-through failed, writes back the copies whose hash
+// Redis lost, lets go of copies idle here (the session lives on in
+// Redis), and ends the copies whose session ended elsewhere. After an
+// outage it first re-reads every copy.
 func (m *redisSessions) sweep(every time.Duration) {
 	defer m.wg.Done()
 	t := time.NewTicker(every)
@@ -249,14 +273,30 @@ func (m *redisSessions) sweep(every time.Duration) {
 		case <-t.C:
 		case <-m.kick: // Redis answers again: write back what it missed now
 		}
+		if m.resyncDue.Swap(false) {
+			m.resyncAll() // after an outage: missed changes, or lost data
+		}
 		now := m.now()
 		cutoff := now.Add(-m.idle)
-		var refresh, rewrite, check []*ClientSession
+		var refresh, replay, rewrite, check []*ClientSession
 		m.Each(func(s *ClientSession) bool {
+			lost, unsaved, due := s.syncState()
 			switch {
-			case s.isDirty():
+			case lost && s.idleSince(cutoff) && !s.busy():
+				// Its client left while Redis could not take it back:
+				// the idle timeout ends it, everywhere (issue 7,
+				// point 5), rather than a write-back bringing it back.
+				m.evict(s, cutoff)
+				return true
+			case lost:
 				rewrite = append(rewrite, s)
-			case !s.idleSince(last):
+				return true
+			}
+			if unsaved {
+				replay = append(replay, s)
+			}
+			switch {
+			case due || !s.idleSince(last):
 				refresh = append(refresh, s)
 			case s.busy():
 				// A handler runs here (or waits on the client) however
@@ -265,7 +305,7 @@ func (m *redisSessions) sweep(every time.Duration) {
 				// expire under it, nor the copy be let go (issue 7,
 				// point 5 of the review).
 				refresh = append(refresh, s)
-			case !s.idleSince(cutoff):
+			case unsaved || !s.idleSince(cutoff):
 			case s.isHome():
 				// The home copy stays until the session ends, so that
 				// tools/list_changed keeps reaching its log.
@@ -277,33 +317,70 @@ func (m *redisSessions) sweep(every time.Duration) {
 		})
 		last = now
 		if m.skipping() != nil {
+			// Retried at the next round. Not a reason to write the copy
+			// back: it may only have served reads, and its view would
+			// undo what other replicas acknowledged (issue 7, point 1).
 			for _, s := range refresh {
-				s.markDirty() // its TTL may run out before Redis is back
+				s.setRefreshDue(true)
 			}
 			continue
 		}
-		m.housekeep(refresh, rewrite, check)
+		m.housekeep(refresh, replay, rewrite, check)
 	}
 }
 
-// housekeep runs one sweep's Redis work in one pipeline.
-func (m *redisSessions) housekeep(refresh, rewrite, check []*ClientSession) {
-	n := len(refresh) + len(rewrite) + len(check)
+// housekeep runs one sweep's Redis work in one pipeline: refresh the
+// TTLs, replay the unsaved changes of replay's copies, write back the
+// copies of rewrite, whose hash Redis lost, and check that the idle home
+// copies of check still have a session.
+func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSession) {
+	n := len(refresh) + len(replay) + len(rewrite) + len(check)
 	if n == 0 {
 		return
 	}
+	// No write-through of these sessions crosses their replay or rewrite
+	// (point 1): it waits for this round.
+	locked := slices.Concat(replay, rewrite)
+	for _, s := range locked {
+		s.wmu.Lock()
+	}
+	defer func() {
+		for _, s := range locked {
+			s.wmu.Unlock()
+		}
+	}()
+	ops := make([][]sessionChange, len(replay))
+	for i, s := range replay {
+		ops[i] = s.takeUnsaved()
+		n += len(ops[i])
+	}
+	type rewriteArgs struct {
+		s    *ClientSession
+		args []any
+	}
+	rewrites := make([]rewriteArgs, 0, len(rewrite))
+	for _, s := range rewrite {
+		fields, err := sessionFields(s)
+		if err != nil {
+			m.log.Error().Err(err).Str("session", s.id).Msg("transport: cannot encode client session for redis")
+			continue
+		}
+		msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
+		seq, flushed := s.standalone.position()
+		rewrites = append(rewrites, rewriteArgs{s, append([]any{m.ttlMs(), m.channel, msg, seq, flushed}, fields...)})
+	}
+	for _, s := range refresh {
+		s.setRefreshDue(false) // set again if this round fails
+	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout+time.Duration(n)*time.Millisecond)
 	defer cancel()
-	cmds := make([]*redis.Cmd, 0, len(refresh)+len(rewrite))
+	refreshed := make([]*redis.Cmd, 0, len(refresh))
+	replayed := make([][]*redis.Cmd, len(replay))
+	rewritten := make([]*redis.Cmd, 0, len(rewrites))
 	exists := make([]*redis.IntCmd, 0, len(check))
-	for _, s := range rewrite {
-		s.mu.Lock()
-		s.dirty = false // a change from now on marks it again
-		s.mu.Unlock()
-	}
 	all, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range refresh {
-			cmds = append(cmds, scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()))
+			refreshed = append(refreshed, scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()))
 			// The reverse index's sets live as long as their members.
 			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
 			// So do the logs of POST streams whose handler runs here,
@@ -312,18 +389,20 @@ func (m *redisSessions) housekeep(refresh, rewrite, check []*ClientSession) {
 				p.PExpire(ctx, k, m.idle)
 			}
 		}
-		for _, s := range rewrite {
-			fields, err := sessionFields(s)
-			if err != nil {
-				return err
+		// Only what the client changed here while Redis did not take it,
+		// each change as an idempotent HSET/HDEL published like a
+		// write-through: what other replicas acknowledged meanwhile
+		// stands (point 1).
+		for i, s := range replay {
+			for _, c := range ops[i] {
+				replayed[i] = append(replayed[i], m.evalChange(ctx, p, s, c, true))
 			}
-			msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
-			seq, flushed := s.standalone.position()
-			args := append([]any{m.ttlMs(), m.channel, msg, seq, flushed}, fields...)
-			cmds = append(cmds, scriptRewrite.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id), m.endKey(s.id)}, args...))
+		}
+		for _, r := range rewrites {
+			rewritten = append(rewritten, scriptRewrite.Eval(ctx, p, []string{m.hashKey(r.s.id), m.logKey(r.s.id), m.endKey(r.s.id)}, r.args...))
 			// Subscriptions made while Redis was away; the ones dropped
 			// meanwhile are removed when an update finds them gone.
-			m.indexSubs(ctx, p, s.id, s.tenant, s.subscriptions(), true)
+			m.indexSubs(ctx, p, r.s.id, r.s.tenant, r.s.subscriptions(), true)
 		}
 		for _, s := range check {
 			exists = append(exists, p.Exists(ctx, m.hashKey(s.id)))
@@ -332,36 +411,73 @@ func (m *redisSessions) housekeep(refresh, rewrite, check []*ClientSession) {
 	})
 	// A reply Redis gave (a script error) is about one command; anything
 	// else is about the link, or a Redis briefly unable to serve
-	// (outage), and the whole round is marked for later.
+	// (outage), and the whole round is retried later: the refreshes are
+	// due again, the changes unsaved again, the lost copies still lost.
 	if err := outage(err, all); err != nil {
 		m.failed(err)
-		for _, s := range append(refresh, rewrite...) {
-			s.markDirty()
+		for _, s := range refresh {
+			s.setRefreshDue(true)
+		}
+		for i, s := range replay {
+			s.restoreUnsaved(ops[i]...)
 		}
 		return
 	}
 	m.ok()
-	sessions := append(refresh, rewrite...)
-	for i, c := range cmds {
-		v, err := c.Int()
-		switch {
+	var reread []*ClientSession
+	for i, c := range refreshed {
+		s := refresh[i]
+		switch v, err := c.Int(); {
 		case err != nil:
-			m.log.Error().Err(err).Str("session", sessions[i].id).Msg("transport: client-session refresh refused by redis")
-			if i >= len(refresh) {
-				// dirty was cleared before the rewrite was sent: the
-				// change it carried is still not in Redis (point 6).
-				sessions[i].markDirty()
-			}
-		case v == 0 && i < len(refresh):
-			m.missing(sessions[i])
+			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session refresh refused by redis")
+			s.setRefreshDue(true)
 		case v == 0:
-			m.drop(sessions[i].id) // deleted (point 5): the tombstone says so
+			m.missing(s)
+		}
+	}
+	for i, s := range replay {
+		gone := false
+		for j, c := range replayed[i] {
+			switch v, err := c.Int(); {
+			case err != nil:
+				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
+				s.restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
+			case v == 0:
+				// Written back with the copy, or replayed again if
+				// another replica writes the session back first.
+				s.restoreUnsaved(ops[i][j])
+				gone = true
+			case v == 2:
+				reread = append(reread, s) // a newer home claim stands
+			}
+		}
+		if gone {
+			m.missing(s)
+		}
+	}
+	for i, c := range rewritten {
+		s := rewrites[i].s
+		switch v, err := c.Int(); {
+		case err != nil:
+			// Still lost: tried again at the next round (point 6).
+			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session rewrite refused by redis")
+		case v == 0:
+			m.drop(s.id) // deleted (point 5): the tombstone says so
+		case v == 1:
+			s.written()
+		default:
+			// Another replica wrote it back first: take its view, then
+			// replay this copy's unsaved changes on it.
+			reread = append(reread, s)
 		}
 	}
 	for i, c := range exists {
 		if n, err := c.Result(); err == nil && n == 0 {
 			m.drop(check[i].id)
 		}
+	}
+	if len(reread) > 0 {
+		m.resync(reread)
 	}
 }
 
@@ -404,10 +520,70 @@ func retryableReply(err error) bool {
 	return false
 }
 
+// isDirty reports whether this copy holds anything Redis lacks: changes
+// to replay, or the whole session to write back.
 func (s *ClientSession) isDirty() bool {
+	lost, unsaved, _ := s.syncState()
+	return lost || unsaved
+}
+
+// syncState reports what the sweeper owes Redis for this copy.
+func (s *ClientSession) syncState() (lost, unsaved, refreshDue bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dirty
+	return s.lost, len(s.unsaved) > 0, s.refreshDue
+}
+
+func (s *ClientSession) setRefreshDue(due bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refreshDue = due
+}
+
+// takeUnsaved returns the changes to replay, in field order, and
+// forgets them; restoreUnsaved puts back those Redis did not take,
+// unless a newer change of the field came meanwhile.
+func (s *ClientSession) takeUnsaved() []sessionChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fields := slices.Sorted(maps.Keys(s.unsaved))
+	ops := make([]sessionChange, 0, len(fields))
+	for _, f := range fields {
+		ops = append(ops, s.unsaved[f])
+	}
+	clear(s.unsaved)
+	return ops
+}
+
+func (s *ClientSession) restoreUnsaved(ops ...sessionChange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsaved == nil {
+		s.unsaved = map[string]sessionChange{}
+	}
+	for _, c := range ops {
+		if _, newer := s.unsaved[changeField(c)]; !newer {
+			s.unsaved[changeField(c)] = c
+		}
+	}
+}
+
+// written: the whole copy, unsaved changes included, is in Redis again.
+func (s *ClientSession) written() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost = false
+	clear(s.unsaved)
+}
+
+// clearLost: Redis has the session again (another replica wrote it
+// back); true if this copy still has changes to replay.
+func (s *ClientSession) clearLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lost := s.lost
+	s.lost = false
+	return lost && len(s.unsaved) > 0
 }
 
 func (m *redisSessions) stopping() bool {

@@ -1,0 +1,269 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+)
+
+// TestRecoveryKeepsOtherReplicasChanges (issue 7, points 1 and 6): a
+// replica cut off from Redis writes back, once Redis answers, only what
+// its client changed there meanwhile. It used to write its whole copy
+// back — also after a blip in which it had only served reads — so a
+// subscription and a log level the client set through another replica in
+// the meantime (answered 200) were deleted from Redis and from every
+// copy: the client silently stopped getting those updates.
+func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
+	cases := []struct {
+		name string
+		// subscribeOnA: the client subscribes on A while A is cut off
+		// (a change A must replay); otherwise it only reads there.
+		subscribeOnA bool
+	}{
+		{"change acknowledged on the cut-off replica", true},
+		{"only a read on the cut-off replica", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			direct := testRedis(t, testRedisAddr)
+			prefix := testPrefix(t, direct)
+			proxy := netfault.NewProxy(t, testRedisAddr)
+			// A short idle timeout: A's sweeper runs every 250 ms, also
+			// while its Redis is skipped.
+			idle := func(o *Options) { o.SessionIdleTimeout = time.Second }
+			a := replica(t, testRedis(t, proxy.Addr()), prefix, idle)
+			b := replica(t, direct, prefix, idle)
+			sid := b.initialize(t)
+			a.toolsListOK(t, sid)
+
+			proxy.Cut()
+			if tc.subscribeOnA {
+				a.subscribe(t, sid, "test://a")
+			} else {
+				a.toolsListOK(t, sid)
+			}
+			b.subscribe(t, sid, "test://b")
+			if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+				t.Fatalf("setLevel on B: %s", r)
+			}
+			time.Sleep(700 * time.Millisecond) // A's sweeps run while Redis is skipped
+			proxy.Restore()
+
+			ctx := context.Background()
+			key := prefix + "cs:{" + sid + "}"
+			sa, sb := a.session(t, sid), b.session(t, sid)
+			eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
+				if tc.subscribeOnA {
+					if v, _ := direct.HGet(ctx, key, "s:test://a").Result(); v != "1" {
+						return false
+					}
+				}
+				return !sa.isDirty()
+			})
+			time.Sleep(2 * waitShort) // what a wrong write-back would spread, it has
+			h, _ := direct.HGetAll(ctx, key).Result()
+			if h["s:test://b"] != "1" {
+				t.Errorf("the subscription acknowledged on B was deleted from redis by A's write-back (hash %v)", h)
+			}
+			if h["level"] != "error" {
+				t.Errorf("the log level set on B reverted to %q in redis", h["level"])
+			}
+			if in, _ := direct.SIsMember(ctx, prefix+"subs:7:default:test://b", sid).Result(); !in {
+				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
+			}
+			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
+				if !holds(waitLong, func() bool { return s.subscribed("test://b") && s.LogLevel() == "error" }) {
+					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, s.subscribed("test://b"), s.LogLevel())
+				}
+				if tc.subscribeOnA && !holds(waitLong, func() bool { return s.subscribed("test://a") }) {
+					t.Errorf("%s's copy lacks the subscription acknowledged on A during the outage", name)
+				}
+			}
+		})
+	}
+}
+
+// TestIdleExpiryEndsSessionOnHome (issue 7, point 5): once the idle
+// timeout has expired a session in Redis, every replica answers 404, its
+// home included. The home keeps its copy (for tools/list_changed) and
+// used to go on serving it — 200 on A, 404 on B for the same id — and its
+// sweeper then wrote the expired session back to Redis.
+func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
+	cases := []struct {
+		name string
+		idle time.Duration
+		// expire makes the session expire in Redis while the home's copy
+		// sits idle.
+		expire func(t *testing.T, rdb *redis.Client, home *harness, key, sid string)
+	}{
+		{
+			// Deterministic: the sweeper (every 15 s) never runs.
+			name: "copy idle past the timeout, hash expired",
+			idle: time.Minute,
+			expire: func(t *testing.T, rdb *redis.Client, home *harness, key, sid string) {
+				home.session(t, sid).lastSeen.Store(0) // idle here for ever
+				rdb.Del(context.Background(), key, key+":g")
+			},
+		},
+		{
+			name: "real expiry",
+			idle: time.Second,
+			expire: func(t *testing.T, rdb *redis.Client, _ *harness, key, _ string) {
+				eventually(t, 3*time.Second, "the hash to expire", func() bool {
+					n, _ := rdb.Exists(context.Background(), key).Result()
+					return n == 0
+				})
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := testRedis(t, testRedisAddr)
+			prefix := testPrefix(t, rdb)
+			idle := func(o *Options) { o.SessionIdleTimeout = tc.idle }
+			a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
+			sid := a.initialize(t) // A is home
+			key := prefix + "cs:{" + sid + "}"
+			tc.expire(t, rdb, a, key, sid)
+			for name, h := range map[string]*harness{"A (home)": a, "B": b} {
+				if r := h.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+					t.Errorf("tools/list on %s after the idle timeout: %s, want 404", name, r)
+				}
+			}
+			time.Sleep(min(tc.idle/2, time.Second)) // two sweeps, where there are any
+			if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
+				t.Fatal("the expired session was written back to redis")
+			}
+			if r := b.post(t, sid, rpc(2, "tools/list", nil)); r.Status != http.StatusNotFound {
+				t.Fatalf("tools/list on B later: %s, want 404", r)
+			}
+		})
+	}
+}
+
+// TestRedisDataLossIsNot404 (issue 7, point 6): Redis restarts without
+// persistence (every key gone) while the replica holding a live
+// session's copy is cut off. Another replica used to answer 404 for the
+// session until the copy was written back, and the client dropped a live
+// session; it must answer 503 with Retry-After until then. A session no
+// replica holds becomes 404 once the replicas have had the time to write
+// theirs back (lossGrace), not 503 for ever.
+func TestRedisDataLossIsNot404(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	b := replica(t, direct, prefix)
+	live := a.initialize(t)
+	never, err := newSessionID() // looks like one of ours; never created
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	proxy.Cut()
+	keys, _ := direct.Keys(ctx, prefix+"*").Result()
+	direct.Del(ctx, keys...) // Redis "restarted" empty
+	for _, sid := range []string{live, never} {
+		r := b.post(t, sid, rpc(1, "ping", nil))
+		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("session %s on B right after redis lost its data: %s, want 503 with Retry-After", sid, r)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // B's heartbeat writes a new epoch meanwhile
+	proxy.Restore()
+	eventually(t, waitLong, "the live session to be served on B", func() bool {
+		r := b.post(t, live, rpc(2, "ping", nil))
+		if r.Status == http.StatusNotFound {
+			t.Fatalf("the live session got 404 on B after redis lost its data")
+		}
+		return r.Status == http.StatusOK
+	})
+	eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
+		return b.post(t, never, rpc(3, "ping", nil)).Status == http.StatusNotFound
+	})
+	a.toolsListOK(t, live)
+}
+
+// TestAppendHealsSeqBehindLog (issue 7, point 6): a session hash whose
+// gseq fell below its log's last entry (written back from a copy whose
+// position lagged) made every append fail: the XADD was refused after
+// the script had already bumped gseq and recorded the retry token, so
+// resource updates acknowledged to their origin were lost. The append
+// takes the seq after the log's top and delivers.
+func TestAppendHealsSeqBehindLog(t *testing.T) {
+	for _, gseq := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("gseq %d below 3 logged", gseq), func(t *testing.T) {
+			rdb := testRedis(t, testRedisAddr)
+			prefix := testPrefix(t, rdb)
+			a := replica(t, rdb, prefix)
+			sid := a.initialize(t)
+			a.subscribe(t, sid, "test://seq")
+			for range 3 {
+				publish(t, "test://seq", a)
+			}
+			logged(t, rdb, prefix, sid, 3)
+			key := prefix + "cs:{" + sid + "}"
+			rdb.HSet(context.Background(), key, "gseq", gseq)
+			publish(t, "test://seq", a)
+			logged(t, rdb, prefix, sid, 4)
+			g := a.openGET(t, sid, "Last-Event-ID", "g-3")
+			if ev, m := g.nextMessage(t); ev.ID != "g-4" || resourceUpdatedURI(t, m) != "test://seq" {
+				t.Fatalf("the update after gseq fell behind: got %+v, want g-4", ev)
+			}
+			if n, _ := rdb.HGet(context.Background(), key, "gseq").Int(); n != 4 {
+				t.Fatalf("gseq %d after the append, want 4", n)
+			}
+		})
+	}
+}
+
+// holds polls cond until it holds (true) or d passes (false).
+func holds(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// TestLostCopyIdleIsNotWrittenBack (issue 7, point 5): a copy whose hash
+// Redis lost is written back only while its client uses it. One whose
+// client left meanwhile (idle here past the timeout, say through a long
+// outage) is ended by the idle timeout like any other, instead of being
+// brought back to Redis for another idle period.
+func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
+	sid := a.initialize(t)
+	s := a.session(t, sid)
+	key := prefix + "cs:{" + sid + "}"
+	s.lastSeen.Store(0) // the client left long ago
+	rdb.Del(context.Background(), key, key+":g")
+	s.mu.Lock()
+	s.lost = true // as missing() leaves a copy its client used
+	s.mu.Unlock()
+	// For two sweeps and more (a write-back would set a 1 s TTL).
+	for range 15 {
+		time.Sleep(50 * time.Millisecond)
+		if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
+			t.Fatal("a session idle past the timeout was written back to redis")
+		}
+	}
+	if !s.Ended() {
+		t.Fatal("the copy of a session idle past the timeout lives on")
+	}
+	if r := a.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+		t.Fatalf("tools/list after the idle timeout: %s, want 404", r)
+	}
+}
