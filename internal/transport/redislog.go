@@ -97,6 +97,14 @@ var (
 	// lost the session and a copy that was not home rewrote it) is taken
 	// over the same way, so that no session stays without one.
 	//
+	// A take-over broadcast can find this replica home already: a GET
+	// claimed the session here after the broadcast was queued. It is then
+	// logged only if that claim took the session from the dead home and
+	// no broadcast was logged since (hash fields hfrom, the home a claim
+	// replaced, and hbc, whether a broadcast was logged since the home
+	// last changed; scriptUpdate resets them): otherwise the survivor that
+	// took over first logged it already, and this would be its double.
+	//
 	// The seq is one past the larger of gseq and the log's last entry,
 	// and the XADD comes before any change to the hash: Lua does not roll
 	// back, so an XADD that fails must leave nothing behind, and a gseq
@@ -111,6 +119,8 @@ if ARGV[8] ~= '' then
   if home ~= ARGV[8] then
     if home and (ARGV[10] == '' or home ~= ARGV[10]) then return -3 end
     takeover = true
+  elseif ARGV[10] ~= '' and (redis.call('HGET', KEYS[1], 'hfrom') ~= ARGV[10] or redis.call('HGET', KEYS[1], 'hbc') == '1') then
+    return -3
   end
 end
 if ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[9]) == 0 then return -4 end
@@ -125,8 +135,9 @@ end
 seq = seq + 1
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[6], ARGV[7], 'gseq', seq)
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'hbc', '1') end
 if takeover then
-  redis.call('HSET', KEYS[1], 'home', ARGV[8])
+  redis.call('HSET', KEYS[1], 'home', ARGV[8], 'hfrom', ARGV[10])
   redis.call('PUBLISH', ARGV[4], ARGV[11])
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])

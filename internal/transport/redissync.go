@@ -24,10 +24,15 @@ var (
 	scriptUpdate = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local res = 1
+local prev = false
+if ARGV[5] == 'home' then prev = redis.call('HGET', KEYS[1], 'home') end
 if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
 elseif ARGV[4] == 'hsetnx' then
   if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
 else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
+if ARGV[5] == 'home' and res == 1 and prev ~= ARGV[6] then
+  redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 if res == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
