@@ -120,19 +120,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object; {{seq}} becomes a number unique to each request\nand {{rand:N}} a random integer from 1 to N, inside strings or in place of a number")
 	var mix []mixEntry
 	fs.Var(&mixFlag{entries: &mix}, "mix",
-		"`TOOL:WEIGHT:ARGS` one entry of a weighted mix of tools (repeatable; exclusive with -tool/-args): each request\n"+
+		"one `TOOL:WEIGHT:ARGS` entry of a weighted mix of tools (repeatable; exclusive with -tool/-args): each request\n"+
 			"calls TOOL with probability WEIGHT/(sum of weights), with the JSON object ARGS as arguments (placeholders\n"+
 			"as in -args; may be omitted for {}). Only the first two ':' separate fields, so ARGS needs no escaping,\n"+
 			"e.g. -mix 'memory_store:3:{\"key\":\"k{{rand:1000}}\",\"value\":{{seq}}}'")
 	fs.Var(&mixFlag{entries: &mix, mutating: true}, "mix-mutating",
-		"`TOOL:WEIGHT:ARGS` as -mix, for requests that change -subscribe-uri: the notification latency is measured\n"+
-			"from them (repeatable)")
-	seed := fs.Uint64("seed", 0, "seed of the per-worker random sequences (mix choices, {{rand:N}}); 0 draws one, which the\nsummary prints so that the run can be repeated")
+		"a `TOOL:WEIGHT:ARGS` entry as for -mix, whose requests change -subscribe-uri: the notification latency\n"+
+			"is measured from them (repeatable)")
+	seed := fs.Uint64("seed", 0, "seed of the random sequences (mix choices, {{rand:N}} values), one per worker: the same seed gives\neach worker the same sequence. 0 draws a seed, which the summary prints so that the run can be repeated")
 	fs.IntVar(&cfg.subscribers, "subscribers", 0, "extra client sessions that subscribe (resources/subscribe) to -subscribe-uri and hold their GET\n"+
 		"SSE stream open. Each notifications/resources/updated for the URI is charged to the most recent\n"+
 		"-mix-mutating request: latency = receipt of the notification - start of sending that request\n"+
-		"(understated when mutating requests overlap). Expected = successful mutating requests x subscribers,\n"+
-		"missed = expected - received")
+		"(understated when mutating requests overlap). Only notifications charged to a request of the measured\n"+
+		"phase count. Expected = successful mutating requests x subscribers, missed = expected - received;\n"+
+		"-mix entries must not change the URI too, or received exceeds expected")
 	fs.StringVar(&cfg.subscribeURI, "subscribe-uri", "", "resource URI the -subscribers subscribe to, e.g. memory://default/k1")
 	fs.DurationVar(&cfg.notifyWait, "notify-wait", 2*time.Second, "after the measured phase, how long to wait for expected notifications still on the way")
 	fs.Var(&headerFlag{cfg.headers}, "header", "extra request header 'Key: Value' (repeatable)")

@@ -30,7 +30,8 @@ import (
 // Only notifications charged to a mutating request sent during the measured
 // phase count (not the warmup's). Expected notifications = mutating requests
 // of the measured phase that succeeded × subscribers; missed = expected -
-// received when positive (a server that coalesces updates shows as missed).
+// received when positive (a server that coalesces updates shows as missed;
+// a plain -mix entry that also changes the URI shows as received > expected).
 // After the measured phase mcpload waits up to -notify-wait for the
 // expected count to arrive.
 
