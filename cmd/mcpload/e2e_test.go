@@ -25,6 +25,9 @@ type fakeServer struct {
 	callFail  string // tools/*: "status" answers 503, "content-type" text/plain, "truncate" cuts the SSE stream
 	// dropEvery > 0: every dropEvery-th notification is not sent.
 	dropEvery int64
+	// closeGetAfter > 0: a GET stream ends after that many notifications
+	// (the queue keeps the rest for the next GET).
+	closeGetAfter int
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -40,6 +43,7 @@ type fakeServer struct {
 	subs     map[string]string      // session id -> subscribed URI
 	streams  map[string]chan string // session id -> its GET stream's queue
 	gets     atomic.Int64
+	resumes  atomic.Int64 // GETs with Last-Event-ID
 	stores   atomic.Int64
 	updates  atomic.Int64 // notifications sent or dropped
 	toolSeen map[string]int
@@ -64,11 +68,20 @@ func (s *fakeServer) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.gets.Add(1)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if !strings.HasPrefix(last, "g-") {
+			s.t.Errorf("Last-Event-ID %q", last)
+		}
+		s.resumes.Add(1)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = fmt.Fprint(w, "id: g-0\ndata:\n\n")
 	w.(http.Flusher).Flush()
 	for n := 1; ; n++ {
+		if s.closeGetAfter > 0 && n > s.closeGetAfter {
+			return
+		}
 		select {
 		case <-r.Context().Done():
 			return

@@ -211,16 +211,18 @@ func TestMixWithSubscribersEndToEnd(t *testing.T) {
 		name      string
 		sse       bool
 		dropEvery int64
+		closeGet  int
 	}{
 		{name: "json"},
 		{name: "sse responses", sse: true},
 		{name: "server drops every 4th notification", dropEvery: 4},
+		{name: "server ends GET streams every 20 events", closeGet: 20},
 	}
 	const requests, subscribers = 400, 3
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := newNotifyingFake(t)
-			fs.sse, fs.dropEvery = tt.sse, tt.dropEvery
+			fs.sse, fs.dropEvery, fs.closeGetAfter = tt.sse, tt.dropEvery, tt.closeGet
 			sum := runFake(t, fs,
 				"-sessions", "2", "-concurrency", "4", "-requests", fmt.Sprint(requests), "-warmup", "0", "-seed", "3",
 				"-mix", `echo:6:{"text":"e-{{seq}}"}`,
@@ -272,11 +274,21 @@ func TestMixWithSubscribersEndToEnd(t *testing.T) {
 			if n.Received == 0 || n.LatencyUS.P50 == 0 || n.LatencyUS.P95 < n.LatencyUS.P50 || n.LatencyUS.P99 < n.LatencyUS.P95 || n.LatencyUS.Max < n.LatencyUS.P99 {
 				t.Errorf("implausible notification latency %+v", n.LatencyUS)
 			}
-			if n.Reconnects != 0 || n.LastError != "" {
-				t.Errorf("reconnects %d, last error %q", n.Reconnects, n.LastError)
-			}
-			if got := fs.gets.Load(); got != subscribers {
-				t.Errorf("%d GET streams, want %d", got, subscribers)
+			if tt.closeGet == 0 {
+				if n.Reconnects != 0 || n.LastError != "" {
+					t.Errorf("reconnects %d, last error %q", n.Reconnects, n.LastError)
+				}
+				if got := fs.gets.Load(); got != subscribers {
+					t.Errorf("%d GET streams, want %d", got, subscribers)
+				}
+			} else {
+				// Every stream was reopened, with Last-Event-ID.
+				if n.Reconnects < subscribers || !strings.Contains(n.LastError, "GET stream ended by the server") {
+					t.Errorf("reconnects %d, last error %q", n.Reconnects, n.LastError)
+				}
+				if got := fs.resumes.Load(); got < subscribers || fs.gets.Load() != subscribers+got {
+					t.Errorf("%d GETs, %d with Last-Event-ID", fs.gets.Load(), got)
+				}
 			}
 			fs.mu.Lock()
 			defer fs.mu.Unlock()
