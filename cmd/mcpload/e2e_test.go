@@ -23,6 +23,11 @@ type fakeServer struct {
 	version   string // force this negotiated version ("" = echo the request)
 	failInit  bool   // initialize returns HTTP 500
 	callFail  string // tools/*: "status" answers 503, "content-type" text/plain, "truncate" cuts the SSE stream
+	// dropEvery > 0: every dropEvery-th notification is not sent.
+	dropEvery int64
+	// closeGetAfter > 0: a GET stream ends after that many notifications
+	// (the queue keeps the rest for the next GET).
+	closeGetAfter int
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -32,6 +37,80 @@ type fakeServer struct {
 	calls    atomic.Int64
 	inits    atomic.Int64
 	notified atomic.Int64
+
+	// State Sync: the "store" tool changes store://KEY, and sessions that
+	// subscribed to it (resources/subscribe) hear of it on their GET stream.
+	subs     map[string]string      // session id -> subscribed URI
+	streams  map[string]chan string // session id -> its GET stream's queue
+	gets     atomic.Int64
+	resumes  atomic.Int64 // GETs with Last-Event-ID
+	stores   atomic.Int64
+	updates  atomic.Int64 // notifications sent or dropped
+	toolSeen map[string]int
+}
+
+// get serves a session's GET stream: notifications queued for it, as SSE.
+func (s *fakeServer) get(w http.ResponseWriter, r *http.Request) {
+	if got := r.Header.Get("Accept"); got != "text/event-stream" {
+		s.t.Errorf("GET: Accept = %q", got)
+	}
+	sid := r.Header.Get(headerSessionID)
+	s.mu.Lock()
+	ch, ok := s.streams[sid]
+	if !ok && s.sessions[sid] {
+		ch = make(chan string, 100000)
+		s.streams[sid] = ch
+		ok = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return
+	}
+	s.gets.Add(1)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if !strings.HasPrefix(last, "g-") {
+			s.t.Errorf("Last-Event-ID %q", last)
+		}
+		s.resumes.Add(1)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprint(w, "id: g-0\ndata:\n\n")
+	w.(http.Flusher).Flush()
+	for n := 1; ; n++ {
+		if s.closeGetAfter > 0 && n > s.closeGetAfter {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case msg := <-ch:
+			_, _ = fmt.Fprintf(w, "id: g-%d\nevent: message\ndata: %s\n\n", n, msg)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// changed notifies the subscribers of uri.
+func (s *fakeServer) changed(uri string) {
+	msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":%q}}`, uri)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sid, u := range s.subs {
+		if u != uri {
+			continue
+		}
+		if n := s.updates.Add(1); s.dropEvery > 0 && n%s.dropEvery == 0 {
+			continue
+		}
+		ch := s.streams[sid]
+		if ch == nil {
+			ch = make(chan string, 100000)
+			s.streams[sid] = ch
+		}
+		ch <- msg
+	}
 }
 
 func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +128,10 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.deleted = append(s.deleted, id)
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method == http.MethodGet && s.subs != nil {
+		s.get(w, r)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -154,15 +237,45 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "tools/list":
 		s.calls.Add(1)
 		s.reply(w, msg.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	case "resources/subscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if err := json.Unmarshal(msg.Params, &p); err != nil || p.URI == "" || s.subs == nil {
+			s.replyRaw(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"cannot subscribe"}}`, msg.ID))
+			return
+		}
+		s.mu.Lock()
+		s.subs[sid] = p.URI
+		s.mu.Unlock()
+		s.reply(w, msg.ID, `{}`)
 	case "tools/call":
 		s.calls.Add(1)
 		var p struct {
 			Name      string `json:"name"`
 			Arguments struct {
-				Text string `json:"text"`
+				Text  string `json:"text"`
+				Key   string `json:"key"`
+				Value *int64 `json:"value"`
 			} `json:"arguments"`
 		}
-		_ = json.Unmarshal(msg.Params, &p)
+		if err := json.Unmarshal(msg.Params, &p); err != nil {
+			t.Errorf("tools/call params %s: %v", msg.Params, err)
+		}
+		s.mu.Lock()
+		if s.toolSeen != nil {
+			s.toolSeen[p.Name]++
+		}
+		s.mu.Unlock()
+		if p.Name == "store" {
+			if p.Arguments.Key == "" || p.Arguments.Value == nil {
+				t.Errorf("store without key or value: %s", msg.Params)
+			}
+			s.stores.Add(1)
+			s.changed("store://" + p.Arguments.Key)
+			s.reply(w, msg.ID, `{"content":[{"type":"text","text":"stored"}]}`)
+			return
+		}
 		if p.Name == "echo" {
 			s.mu.Lock()
 			s.texts = append(s.texts, p.Arguments.Text)

@@ -83,51 +83,87 @@ type worker struct {
 
 	conn   *conn
 	header http.Header // the session's read-only headers
-	isTool bool
-	prefix []byte      // `{"jsonrpc":"2.0","id":`
-	suffix []byte      // `,"method":...,"params":...}`
-	tpl    argTemplate // suffix with its -args placeholders; nil without any
-	rng    *rand.Rand  // for {{rand:N}}; only with tpl
+	reqs   []request   // the mix entries, prepared
+	picker *mixPicker
+	rng    *rand.Rand     // picks the entry and fills {{rand:N}}; seeded from -seed
+	clock  *mutationClock // nil without -subscribers
 	idBuf  []byte
 	nextID uint64
 	idStep uint64
 
-	hist   *histogram
-	byKind [numKinds]uint64
-	errs   *errorLog
+	stats []entryStats // by mix entry
+	errs  *errorLog
 }
 
-// requestTemplate pre-encodes everything of a request body but its id.
+// requestTemplate pre-encodes everything of a request body but its id. The
+// arguments are spliced in as they are: they may hold a bare placeholder
+// ({{seq}} in place of a number) and so not be valid JSON until rendered.
 func requestTemplate(tool string, args json.RawMessage) (prefix, suffix []byte, err error) {
-	method, params := "tools/list", any(map[string]any{})
-	if tool != "" {
-		method = "tools/call"
-		params = map[string]any{"name": tool, "arguments": args}
+	prefix = []byte(`{"jsonrpc":"2.0","id":`)
+	if tool == "" {
+		return prefix, []byte(`,"method":"tools/list","params":{}}`), nil
 	}
-	rest, err := json.Marshal(struct {
-		Method string `json:"method"`
-		Params any    `json:"params"`
-	}{method, params})
+	name, err := json.Marshal(tool)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode %s request: %w", method, err)
+		return nil, nil, fmt.Errorf("encode tools/call request: %w", err)
 	}
-	// rest is `{"method":...}`: splice it after the id.
-	return []byte(`{"jsonrpc":"2.0","id":`), append([]byte{','}, rest[1:]...), nil
+	suffix = append([]byte(`,"method":"tools/call","params":{"name":`), name...)
+	suffix = append(suffix, `,"arguments":`...)
+	suffix = append(suffix, args...)
+	suffix = append(suffix, "}}"...)
+	return prefix, suffix, nil
+}
+
+// request is one prepared mix entry, as a worker sends it.
+type request struct {
+	isTool   bool
+	mutating bool
+	prefix   []byte      // `{"jsonrpc":"2.0","id":`
+	suffix   []byte      // `,"method":...,"params":...}`
+	tpl      argTemplate // suffix with its placeholders; nil without any
+}
+
+// prepareRequests pre-encodes every mix entry.
+func prepareRequests(mix []mixEntry) ([]request, error) {
+	reqs := make([]request, len(mix))
+	for i, e := range mix {
+		prefix, suffix, err := requestTemplate(e.tool, e.args)
+		if err != nil {
+			return nil, err
+		}
+		tpl, err := parseTemplate(suffix)
+		if err != nil {
+			return nil, fmt.Errorf("arguments of %s: %w", e.label(), err)
+		}
+		reqs[i] = request{isTool: e.tool != "", mutating: e.mutating, prefix: prefix, suffix: suffix, tpl: tpl}
+	}
+	return reqs, nil
+}
+
+// entryStats are one worker's measurements of one mix entry.
+type entryStats struct {
+	hist     *histogram
+	requests uint64
+	errors   uint64
+	byKind   [numKinds]uint64
 }
 
 // run issues requests until the phase says stop.
 func (w *worker) run(ctx context.Context, p *phase) {
 	for p.take(ctx) {
-		lat, err := w.once(ctx)
+		i := w.picker.pick(w.rng)
+		lat, err := w.once(ctx, &w.reqs[i])
 		if ctx.Err() != nil {
 			return // interrupted: the last request says nothing about the server
 		}
 		if !p.record {
 			continue
 		}
+		st := &w.stats[i]
+		st.requests++
 		w.requests.Add(1)
 		if err == nil {
-			w.hist.Record(lat)
+			st.hist.Record(lat)
 			continue
 		}
 		kind := kindTransport
@@ -137,28 +173,32 @@ func (w *worker) run(ctx context.Context, p *phase) {
 		if kind != kindTransport {
 			// A response arrived (an HTTP or JSON-RPC level failure): its
 			// latency is real. A transport failure has none.
-			w.hist.Record(lat)
+			st.hist.Record(lat)
 		}
+		st.errors++
 		w.errors.Add(1)
-		w.byKind[kind]++
+		st.byKind[kind]++
 		w.errs.add(err)
 	}
 }
 
 // once performs one request and returns its latency.
-func (w *worker) once(ctx context.Context) (time.Duration, error) {
+func (w *worker) once(ctx context.Context, r *request) (time.Duration, error) {
 	w.idBuf = strconv.AppendUint(w.idBuf[:0], w.nextID, 10)
 	w.nextID += w.idStep
 	// A placeholder's value is at most 20 digits long.
-	body := make([]byte, 0, len(w.prefix)+len(w.idBuf)+len(w.suffix)+20*len(w.tpl))
-	body = append(body, w.prefix...)
+	body := make([]byte, 0, len(r.prefix)+len(w.idBuf)+len(r.suffix)+20*len(r.tpl))
+	body = append(body, r.prefix...)
 	body = append(body, w.idBuf...)
-	if w.tpl != nil {
-		body = w.tpl.appendTo(body, w.idBuf, w.rng)
+	if r.tpl != nil {
+		body = r.tpl.appendTo(body, w.idBuf, w.rng)
 	} else {
-		body = append(body, w.suffix...)
+		body = append(body, r.suffix...)
 	}
 
+	if r.mutating && w.clock != nil {
+		w.clock.sent()
+	}
 	start := time.Now()
 	env, _, err := w.conn.call(ctx, w.header, body, w.idBuf)
 	if err != nil {
@@ -168,7 +208,7 @@ func (w *worker) once(ctx context.Context) (time.Duration, error) {
 	if len(env.Error) > 0 {
 		return lat, newCallError(kindJSONRPC, rpcErrorMessage(env.Error), nil)
 	}
-	if w.isTool && resultIsError(env.Result) {
+	if r.isTool && resultIsError(env.Result) {
 		return lat, newCallError(kindTool, toolErrorMessage(env.Result), nil)
 	}
 	return lat, nil

@@ -3,17 +3,25 @@
 //
 // Each client session performs the initialize / notifications/initialized
 // handshake; workers (spread round-robin over the sessions) then issue
-// tools/call (with -tool) or tools/list requests back to back for -duration
-// or until -requests have completed. Sessions are deleted at the end.
+// tools/call (with -tool, or a weighted mix of tools with -mix) or
+// tools/list requests back to back for -duration or until -requests have
+// completed. With -subscribers, extra sessions subscribe to a resource and
+// hold their GET streams open, and the latency of its
+// notifications/resources/updated is measured from the -mix-mutating
+// requests that cause them (subscribe.go). Sessions are deleted at the end.
 //
 //	mcpload -url http://127.0.0.1:8080/mcp -sessions 16 -concurrency 16 \
 //	        -duration 10s -tool echo -args '{"text":"hello"}' -json
+//
+//	mcpload -url http://127.0.0.1:8080/mcp -seed 1 \
+//	        -mix 'memory_retrieve:6:{"key":"k{{rand:1000}}"}' \
+//	        -mix 'memory_store:3:{"key":"k{{rand:1000}}","value":{{seq}}}' \
+//	        -mix-mutating 'memory_store:1:{"key":"k1","value":{{seq}}}' \
+//	        -subscribers 10 -subscribe-uri memory://default/k1
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -59,8 +67,12 @@ type config struct {
 	concurrency     int
 	duration        time.Duration
 	requests        int64
-	tool            string
-	args            json.RawMessage
+	tool            string     // -tool, for the summary
+	mix             []mixEntry // the workload: -mix entries, or the one of -tool/-args
+	seed            uint64
+	subscribers     int
+	subscribeURI    string
+	notifyWait      time.Duration
 	headers         http.Header
 	jsonOut         bool
 	warmup          time.Duration
@@ -104,8 +116,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "number of concurrent workers, spread round-robin over the sessions")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measurement duration (ignored when -requests is set)")
 	fs.Int64Var(&cfg.requests, "requests", 0, "total number of measured requests (overrides -duration)")
-	fs.StringVar(&cfg.tool, "tool", "", "tool to call with tools/call; without it, tools/list is sent")
-	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object; inside its strings, {{seq}} becomes a number unique to each request\nand {{rand:N}} a random integer from 1 to N")
+	fs.StringVar(&cfg.tool, "tool", "", "tool to call with tools/call; without it (and without -mix), tools/list is sent")
+	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object; {{seq}} becomes a number unique to each request\nand {{rand:N}} a random integer from 1 to N, inside strings or in place of a number")
+	var mix []mixEntry
+	fs.Var(&mixFlag{entries: &mix}, "mix",
+		"one `TOOL:WEIGHT:ARGS` entry of a weighted mix of tools (repeatable; exclusive with -tool/-args): each request\n"+
+			"calls TOOL with probability WEIGHT/(sum of weights), with the JSON object ARGS as arguments (placeholders\n"+
+			"as in -args; may be omitted for {}). Only the first two ':' separate fields, so ARGS needs no escaping,\n"+
+			"e.g. -mix 'memory_store:3:{\"key\":\"k{{rand:1000}}\",\"value\":{{seq}}}'")
+	fs.Var(&mixFlag{entries: &mix, mutating: true}, "mix-mutating",
+		"a `TOOL:WEIGHT:ARGS` entry as for -mix, whose requests change -subscribe-uri: the notification latency\n"+
+			"is measured from them (repeatable)")
+	seed := fs.Uint64("seed", 0, "seed of the random sequences (mix choices, {{rand:N}} values), one per worker: the same seed gives\neach worker the same sequence. 0 draws a seed, which the summary prints so that the run can be repeated")
+	fs.IntVar(&cfg.subscribers, "subscribers", 0, "extra client sessions that subscribe (resources/subscribe) to -subscribe-uri and hold their GET\n"+
+		"SSE stream open. Each notifications/resources/updated for the URI is charged to the most recent\n"+
+		"-mix-mutating request: latency = receipt of the notification - start of sending that request\n"+
+		"(understated when mutating requests overlap). Only notifications charged to a request of the measured\n"+
+		"phase count. Expected = successful mutating requests x subscribers, missed = expected - received;\n"+
+		"-mix entries must not change the URI too, or received exceeds expected")
+	fs.StringVar(&cfg.subscribeURI, "subscribe-uri", "", "resource URI the -subscribers subscribe to, e.g. memory://default/k1")
+	fs.DurationVar(&cfg.notifyWait, "notify-wait", 2*time.Second, "after the measured phase, how long to wait for expected notifications still on the way")
 	fs.Var(&headerFlag{cfg.headers}, "header", "extra request header 'Key: Value' (repeatable)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the summary as one JSON line on stdout")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "warmup duration before measuring (not counted)")
@@ -113,7 +143,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.protocolVersion, "protocol-version", "2025-11-25", "MCP protocol version to request in initialize")
 	fs.StringVar(&cfg.protocolVersion, "protocolVersion", "2025-11-25", "alias of -protocol-version")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mcpload -url URL [flags]\n\nDrives a Streamable HTTP MCP server with tools/call or tools/list requests.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: mcpload -url URL [flags]\n\n"+
+			"Drives a Streamable HTTP MCP server with tools/call (one -tool, or a weighted -mix of tools) or\n"+
+			"tools/list requests, optionally with -subscribers measuring notification latency.\n"+
+			"-header applies to every session, subscribers included.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -149,17 +182,44 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-protocol-version must not be empty")
 	}
 
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(*argsJSON), &obj); err != nil || obj == nil {
-		return nil, fmt.Errorf("-args: want a JSON object, got %q", *argsJSON)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var mutating int
+	for _, e := range mix {
+		if e.mutating {
+			mutating++
+		}
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, []byte(*argsJSON)); err != nil {
-		return nil, fmt.Errorf("-args: %w", err)
+	switch {
+	case len(mix) > 0 && (set["tool"] || set["args"]):
+		return nil, errMixWithTool
+	case set["args"] && cfg.tool == "":
+		return nil, errors.New("-args needs -tool (tools/list takes no arguments)")
+	case cfg.subscribers < 0:
+		return nil, errors.New("-subscribers must not be negative")
+	case cfg.subscribers > 0 && cfg.subscribeURI == "":
+		return nil, errors.New("-subscribers needs -subscribe-uri, the resource to subscribe to")
+	case cfg.subscribers == 0 && cfg.subscribeURI != "":
+		return nil, errors.New("-subscribe-uri needs -subscribers N (N > 0)")
+	case cfg.subscribers > 0 && mutating == 0:
+		return nil, errors.New("-subscribers needs at least one -mix-mutating entry, the requests that change -subscribe-uri and that notification latency is measured from")
+	case mutating > 0 && cfg.subscribers == 0:
+		return nil, errors.New("-mix-mutating needs -subscribers N and -subscribe-uri (use -mix for a mix without subscribers)")
+	case cfg.notifyWait < 0:
+		return nil, errors.New("-notify-wait must not be negative")
 	}
-	cfg.args = compact.Bytes()
-	if _, err := parseTemplate(cfg.args); err != nil {
-		return nil, fmt.Errorf("-args: %w", err)
+
+	if len(mix) == 0 {
+		args, err := prepareArgs(*argsJSON)
+		if err != nil {
+			return nil, fmt.Errorf("-args: %w", err)
+		}
+		mix = []mixEntry{{tool: cfg.tool, weight: 1, args: args}}
+	}
+	cfg.mix = mix
+	cfg.seed = *seed
+	if cfg.seed == 0 {
+		cfg.seed = rand.Uint64() | 1 // never 0, which would mean "draw one" again
 	}
 	return cfg, nil
 }
@@ -220,35 +280,66 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 			cfg.sessions, cfg.concurrency, cfg.sessions-cfg.concurrency))
 	}
 
-	prefix, suffix, err := requestTemplate(cfg.tool, cfg.args)
-	var tpl argTemplate
-	if err == nil {
-		tpl, err = parseTemplate(suffix)
-	}
+	reqs, err := prepareRequests(cfg.mix)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpload: %v\n", err)
 		return exitFailure
 	}
+
+	// Subscribers: sessions of their own, subscribed and with the GET
+	// stream open before any load, so that no notification is lost.
+	var clock *mutationClock
+	subs := &subscribers{}
+	defer subs.stop() // before the sessions are deleted (defers run LIFO)
+	if cfg.subscribers > 0 {
+		clock = newMutationClock()
+		sctx, cancel := context.WithCancel(ctx)
+		subs.cancel = cancel
+		for i := range cfg.subscribers {
+			s, err := handshake(ctx, hs, cfg.headers, cfg.protocolVersion, clientVersion, warn)
+			if err == nil {
+				sessions = append(sessions, s)
+				err = subscribe(ctx, hs, s, cfg.subscribeURI)
+			}
+			var resp *http.Response
+			sub := (*subscriber)(nil)
+			if err == nil {
+				sub = newSubscriber(hc, cfg.url, cfg.subscribeURI, s, clock)
+				resp, err = sub.open(sctx, cfg.timeout, "")
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
+				return exitFailure
+			}
+			subs.list = append(subs.list, sub)
+			subs.wg.Go(func() { sub.run(sctx, resp, cfg.timeout) })
+		}
+	}
+
 	errs := &errorLog{}
+	picker := newMixPicker(cfg.mix)
 	workers := make([]*worker, cfg.concurrency)
 	for i := range workers {
-		workers[i] = &worker{
+		w := &worker{
 			conn:   newConn(hc, cfg.url, cfg.timeout),
-			header: sessions[i%len(sessions)].header,
-			isTool: cfg.tool != "",
-			prefix: prefix,
-			suffix: suffix,
-			tpl:    tpl,
-			idBuf:  make([]byte, 0, 20),
+			header: sessions[i%cfg.sessions].header,
+			reqs:   reqs,
+			picker: picker,
+			// One sequence per worker: the same -seed gives each worker
+			// the same choices and {{rand:N}} values.
+			rng:   rand.New(rand.NewPCG(cfg.seed, uint64(i))),
+			clock: clock,
+			idBuf: make([]byte, 0, 20),
 			// Ids are unique per worker and so per session.
 			nextID: uint64(firstWorkerID + i),
 			idStep: uint64(cfg.concurrency),
-			hist:   newHistogram(),
+			stats:  make([]entryStats, len(reqs)),
 			errs:   errs,
 		}
-		if tpl != nil {
-			workers[i].rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+		for j := range w.stats {
+			w.stats[j].hist = newHistogram()
 		}
+		workers[i] = w
 	}
 
 	if cfg.warmup > 0 {
@@ -265,6 +356,9 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		measure.counted = true
 		measure.remaining.Store(cfg.requests)
 	}
+	if clock != nil {
+		clock.startMeasuring()
+	}
 	pctx, stopProgress := context.WithCancel(ctx)
 	progressDone := make(chan struct{})
 	go func() {
@@ -276,26 +370,66 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	<-progressDone
 
 	hist := newHistogram()
-	var requests, errCount uint64
+	var requests, errCount, mutations uint64
 	var byKind [numKinds]uint64
+	perEntry := make([]entryStats, len(reqs))
+	for j := range perEntry {
+		perEntry[j].hist = newHistogram()
+	}
 	for _, w := range workers {
-		hist.Merge(w.hist)
-		requests += w.requests.Load()
-		errCount += w.errors.Load()
-		for k, n := range w.byKind {
+		for j, st := range w.stats {
+			e := &perEntry[j]
+			e.hist.Merge(st.hist)
+			e.requests += st.requests
+			e.errors += st.errors
+			for k, n := range st.byKind {
+				e.byKind[k] += n
+			}
+		}
+	}
+	for j, e := range perEntry {
+		hist.Merge(e.hist)
+		requests += e.requests
+		errCount += e.errors
+		for k, n := range e.byKind {
 			byKind[k] += n
+		}
+		if cfg.mix[j].mutating {
+			mutations += e.requests - e.errors
 		}
 	}
 	sum := summarize(hist, requests, errCount, byKind, elapsed)
 	sum.URL = cfg.url
 	sum.Method, sum.Tool = "tools/list", cfg.tool
-	if cfg.tool != "" {
+	if cfg.mix[0].tool != "" {
 		sum.Method = "tools/call"
 	}
 	sum.ProtocolVersion = sessions[0].version
 	sum.Server = sessions[0].server
 	sum.Sessions, sum.Concurrency = cfg.sessions, cfg.concurrency
 	sum.ErrorSamples = errs.list()
+	sum.Seed = cfg.seed
+	for j, e := range cfg.mix {
+		sum.Tools = append(sum.Tools, newToolSummary(e, perEntry[j], elapsed))
+	}
+
+	if cfg.subscribers > 0 {
+		subs.wait(ctx, mutations*uint64(cfg.subscribers), cfg.notifyWait)
+		subs.stop()
+		nh := newHistogram()
+		var received uint64
+		reconnects, lastErr := 0, ""
+		for _, s := range subs.list {
+			nh.Merge(s.hist)
+			received += s.received.Load()
+			reconnects += s.reconnects
+			if s.lastErr != nil {
+				lastErr = fmt.Sprintf("subscriber %s: %v", s.sess.id, s.lastErr)
+			}
+		}
+		sum.Notifications = newNotifySummary(nh, cfg.subscribers, cfg.subscribeURI, mutations, received)
+		sum.Notifications.Reconnects, sum.Notifications.LastError = reconnects, lastErr
+	}
 
 	write := sum.writeText
 	if cfg.jsonOut {

@@ -171,6 +171,75 @@ type summary struct {
 	RPS             float64        `json:"rps"`
 	LatencyUS       latencySummary `json:"latency_us"`
 	ErrorSamples    []string       `json:"error_samples,omitempty"`
+	// Seed is the -seed of the run (drawn at random when not given): the
+	// same seed gives each worker the same sequence of mix entries and
+	// {{rand:N}} values.
+	Seed uint64 `json:"seed"`
+	// Tools has one row per mix entry (one for -tool or tools/list).
+	Tools         []toolSummary  `json:"tools"`
+	Notifications *notifySummary `json:"notifications,omitempty"`
+}
+
+// toolSummary is the result of one mix entry.
+type toolSummary struct {
+	Tool         string         `json:"tool"`
+	Weight       int            `json:"weight"`
+	Mutating     bool           `json:"mutating,omitempty"`
+	Requests     uint64         `json:"requests"`
+	OK           uint64         `json:"ok"`
+	Errors       uint64         `json:"errors"`
+	ErrorsByKind errorCounts    `json:"errors_by_kind"`
+	RPS          float64        `json:"rps"`
+	LatencyUS    latencySummary `json:"latency_us"`
+}
+
+func newToolSummary(e mixEntry, st entryStats, d time.Duration) toolSummary {
+	s := summarize(st.hist, st.requests, st.errors, st.byKind, d)
+	return toolSummary{
+		Tool: e.label(), Weight: e.weight, Mutating: e.mutating,
+		Requests: s.Requests, OK: s.OK, Errors: s.Errors, ErrorsByKind: s.ErrorsByKind,
+		RPS: s.RPS, LatencyUS: s.LatencyUS,
+	}
+}
+
+// notifyLatency is in microseconds, from the send of the mutating request to
+// the receipt of the notification (see subscribe.go for the method).
+type notifyLatency struct {
+	P50  uint64  `json:"p50"`
+	P95  uint64  `json:"p95"`
+	P99  uint64  `json:"p99"`
+	Max  uint64  `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// notifySummary is what the -subscribers saw.
+type notifySummary struct {
+	Subscribers int    `json:"subscribers"`
+	URI         string `json:"uri"`
+	// Mutations is the number of mutating requests of the measured phase
+	// that succeeded; Expected = Mutations × Subscribers.
+	Mutations  uint64        `json:"mutations"`
+	Expected   uint64        `json:"expected"`
+	Received   uint64        `json:"received"`
+	Missed     uint64        `json:"missed"`
+	Reconnects int           `json:"reconnects"`
+	LatencyUS  notifyLatency `json:"latency_us"`
+	LastError  string        `json:"last_error,omitempty"`
+}
+
+func newNotifySummary(h *histogram, subscribers int, uri string, mutations, received uint64) *notifySummary {
+	n := &notifySummary{
+		Subscribers: subscribers, URI: uri,
+		Mutations: mutations, Expected: mutations * uint64(subscribers), Received: received,
+		LatencyUS: notifyLatency{
+			P50: h.Percentile(50), P95: h.Percentile(95), P99: h.Percentile(99), Max: h.Max(),
+			Mean: math.Round(h.Mean()*10) / 10,
+		},
+	}
+	if n.Expected > received {
+		n.Missed = n.Expected - received
+	}
+	return n
 }
 
 func summarize(h *histogram, requests, errors uint64, byKind [numKinds]uint64, d time.Duration) summary {
@@ -211,6 +280,28 @@ func (s *summary) writeText(w io.Writer) error {
 	fmt.Fprintf(&b, "throughput   %.1f req/s\n", s.RPS)
 	l := s.LatencyUS
 	fmt.Fprintf(&b, "latency µs   p50 %d  p90 %d  p99 %d  max %d  mean %.1f\n", l.P50, l.P90, l.P99, l.Max, l.Mean)
+	if len(s.Tools) > 1 {
+		fmt.Fprintf(&b, "per tool     %-22s %6s %9s %7s %9s %8s %8s %8s %8s\n",
+			"(* mutating)", "weight", "requests", "errors", "req/s", "p50 µs", "p90 µs", "p99 µs", "max µs")
+		for _, t := range s.Tools {
+			name := t.Tool
+			if t.Mutating {
+				name += "*"
+			}
+			fmt.Fprintf(&b, "             %-22s %6d %9d %7d %9.1f %8d %8d %8d %8d\n",
+				name, t.Weight, t.Requests, t.Errors, t.RPS, t.LatencyUS.P50, t.LatencyUS.P90, t.LatencyUS.P99, t.LatencyUS.Max)
+		}
+	}
+	if n := s.Notifications; n != nil {
+		fmt.Fprintf(&b, "notify       %d subscribers to %s: received %d of %d expected (%d mutations), missed %d, reconnects %d\n",
+			n.Subscribers, n.URI, n.Received, n.Expected, n.Mutations, n.Missed, n.Reconnects)
+		l := n.LatencyUS
+		fmt.Fprintf(&b, "notify µs    p50 %d  p95 %d  p99 %d  max %d  mean %.1f\n", l.P50, l.P95, l.P99, l.Max, l.Mean)
+		if n.LastError != "" {
+			fmt.Fprintf(&b, "notify error %s\n", n.LastError)
+		}
+	}
+	fmt.Fprintf(&b, "seed         %d\n", s.Seed)
 	if len(s.ErrorSamples) > 0 {
 		fmt.Fprintf(&b, "first distinct errors:\n")
 		for _, m := range s.ErrorSamples {

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Notification latency (-subscribers).
+//
+// A notifications/resources/updated carries only the URI, not the request
+// that caused it, so mcpload charges each notification to the most recent
+// mutating request: latency = when the subscriber decoded the notification -
+// when a worker last began sending a request of a -mix-mutating entry (the
+// clock is read just before the POST). With one mutating request in flight
+// at a time this is exact (up to the client's own scheduling). When several
+// overlap, a notification caused by an earlier one is charged to a later
+// send, so the figure understates the true latency: keep mutating entries a
+// small share of the mix, or measure with -concurrency 1, for precise
+// numbers.
+//
+// Only notifications charged to a mutating request sent during the measured
+// phase count (not the warmup's). Expected notifications = mutating requests
+// of the measured phase that succeeded × subscribers; missed = expected -
+// received when positive (a server that coalesces updates shows as missed;
+// a plain -mix entry that also changes the URI shows as received > expected).
+// After the measured phase mcpload waits up to -notify-wait for the
+// expected count to arrive.
+
+// mutationClock holds the send time of the latest mutating request, in
+// nanoseconds since base (monotonic), for the subscribers to read.
+type mutationClock struct {
+	base        time.Time
+	last        atomic.Int64 // 0: none sent yet
+	measureFrom atomic.Int64 // sends before it belong to the warmup
+}
+
+func newMutationClock() *mutationClock {
+	c := &mutationClock{base: time.Now()}
+	c.measureFrom.Store(math.MaxInt64)
+	return c
+}
+
+func (c *mutationClock) now() int64 { return int64(time.Since(c.base)) + 1 }
+
+// sent records that a mutating request is being sent now. Workers race: keep
+// the latest time.
+func (c *mutationClock) sent() {
+	t := c.now()
+	for {
+		old := c.last.Load()
+		if old >= t || c.last.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// startMeasuring makes sends from now on count.
+func (c *mutationClock) startMeasuring() { c.measureFrom.Store(c.now()) }
+
+// charge returns the latency of a notification received now, and whether it
+// counts (its mutation was sent in the measured phase).
+func (c *mutationClock) charge() (time.Duration, bool) {
+	now := c.now()
+	sent := c.last.Load()
+	if sent == 0 || sent < c.measureFrom.Load() {
+		return 0, false
+	}
+	return time.Duration(now - sent), true
+}
+
+// maxReconnects bounds consecutive failed attempts to reopen a GET stream.
+const maxReconnects = 5
+
+// subscriber is one extra client session that subscribed to the URI and
+// holds its GET stream open.
+type subscriber struct {
+	sess   *session
+	hc     *http.Client
+	url    string
+	uri    string
+	header http.Header // GET headers: the session's, with Accept: text/event-stream
+	clock  *mutationClock
+
+	received   atomic.Uint64 // notifications counted (measured phase)
+	hist       *histogram    // owned by run until it returns
+	reconnects int
+	lastErr    error
+}
+
+// subscribe sends resources/subscribe for uri on the session.
+func subscribe(ctx context.Context, c *conn, s *session, uri string) error {
+	body, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": firstWorkerID, "method": "resources/subscribe",
+		"params": map[string]string{"uri": uri},
+	})
+	if err != nil {
+		return fmt.Errorf("encode resources/subscribe: %w", err)
+	}
+	env, _, err := c.call(ctx, s.header, body, []byte(strconv.Itoa(firstWorkerID)))
+	if err != nil {
+		return fmt.Errorf("resources/subscribe: %w", err)
+	}
+	if len(env.Error) > 0 {
+		return fmt.Errorf("resources/subscribe %s: JSON-RPC error %s", uri, rpcErrorMessage(env.Error))
+	}
+	return nil
+}
+
+func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutationClock) *subscriber {
+	h := make(http.Header, len(s.header))
+	for k, vs := range s.header {
+		h[k] = append([]string(nil), vs...)
+	}
+	h.Del("Content-Type")
+	h.Set("Accept", contentTypeSSE)
+	return &subscriber{sess: s, hc: hc, url: url, uri: uri, header: h, clock: clock, hist: newHistogram()}
+}
+
+// open starts the GET stream; the response headers must arrive within
+// timeout. lastEventID resumes a stream that ended.
+func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build GET request: %w", err)
+	}
+	req.Header = s.header
+	if lastEventID != "" {
+		req.Header = s.header.Clone()
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	// A timeout for the headers only: the stream itself lasts the run.
+	var timedOut atomic.Bool
+	hctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel() })
+	resp, err := s.hc.Do(req.WithContext(hctx))
+	timer.Stop()
+	if err != nil {
+		cancel()
+		if timedOut.Load() {
+			return nil, fmt.Errorf("GET stream: no response within %s", timeout)
+		}
+		return nil, fmt.Errorf("GET stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer cancel()
+		defer drainClose(resp.Body)
+		if resp.StatusCode == http.StatusMethodNotAllowed {
+			return nil, errors.New("GET stream: the server offers none (405), so it cannot send notifications outside a request")
+		}
+		return nil, fmt.Errorf("GET stream: %w", httpStatusError(resp))
+	}
+	if mt := mediaType(resp.Header); mt != contentTypeSSE {
+		cancel()
+		drainClose(resp.Body)
+		return nil, fmt.Errorf("GET stream: Content-Type %q, want %s", resp.Header.Get("Content-Type"), contentTypeSSE)
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody cancels the request's context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// run reads the stream resp until ctx ends, reopening it with Last-Event-ID
+// if the server ends it.
+func (s *subscriber) run(ctx context.Context, resp *http.Response, timeout time.Duration) {
+	p := newSSEParser(resp.Body)
+	failures := 0
+	for {
+		lastID, err := s.read(p, resp.Body)
+		_ = resp.Body.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("GET stream ended by the server")
+		}
+		s.lastErr = err
+		for {
+			s.reconnects++
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			resp, err = s.open(ctx, timeout, lastID)
+			if err == nil {
+				failures = 0
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.lastErr = err
+			if failures++; failures >= maxReconnects {
+				return
+			}
+		}
+		p.reset(resp.Body)
+	}
+}
+
+// read consumes events until the stream ends and returns the last event id.
+func (s *subscriber) read(p *sseParser, body io.Reader) (string, error) {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	lastID := ""
+	for {
+		ev, err := p.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return lastID, err
+		}
+		lastID = string(ev.ID)
+		if len(ev.Type) > 0 && string(ev.Type) != "message" {
+			continue
+		}
+		msg.Method, msg.Params.URI = "", ""
+		if json.Unmarshal(ev.Data, &msg) != nil {
+			continue // a priming event or something else that is not ours
+		}
+		if msg.Method != "notifications/resources/updated" || msg.Params.URI != s.uri {
+			continue
+		}
+		if lat, ok := s.clock.charge(); ok {
+			s.hist.Record(lat)
+			s.received.Add(1)
+		}
+	}
+}
+
+// subscribers runs the subscribers' streams.
+type subscribers struct {
+	list   []*subscriber
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (ss *subscribers) received() uint64 {
+	var n uint64
+	for _, s := range ss.list {
+		n += s.received.Load()
+	}
+	return n
+}
+
+// wait waits until n notifications have been counted, at most d.
+func (ss *subscribers) wait(ctx context.Context, n uint64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for ss.received() < n && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop ends the streams and waits for the readers.
+func (ss *subscribers) stop() {
+	if ss.cancel != nil {
+		ss.cancel()
+	}
+	ss.wg.Wait()
+}
