@@ -28,7 +28,7 @@ The full name of the release's objects (63 characters at most, a DNS label).
 {{- define "mcp-runtime.labels" -}}
 helm.sh/chart: {{ include "mcp-runtime.chart" . }}
 {{ include "mcp-runtime.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "mcp-runtime.imageTag" . | trunc 63 | quote }}
+app.kubernetes.io/version: {{ include "mcp-runtime.imageTag" . | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/component: server
 app.kubernetes.io/part-of: mcp-runtime
 app.kubernetes.io/managed-by: {{ .Release.Service }}
