@@ -17,7 +17,7 @@ var (
 	// ErrPrincipalSessions: the principal holds its share of sessions
 	// already (issue 8, point 4); it should end one (DELETE) or wait.
 	ErrPrincipalSessions = errors.New("too many client sessions for this principal")
-	ErrClosed          = errors.New("session store closed")
+	ErrClosed            = errors.New("session store closed")
 )
 
 // SessionStore finds client sessions by id. The in-memory store is the
