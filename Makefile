@@ -18,15 +18,20 @@ export GOWORK := off
 
 ROOT        := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 STATICCHECK := $(ROOT)/.cache/bin/staticcheck
+# Helm and the Kubernetes version it renders for: both pinned in scripts/lib.sh.
+HELM         := $(ROOT)/.cache/bin/helm
+KUBE_VERSION := $(shell source $(ROOT)/scripts/lib.sh && echo "$$HELM_KUBE_VERSION")
+CHART        := helm/mcp-runtime
 # Every .go file in the repository, bench/ included; tool caches excluded.
 GO_FILES_CMD := find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name vendor \) -prune -o -type f -name '*.go' -print
 
-.PHONY: help test vet lint test-go fuzz-short conformance run bench tools
+.PHONY: help test vet lint helm test-go fuzz-short conformance run bench tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
-test: vet lint test-go fuzz-short conformance ## the full gate: vet, lint, test-go, fuzz-short, conformance
+# helm comes before test-go: test/deploy renders the chart with the helm it installs.
+test: vet lint helm test-go fuzz-short conformance ## the full gate: vet, lint, helm, test-go, fuzz-short, conformance
 
 vet: ## gofmt -l must list nothing (bench/ too), then go vet ./...
 	@echo "==> gofmt -l"
@@ -41,6 +46,19 @@ vet: ## gofmt -l must list nothing (bench/ too), then go vet ./...
 lint: ## staticcheck ./... (installs the pinned staticcheck if needed)
 	@scripts/install-tools.sh go
 	$(STATICCHECK) ./...
+
+helm: ## helm lint --strict, then helm template, of the chart with its default and its production values
+	@scripts/install-tools.sh helm
+	$(HELM) lint --strict --kube-version $(KUBE_VERSION) $(CHART)
+	$(HELM) lint --strict --kube-version $(KUBE_VERSION) -f $(CHART)/ci/production-values.yaml $(CHART)
+	@# lint reports a template's `fail` only as [INFO]; rendering makes it an error.
+	@out="$$(mktemp -d)"; trap 'rm -rf "$$out"' EXIT; \
+	for values in values.yaml ci/production-values.yaml; do \
+		name="$$(basename "$$values" .yaml)"; \
+		echo "$(HELM) template mcp-runtime $(CHART) --kube-version $(KUBE_VERSION) -f $(CHART)/$$values"; \
+		$(HELM) template mcp-runtime $(CHART) --kube-version $(KUBE_VERSION) -f "$(CHART)/$$values" >"$$out/$$name.yaml"; \
+		echo "    $$(grep -c '^kind: ' "$$out/$$name.yaml") objects: $$(grep '^kind: ' "$$out/$$name.yaml" | cut -d' ' -f2 | sort | paste -sd' ')"; \
+	done
 
 test-go: ## go test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...

@@ -4,6 +4,7 @@
 #   scripts/install-tools.sh            # everything
 #   scripts/install-tools.sh go         # only the Go tools (staticcheck)
 #   scripts/install-tools.sh node       # only Node 22 + the conformance suites
+#   scripts/install-tools.sh helm       # only Helm (built from source: minutes, once)
 #
 # Idempotent: a tool already installed at its pinned version is left alone
 # without touching the network. Versions live in scripts/lib.sh; the npm
@@ -139,12 +140,14 @@ go_tool_current() {
 	awk -v v="${version}" '$1 == "mod" && $3 == v { found = 1 } END { exit !found }' <<<"${info}"
 }
 
+# install_go_tools SPEC...: `go install` each "<package>@<version>" into
+# GO_TOOLS_BIN unless it is already there at that version.
 install_go_tools() {
 	command -v go >/dev/null || die "go not found"
 	local gover spec pkg version name bin start
 	gover="$(go env GOVERSION)"
 	mkdir -p "${GO_TOOLS_BIN}"
-	for spec in "${GO_TOOLS[@]}"; do
+	for spec in "$@"; do
 		pkg="${spec%@*}"
 		version="${spec##*@}"
 		name="${pkg##*/}"
@@ -169,24 +172,27 @@ install_go_tools() {
 # ---------------------------------------------------------------------- main --
 
 main() {
-	local want_go=0 want_node=0 arg start="${SECONDS}"
+	local want_go=0 want_node=0 want_helm=0 arg start="${SECONDS}"
 	if (($# == 0)); then
 		want_go=1
 		want_node=1
+		want_helm=1
 	fi
 	for arg in "$@"; do
 		case "${arg}" in
 		go) want_go=1 ;;
 		node | conformance) want_node=1 ;;
+		helm) want_helm=1 ;;
 		all)
 			want_go=1
 			want_node=1
+			want_helm=1
 			;;
 		-h | --help)
 			awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
 			return 0
 			;;
-		*) die "unknown argument '${arg}' (expected: go, node, all)" ;;
+		*) die "unknown argument '${arg}' (expected: go, node, helm, all)" ;;
 		esac
 	done
 
@@ -197,7 +203,8 @@ main() {
 		flock 9
 	fi
 	if ((want_node)); then install_node; fi
-	if ((want_go)); then install_go_tools; fi
+	if ((want_go)); then install_go_tools "${GO_TOOLS[@]}"; fi
+	if ((want_helm)); then install_go_tools "${HELM_TOOLS[@]}"; fi
 
 	log "done in $((SECONDS - start))s:"
 	local line

@@ -28,6 +28,19 @@ GO_TOOLS=(
 	"honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 )
 
+# Helm, for `make helm` and test/deploy (lint and render helm/mcp-runtime).
+# Built from source like the Go tools, into the same GOBIN; a group of its
+# own because the first build takes several minutes on 2 cores, which
+# `make lint` should not wait for. Same format as GO_TOOLS.
+HELM_TOOLS=(
+	"helm.sh/helm/v3/cmd/helm@v3.22.0"
+)
+HELM="${GO_TOOLS_BIN}/helm"
+# The Kubernetes version charts are linted and rendered for (helm's own
+# default, when built with `go install`, is v1.20, older than the chart's
+# kubeVersion). test/deploy uses the same value.
+HELM_KUBE_VERSION="1.30.0"
+
 # conformance_dir VERSION -> install prefix of that conformance version
 conformance_dir() {
 	printf '%s/conformance-%s\n' "${CACHE_DIR}" "$1"
