@@ -64,6 +64,9 @@ type redisSessions struct {
 	channel string
 	idle    time.Duration
 	limit   int
+	// perPrincipal caps one principal's sessions across replicas; 0 means
+	// no cap (redisprincipal.go).
+	perPrincipal int
 	logSize int
 	timeout time.Duration
 	now     func() time.Time
@@ -191,7 +194,7 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Optio
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
 		parent: parent, rdb: rdb, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
-		idle: o.SessionIdleTimeout, limit: o.MaxSessions, logSize: o.EventLogSize, timeout: o.RedisTimeout,
+		idle: o.SessionIdleTimeout, limit: o.MaxSessions, perPrincipal: o.MaxSessionsPerPrincipal, logSize: o.EventLogSize, timeout: o.RedisTimeout,
 		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
 		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
@@ -330,6 +333,14 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
+	if err := m.reserve(ctx, in.Principal, id); err != nil {
+		s.terminate()
+		if errors.Is(err, ErrPrincipalSessions) {
+			return nil, err
+		}
+		m.failed(err)
+		return nil, fmt.Errorf("reserve a client session in redis: %w", err)
+	}
 	_, err = m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, m.hashKey(id), fields...)
 		p.PExpire(ctx, m.hashKey(id), m.idle)
@@ -638,6 +649,7 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 		m.mu.RUnlock()
 		if s != nil {
 			m.indexSubs(ctx, p, id, s.tenant, s.subscriptions(), false)
+			m.release(ctx, p, s)
 		}
 		return nil
 	})

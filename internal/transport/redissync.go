@@ -386,6 +386,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	all, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range refresh {
 			refreshed = append(refreshed, scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()))
+			m.keepPlace(ctx, p, s, m.now())
 			// The reverse index's sets live as long as their members.
 			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
 			// So do the logs of POST streams whose handler runs here,
