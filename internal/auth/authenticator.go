@@ -174,3 +174,6 @@ func MetadataURL(resource string) string {
 	path := strings.TrimSuffix(u.EscapedPath(), "/")
 	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + path
 }
+
+// verifier is the OAuth verifier (tests and benchmarks).
+func (a *Authenticator) verifier() *oauthVerifier { return a.oauth }

@@ -102,3 +102,9 @@ func (s *keySet) keyfunc(ctx context.Context) jwt.Keyfunc {
 		return s.cur.Load().kf.KeyfuncCtx(ctx)(t)
 	}
 }
+
+// has reports whether the current set holds kid: a map lookup, no fetch.
+func (s *keySet) has(ctx context.Context, kid string) bool {
+	_, err := s.cur.Load().kf.Storage().KeyRead(ctx, kid)
+	return err == nil
+}

@@ -24,6 +24,7 @@ type oauthVerifier struct {
 	parser   *jwt.Parser
 	cfg      OAuth
 	resource string
+	verified *tokenCache
 }
 
 func newOAuthVerifier(ctx context.Context, cfg Config, opts Options) (*oauthVerifier, error) {
@@ -48,13 +49,17 @@ func newOAuthVerifier(ctx context.Context, cfg Config, opts Options) (*oauthVeri
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(now),
 	)
-	return &oauthVerifier{keys: keys, parser: parser, cfg: cfg.OAuth, resource: cfg.Resource}, nil
+	return &oauthVerifier{keys: keys, parser: parser, cfg: cfg.OAuth, resource: cfg.Resource, verified: newTokenCache(now)}, nil
 }
 
 // verify checks token and returns its principal.
 func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *Failure) {
+	if p, kid, ok := v.verified.get(token); ok && v.keys.has(ctx, kid) {
+		return p, nil
+	}
 	claims := jwt.MapClaims{}
-	if _, err := v.parser.ParseWithClaims(token, claims, v.keys.keyfunc(ctx)); err != nil {
+	parsed, err := v.parser.ParseWithClaims(token, claims, v.keys.keyfunc(ctx))
+	if err != nil {
 		return Principal{}, unauthorized(CodeInvalidToken, v.reason(err))
 	}
 	sub, _ := claims["sub"].(string)
@@ -76,6 +81,10 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *F
 	}
 	if len(missing) > 0 {
 		return Principal{}, forbidden("the token lacks the scope " + strings.Join(missing, " "))
+	}
+	kid, _ := parsed.Header["kid"].(string)
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil && kid != "" {
+		v.verified.put(token, kid, p, exp.Time)
 	}
 	return p, nil
 }
