@@ -253,6 +253,16 @@ func (s *ClientSession) apply(c sessionChange, self string) {
 	if s.ended {
 		return
 	}
+	if c.Op == opHome {
+		s.home, s.homeID = c.Home == self, c.Home
+		return
+	}
+	s.applyClientChange(c)
+}
+
+// applyClientChange takes a change the client made (log level, a
+// subscription); s.mu must be held.
+func (s *ClientSession) applyClientChange(c sessionChange) {
 	switch c.Op {
 	case opLevel:
 		s.logLevel = protocol.LoggingLevel(c.Level)
@@ -262,8 +272,6 @@ func (s *ClientSession) apply(c sessionChange, self string) {
 		}
 	case opUnsub:
 		s.removeSub(c.URI)
-	case opHome:
-		s.home, s.homeID = c.Home == self, c.Home
 	}
 }
 

@@ -616,16 +616,7 @@ func (s *ClientSession) reset(h map[string]string, self string) {
 		}
 	}
 	for _, c := range s.unsaved {
-		switch c.Op {
-		case opLevel:
-			s.logLevel = protocol.LoggingLevel(c.Level)
-		case opSub:
-			if len(s.subs) < maxSubscriptions {
-				s.addSub(c.URI)
-			}
-		case opUnsub:
-			s.removeSub(c.URI)
-		}
+		s.applyClientChange(c)
 	}
 }
 
