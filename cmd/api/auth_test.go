@@ -239,6 +239,22 @@ func TestAuth_TenantIsolation(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("B with A's session id: %d, want 404", resp.StatusCode)
 	}
+	// The same subject with a token for another tenant is another party
+	// to the session: 404 too.
+	req, _ = http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":10,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+token("alice", "team-b", "mcp:tools"))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("A's subject with a team-b token on A's session: %d, want 404", resp.StatusCode)
+	}
 
 	// The admin API: B's token lacks the admin scope; an admin token
 	// passes, and so does the configured admin token.

@@ -20,8 +20,9 @@ import (
 // Principal is who a request acts as.
 type Principal struct {
 	// ID is stable for one caller and distinct between callers:
-	// "anonymous", "apikey:<id>" or "oauth:<sub>". A client session is
-	// bound to the principal that created it.
+	// "anonymous", "apikey:<id>" (a configured key), "apikey/<id>" (a key
+	// created through the admin API) or "oauth:<sub>". A client session
+	// is bound to the principal that created it, and to its tenant.
 	ID string
 	// Tenant scopes every piece of state the request reads or writes.
 	Tenant string

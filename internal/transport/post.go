@@ -156,10 +156,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 		return nil, false
 	}
 	sess, err := t.sessions.Get(r.Context(), sid)
-	if err == nil && sess.principal != principalID(r) {
-		// A session is bound to the principal that created it (issue 8,
-		// point 3): to anyone else it does not exist, and saying more
-		// would confirm a stolen id.
+	if err == nil && (sess.principal != principalID(r) || sess.tenant != tenant.From(r.Context())) {
+		// A session is bound to the principal that created it, in the
+		// tenant it created it in (issue 8, point 3): to anyone else it
+		// does not exist, and saying more would confirm a stolen id. The
+		// tenant is compared too: one subject may hold tokens for several
+		// tenants, and the session's subscriptions belong to the first.
 		err = ErrSessionNotFound
 	}
 	if err != nil {
