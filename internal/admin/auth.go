@@ -64,7 +64,7 @@ func (a *API) admitPrincipal(w http.ResponseWriter, r *http.Request, next http.H
 		if f.Challenge() {
 			w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
 		} else {
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", f.RetryAfterSeconds())
 		}
 		a.problem(w, r, f.Status, f.Description, "")
 		return

@@ -120,7 +120,15 @@ func TestOAuthKeyRotation(t *testing.T) {
 	if _, f := a.Authenticate(request("Bearer " + is.Token(claims(), "k2"))); f != nil {
 		t.Fatalf("token under the rotated-in key: %v", f)
 	}
+	// The retired key: the set was fetched a moment ago, so the server
+	// cannot tell yet — 503 with a retry hint, not a 401 that would make
+	// a client drop a token; once it may fetch again, 401.
 	_, f := a.Authenticate(request("Bearer " + old))
+	if f == nil || f.Status != http.StatusServiceUnavailable || f.Challenge() || f.RetryAfterSeconds() != "1" {
+		t.Fatalf("retired key within the refetch period: %v, want 503 retrying in 1s", f)
+	}
+	time.Sleep(1100 * time.Millisecond) // jwksMinRefreshMs: 1000
+	_, f = a.Authenticate(request("Bearer " + old))
 	if f == nil || f.Status != http.StatusUnauthorized || f.Code != CodeInvalidToken {
 		t.Fatalf("token under the retired key: %v, want 401 invalid_token", f)
 	}
@@ -131,6 +139,33 @@ func TestOAuthKeyRotation(t *testing.T) {
 	}
 	if n := is.Fetches() - before; n > 1 {
 		t.Errorf("20 unknown kids made %d JWKS fetches, want at most 1", n)
+	}
+}
+
+// An attacker spends the refetch budget with a made-up kid just before
+// the issuer rotates: a token under the new key is 503 (retry), never
+// 401, and works once the next fetch is allowed. An issuer that cannot
+// be reached is 503 too.
+func TestOAuthKeysUnavailableIs503(t *testing.T) {
+	is := authtest.NewIssuer(t, "k1")
+	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
+	_, _ = a.Authenticate(request("Bearer " + sign(t, claims(), "bogus", authtest.NewKey(t))))
+	is.Rotate("k2")
+	tok := is.Token(claims(), "k2")
+	_, f := a.Authenticate(request("Bearer " + tok))
+	if f == nil || f.Status != http.StatusServiceUnavailable {
+		t.Fatalf("new key while the budget is spent: %v, want 503", f)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, f := a.Authenticate(request("Bearer " + tok)); f != nil {
+		t.Fatalf("new key after the retry hint: %v", f)
+	}
+
+	down := oauthConfig("http://127.0.0.1:1/jwks") // nothing listens on port 1
+	b := newAuthenticator(t, down)
+	_, f = b.Authenticate(request("Bearer " + tok))
+	if f == nil || f.Status != http.StatusServiceUnavailable || f.Challenge() {
+		t.Fatalf("issuer unreachable: %v, want 503", f)
 	}
 }
 
@@ -191,7 +226,7 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("MetadataURL = %s", got)
 	}
 	rec := httptestRecorder(t, MetadataHandler(cfg))
-	want := `{"resource":"https://mcp.test/mcp","authorization_servers":["https://issuer.test"],"scopes_supported":["mcp:tools","mcp:admin"],"bearer_methods_supported":["header"],"resource_name":"mcp-runtime"}`
+	want := `{"resource":"https://mcp.test/mcp","authorization_servers":["https://issuer.test"],"scopes_supported":["mcp:tools"],"bearer_methods_supported":["header"],"resource_name":"mcp-runtime"}`
 	if rec != want {
 		t.Errorf("metadata = %s\nwant %s", rec, want)
 	}
@@ -266,7 +301,7 @@ func TestStoredAPIKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, f := a.Authenticate(request("Bearer live"))
-	if f != nil || p.ID != "apikey:ci" || p.Tenant != "team-c" {
+	if f != nil || p.ID != "apikey/ci" || p.Tenant != "team-c" {
 		t.Fatalf("live key: %+v %v", p, f)
 	}
 	_, f = a.Authenticate(request("Bearer revoked"))

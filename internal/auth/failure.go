@@ -2,7 +2,9 @@ package auth
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Error codes of RFC 6750 §3.1.
@@ -20,6 +22,8 @@ type Failure struct {
 	Status      int
 	Code        string
 	Description string
+	// RetryAfter, for a 503, is when to try again (zero: a second).
+	RetryAfter time.Duration
 	// scope is the scope the challenge asks for (MCP basic/authorization,
 	// "Scope Selection Strategy").
 	scope string
@@ -93,4 +97,10 @@ func unauthorized(code, desc string) *Failure {
 
 func forbidden(desc string) *Failure {
 	return &Failure{Status: http.StatusForbidden, Code: CodeInsufficientScope, Description: desc}
+}
+
+// RetryAfterSeconds is the Retry-After header value of a 503: whole
+// seconds, at least 1.
+func (f *Failure) RetryAfterSeconds() string {
+	return strconv.FormatInt(max(int64((f.RetryAfter+time.Second-1)/time.Second), 1), 10)
 }

@@ -31,8 +31,11 @@ type keySet struct {
 	parent  context.Context
 	opts    jwkset.HTTPClientStorageOptions
 	limiter *rate.Limiter
-	mu      sync.Mutex // one fetch at a time
-	cur     atomic.Pointer[keyStore]
+	// minRefresh is the limiter's period, the retry hint after a failed
+	// fetch.
+	minRefresh time.Duration
+	mu         sync.Mutex // one fetch at a time
+	cur        atomic.Pointer[keyStore]
 }
 
 type keyStore struct {
@@ -41,7 +44,7 @@ type keyStore struct {
 }
 
 func newKeySet(ctx context.Context, url string, client *http.Client, interval, minRefresh time.Duration, log zerolog.Logger) (*keySet, error) {
-	s := &keySet{url: url, parent: ctx, limiter: rate.NewLimiter(rate.Every(minRefresh), 1), opts: jwkset.HTTPClientStorageOptions{
+	s := &keySet{url: url, parent: ctx, limiter: rate.NewLimiter(rate.Every(minRefresh), 1), minRefresh: minRefresh, opts: jwkset.HTTPClientStorageOptions{
 		Client:          client,
 		HTTPTimeout:     10 * time.Second,
 		RefreshInterval: interval,
@@ -90,12 +93,21 @@ func (s *keySet) keyfunc(ctx context.Context) jwt.Keyfunc {
 		}
 		s.mu.Lock()
 		if s.cur.Load() == cur { // nobody fetched meanwhile
-			if !s.limiter.Allow() {
+			if r := s.limiter.Reserve(); r.Delay() > 0 {
+				// The budget is spent (by a rotation moments ago, or by
+				// made-up kids): the key may well exist. Not a 401, which
+				// would make the client drop a good token: retry after
+				// the next fetch is allowed. Any fetch loads the whole
+				// set, so a rotated-in key is known within one period.
+				wait := r.Delay()
+				r.Cancel()
 				s.mu.Unlock()
-				return nil, err
+				return nil, &keysUnavailable{retryAfter: wait, why: "the issuer's keys were fetched moments ago"}
 			}
 			if lerr := s.load(false); lerr != nil {
 				s.opts.RefreshErrorHandler(ctx, lerr)
+				s.mu.Unlock()
+				return nil, &keysUnavailable{retryAfter: s.minRefresh, why: "the issuer's keys cannot be fetched"}
 			}
 		}
 		s.mu.Unlock()
@@ -108,3 +120,13 @@ func (s *keySet) has(ctx context.Context, kid string) bool {
 	_, err := s.cur.Load().kf.Storage().KeyRead(ctx, kid)
 	return err == nil
 }
+
+// keysUnavailable: a token names a key this server cannot check now (the
+// refetch budget is spent, or the issuer does not answer). It is the
+// server's state, not the token's fault: 503 with Retry-After.
+type keysUnavailable struct {
+	retryAfter time.Duration
+	why        string
+}
+
+func (e *keysUnavailable) Error() string { return e.why }

@@ -59,6 +59,11 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *F
 	}
 	claims := jwt.MapClaims{}
 	parsed, err := v.parser.ParseWithClaims(token, claims, v.keys.keyfunc(ctx))
+	var busy *keysUnavailable
+	if errors.As(err, &busy) {
+		return Principal{}, &Failure{Status: http.StatusServiceUnavailable, RetryAfter: busy.retryAfter,
+			Description: busy.why + "; retry shortly"}
+	}
 	if err != nil {
 		return Principal{}, unauthorized(CodeInvalidToken, v.reason(err))
 	}

@@ -35,7 +35,7 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 				msg := "unauthorized: " + f.Description
 				switch {
 				case !f.Challenge():
-					w.Header().Set("Retry-After", "1")
+					w.Header().Set("Retry-After", f.RetryAfterSeconds())
 					msg = f.Description
 				case f.Status == http.StatusForbidden:
 					msg = "forbidden: " + f.Description
