@@ -61,7 +61,7 @@ func New(cfg Config, opts Options) (*Authenticator, error) {
 		if now == nil {
 			now = time.Now
 		}
-		a.stored = &keyCache{lookup: opts.Keys, now: now, byHash: map[string]cachedKey{}}
+		a.stored = newKeyCache(opts.Keys, now)
 	}
 	for _, k := range cfg.APIKeys {
 		var d [sha256.Size]byte
@@ -160,7 +160,9 @@ func (a *Authenticator) apiKey(ctx context.Context, token string) (Principal, *F
 	case k.Revoked:
 		return Principal{}, unauthorized(CodeInvalidToken, "the API key was revoked")
 	}
-	return Principal{ID: "apikey:" + k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Admin: k.Admin}, nil
+	// "apikey/": a key created through the admin API is never the same
+	// principal as a configured key of the same id ("apikey:").
+	return Principal{ID: "apikey/" + k.ID, Tenant: k.Tenant, Scopes: k.Scopes, Admin: k.Admin}, nil
 }
 
 // MetadataURL is the Protected Resource Metadata URL of resource (RFC

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // StoredKey is an API key created through the admin API, as the store
@@ -25,8 +27,9 @@ type KeyLookup func(ctx context.Context, hash string) (key StoredKey, found bool
 // created), and spares the database a query per request.
 const keyCacheTTL = 5 * time.Second
 
-// maxCachedKeys bounds the cache; a flood of made-up keys empties it
-// rather than growing it.
+// maxCachedKeys bounds each half of the cache (keys found, keys not
+// found); a flood of made-up keys empties the misses, never the hits, so
+// real keys keep being answered from memory.
 const maxCachedKeys = 10_000
 
 type cachedKey struct {
@@ -35,31 +38,57 @@ type cachedKey struct {
 	until time.Time
 }
 
-// keyCache remembers lookups for keyCacheTTL, found or not.
+// keyCache remembers lookups for keyCacheTTL, found or not, and runs one
+// lookup per hash at a time (concurrent requests with the same key wait
+// for it).
 type keyCache struct {
 	lookup KeyLookup
 	now    func() time.Time
+	flight singleflight.Group
 	mu     sync.Mutex
-	byHash map[string]cachedKey
+	hits   map[string]cachedKey
+	misses map[string]cachedKey
+}
+
+func newKeyCache(lookup KeyLookup, now func() time.Time) *keyCache {
+	return &keyCache{lookup: lookup, now: now, hits: map[string]cachedKey{}, misses: map[string]cachedKey{}}
 }
 
 func (c *keyCache) get(ctx context.Context, hash string) (StoredKey, bool, error) {
 	now := c.now()
 	c.mu.Lock()
-	e, ok := c.byHash[hash]
+	e, ok := c.hits[hash]
+	if !ok {
+		e, ok = c.misses[hash]
+	}
 	c.mu.Unlock()
 	if ok && now.Before(e.until) {
 		return e.key, e.found, nil
 	}
-	key, found, err := c.lookup(ctx, hash)
+	v, err, _ := c.flight.Do(hash, func() (any, error) {
+		key, found, err := c.lookup(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		e := cachedKey{key: key, found: found, until: now.Add(keyCacheTTL)}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		m := c.misses
+		if found {
+			m = c.hits
+			delete(c.misses, hash)
+		} else {
+			delete(c.hits, hash)
+		}
+		if len(m) >= maxCachedKeys {
+			clear(m)
+		}
+		m[hash] = e
+		return e, nil
+	})
 	if err != nil {
 		return StoredKey{}, false, err
 	}
-	c.mu.Lock()
-	if len(c.byHash) >= maxCachedKeys {
-		c.byHash = map[string]cachedKey{}
-	}
-	c.byHash[hash] = cachedKey{key: key, found: found, until: now.Add(keyCacheTTL)}
-	c.mu.Unlock()
-	return key, found, nil
+	e = v.(cachedKey)
+	return e.key, e.found, nil
 }
