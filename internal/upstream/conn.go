@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -48,13 +50,20 @@ type dialParams struct {
 }
 
 // headerTransport adds a server's configured headers to every request
-// sent to it (credentials for that upstream, typically).
+// sent to it (credentials for that upstream, typically) — to its host
+// only: a redirect elsewhere must not carry them, which Go's own
+// cross-host stripping would not prevent here, since a RoundTripper adds
+// them after the client decided what to forward.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	host    string // the configured URL's host[:port]
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(r.URL.Host, t.host) {
+		return t.base.RoundTrip(r)
+	}
 	// A RoundTripper must not modify the caller's request.
 	r = r.Clone(r.Context())
 	for k, v := range t.headers {
@@ -124,7 +133,11 @@ func httpClientFor(base *http.Client, cfg Config, maxBody int64) *http.Client {
 		rt = http.DefaultTransport
 	}
 	if len(cfg.Headers) > 0 {
-		rt = headerTransport{base: rt, headers: cfg.Headers}
+		host := ""
+		if u, err := url.Parse(cfg.URL); err == nil {
+			host = u.Host
+		}
+		rt = headerTransport{base: rt, headers: cfg.Headers, host: host}
 	}
 	c.Transport = limitTransport{base: rt, max: maxBody}
 	return &c

@@ -1,0 +1,36 @@
+package upstream
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// An upstream that redirects to another host does not get our credential
+// for it sent there: configured headers go to the configured host only.
+func TestHeadersStayWithTheirHost(t *testing.T) {
+	var elsewhere, home string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere = r.Header.Get("Authorization")
+	}))
+	defer other.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		home = r.Header.Get("Authorization")
+		// "localhost", not 127.0.0.1: another host for the client.
+		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer up.Close()
+	c := httpClientFor(&http.Client{}, Config{URL: up.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer upstream-secret"}}, 1<<20)
+	resp, err := c.Post(up.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if home != "Bearer upstream-secret" {
+		t.Errorf("the upstream itself got Authorization %q", home)
+	}
+	if elsewhere != "" {
+		t.Errorf("the host redirected to got Authorization %q", elsewhere)
+	}
+}
