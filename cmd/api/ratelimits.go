@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,8 +36,11 @@ func newLimits(cfg config.Config, st *state, log zerolog.Logger) *limits {
 func (l *limits) close() { l.stop() }
 
 // bucket is the principal's key: the tenant is part of it, so two
-// tenants' principals never share a budget.
-func bucket(kind string, p auth.Principal) string { return kind + ":" + p.Tenant + ":" + p.ID }
+// tenants' principals never share a budget, and its length too, so a
+// tenant with ':' in its name cannot pose as another's (tenant, id) pair.
+func bucket(kind string, p auth.Principal) string {
+	return kind + ":" + strconv.Itoa(len(p.Tenant)) + ":" + p.Tenant + ":" + p.ID
+}
 
 // request is the transport's HTTP request budget.
 func (l *limits) request(ctx context.Context, p auth.Principal) (bool, time.Duration) {

@@ -67,11 +67,11 @@ type redisSessions struct {
 	// perPrincipal caps one principal's sessions across replicas; 0 means
 	// no cap (redisprincipal.go).
 	perPrincipal int
-	logSize int
-	timeout time.Duration
-	now     func() time.Time
-	log     zerolog.Logger
-	tune    redisTuning
+	logSize      int
+	timeout      time.Duration
+	now          func() time.Time
+	log          zerolog.Logger
+	tune         redisTuning
 	// self names this replica in the home field and on the channel.
 	self string
 	// index is the transport's subscription index, which copies built
