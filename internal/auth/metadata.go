@@ -41,10 +41,10 @@ func MetadataPaths(cfg Config) []string {
 // MetadataHandler serves cfg's Protected Resource Metadata. It needs no
 // credentials: a client reads it to learn where to get them.
 func MetadataHandler(cfg Config) http.Handler {
+	// The admin scope is not offered: MCP clients request the scopes the
+	// metadata lists when a challenge names none, and an agent must never
+	// ask for the deployment's superuser scope by default.
 	scopes := slices.Clone(cfg.OAuth.RequiredScopes)
-	if cfg.OAuth.AdminScope != "" && !slices.Contains(scopes, cfg.OAuth.AdminScope) {
-		scopes = append(scopes, cfg.OAuth.AdminScope)
-	}
 	body, err := json.Marshal(ResourceMetadata{
 		Resource:               cfg.Resource,
 		AuthorizationServers:   cfg.OAuth.Servers(),
