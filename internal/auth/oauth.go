@@ -54,7 +54,7 @@ func newOAuthVerifier(ctx context.Context, cfg Config, opts Options) (*oauthVeri
 
 // verify checks token and returns its principal.
 func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *Failure) {
-	if p, kid, ok := v.verified.get(token); ok && v.keys.has(ctx, kid) {
+	if p, ok := v.verified.get(token, func(kid string) bool { return v.keys.has(ctx, kid) }); ok {
 		return p, nil
 	}
 	claims := jwt.MapClaims{}
