@@ -117,6 +117,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		EventLogSize:            cfg.Transport.EventLogSize,
 		MaxSessions:             cfg.Transport.MaxSessions,
 		MaxSessionsPerPrincipal: cfg.Transport.MaxSessionsPerPrincipal,
+		MaxStreamsPerSession:    cfg.Transport.MaxStreamsPerSession,
 		ReadBodyTimeout:         cfg.Transport.ReadBodyTimeout(),
 		WriteTimeout:            cfg.Transport.WriteTimeout(),
 		Logger:                  logger,

@@ -121,6 +121,9 @@ type Transport struct {
 	// cap, the default, since in auth mode none every caller is one
 	// principal); over it initialize gets 429.
 	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
+	// MaxStreamsPerSession caps the SSE streams one client session has
+	// open on a replica; a GET that would open one more gets 429.
+	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
 }
 
 // Default returns the configuration used when nothing overrides it. It is
@@ -144,6 +147,7 @@ func Default() Config {
 			WriteTimeoutMs:       30_000,
 			PageSize:             100,
 			MaxSessions:          10_000,
+			MaxStreamsPerSession: 32,
 		},
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.

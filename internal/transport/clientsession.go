@@ -489,6 +489,25 @@ func (s *ClientSession) retain(st *stream) *stream {
 }
 
 // stream finds a stream by name for resumption.
+// openStreams counts the session's streams with a connection attached on
+// this replica: its GET streams and its POST responses being streamed.
+func (s *ClientSession) openStreams() int {
+	s.mu.Lock()
+	all := make([]*stream, 0, len(s.streams)+1)
+	all = append(all, s.standalone)
+	for _, st := range s.streams {
+		all = append(all, st)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, st := range all {
+		if st.attached() {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *ClientSession) stream(name string) *stream {
 	if name == standaloneStreamName {
 		return s.standalone

@@ -725,3 +725,47 @@ func TestCloseStreams_RetryHintAfterQuietPeriod(t *testing.T) {
 	}
 	get.waitEnd(t)
 }
+
+// A client session may hold only so many SSE streams open (issue 8,
+// point 4): with two POST responses streaming, a GET that would open a
+// third stream is 429; once one of them is gone it passes, and a GET
+// that reconnects the open stream supersedes it and always passes.
+func TestGET_StreamsPerSessionCap(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxStreamsPerSession = 2 }))
+	sid := h.initialize(t)
+	blocks := make([]*blockState, 2)
+	posts := make([]*sseConn, 2)
+	names := make([]string, 2)
+	for i := range posts {
+		key := fmt.Sprintf("cap-%d", i)
+		blocks[i] = h.fx.block(key)
+		posts[i] = h.postSSE(t, sid, toolCall(40+i, "block", map[string]any{"key": key}, fmt.Sprintf("pt%d", i)))
+		names[i], _ = splitEventID(t, posts[i].next(t).ID) // priming: the stream is attached
+		blocks[i].waitStarted(t)
+	}
+	t.Cleanup(func() {
+		for _, b := range blocks {
+			b.Release()
+		}
+	})
+	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream")
+	wantRPCError(t, r, http.StatusTooManyRequests, "null", protocol.CodeInvalidRequest)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+
+	blocks[1].Release()
+	posts[1].rest(t) // its response delivered, the stream closed
+	if st := h.session(t, sid).stream(names[1]); st != nil {
+		waitDetached(t, st)
+	}
+	first := h.openGET(t, sid)
+	if ev := first.next(t); !ev.priming() {
+		t.Fatalf("GET after a stream closed: %+v, want the priming event", ev)
+	}
+	second := h.openGET(t, sid) // reconnects the same stream
+	if ev := second.next(t); !ev.priming() {
+		t.Fatalf("reconnecting GET: %+v, want the priming event", ev)
+	}
+	first.waitEnd(t)
+}

@@ -37,6 +37,11 @@ type Options struct {
 	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
 	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
 	MaxSessionsPerPrincipal int
+	// MaxStreamsPerSession caps the SSE streams one client session has
+	// open on a replica (issue 8, point 4): a GET that would open one
+	// more gets 429. POST responses that stream count, but are bounded by
+	// the in-flight request limit rather than refused. 0 means no cap.
+	MaxStreamsPerSession int
 	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
 	// each write of a response or stream event.
 	ReadBodyTimeout time.Duration
