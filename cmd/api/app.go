@@ -189,8 +189,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	admin.New(fed.m, adminOpts).Mount(r)
 	// Protected Resource Metadata (RFC 9728), in oauth mode: public, it
 	// tells a client where to get a token.
-	for _, path := range auth.MetadataPaths(cfg.Auth) {
-		r.Get(path, auth.MetadataHandler(cfg.Auth).ServeHTTP)
+	if paths := auth.MetadataPaths(cfg.Auth); len(paths) > 0 {
+		prm := auth.MetadataHandler(cfg.Auth)
+		for _, path := range paths {
+			r.Method(http.MethodGet, path, prm)
+		}
 	}
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}

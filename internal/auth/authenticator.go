@@ -93,19 +93,13 @@ func New(cfg Config, opts Options) (*Authenticator, error) {
 // Close stops the background JWKS refresh.
 func (a *Authenticator) Close() { a.cancel() }
 
-// Mode is the configured mode.
-func (a *Authenticator) Mode() string { return a.mode }
-
 // Authenticate returns the principal of r, or the failure to answer with.
 // A failure is logged at debug level with its reason; the credential
 // never is.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, *Failure) {
 	p, f := a.authenticate(r)
 	if f != nil {
-		f.realm, f.metadata = Realm, a.metadata
-		if f.scope == "" {
-			f.scope = a.scope
-		}
+		f.realm, f.metadata, f.scope = Realm, a.metadata, a.scope
 		a.log.Debug().Int("status", f.Status).Str("error", f.Code).Str("reason", f.Description).
 			Str("remote", r.RemoteAddr).Msg("request not authenticated")
 	}
@@ -176,6 +170,3 @@ func MetadataURL(resource string) string {
 	path := strings.TrimSuffix(u.EscapedPath(), "/")
 	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + path
 }
-
-// verifier is the OAuth verifier (tests and benchmarks).
-func (a *Authenticator) verifier() *oauthVerifier { return a.oauth }

@@ -58,7 +58,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			oauth.verifier().verified = newTokenCache(oauth.verifier().verified.now) // no hits
+			oauth.oauth.verified = newTokenCache(oauth.oauth.verified.now) // no hits
 			if _, f := oauth.Authenticate(request("Bearer " + tokens[i%len(tokens)])); f != nil {
 				b.Fatal(f)
 			}

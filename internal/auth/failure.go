@@ -24,12 +24,11 @@ type Failure struct {
 	Description string
 	// RetryAfter, for a 503, is when to try again (zero: a second).
 	RetryAfter time.Duration
-	// scope is the scope the challenge asks for (MCP basic/authorization,
-	// "Scope Selection Strategy").
-	scope string
-	// challenge is the rest of the WWW-Authenticate parameters: realm and,
-	// in oauth mode, resource_metadata.
-	realm, metadata string
+	// scope, realm and metadata are the challenge's other parameters,
+	// which the Authenticator fills: the scope it asks for (MCP
+	// basic/authorization, "Scope Selection Strategy"), the realm and, in
+	// oauth mode, resource_metadata.
+	scope, realm, metadata string
 }
 
 // Challenge reports whether the failure is about the credentials (401 or
@@ -89,8 +88,7 @@ func quoteEscape(s string) string {
 	}, s)
 }
 
-// unauthorized and forbidden build the failures an authenticator returns;
-// the authenticator fills realm, metadata and scope.
+// unauthorized and forbidden build the failures an authenticator returns.
 func unauthorized(code, desc string) *Failure {
 	return &Failure{Status: http.StatusUnauthorized, Code: code, Description: desc}
 }

@@ -115,7 +115,7 @@ func (s *keySet) keyfunc(ctx context.Context) jwt.Keyfunc {
 	}
 }
 
-// has reports whether the current set holds kid: a map lookup, no fetch.
+// has reports whether the current set holds kid: read in memory, no fetch.
 func (s *keySet) has(ctx context.Context, kid string) bool {
 	_, err := s.cur.Load().kf.Storage().KeyRead(ctx, kid)
 	return err == nil
