@@ -35,7 +35,6 @@ GO_TOOLS=(
 HELM_TOOLS=(
 	"helm.sh/helm/v3/cmd/helm@v3.22.0"
 )
-HELM="${GO_TOOLS_BIN}/helm"
 # The Kubernetes version charts are linted and rendered for (helm's own
 # default, when built with `go install`, is v1.20, older than the chart's
 # kubeVersion). test/deploy uses the same value.
