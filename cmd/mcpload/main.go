@@ -297,16 +297,12 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		subs.cancel = cancel
 		for i := range cfg.subscribers {
 			s, err := handshake(ctx, hs, cfg.headers, cfg.protocolVersion, clientVersion, warn)
-			if err == nil {
-				sessions = append(sessions, s)
-				err = subscribe(ctx, hs, s, cfg.subscribeURI)
+			if err != nil {
+				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
+				return exitFailure
 			}
-			var resp *http.Response
-			sub := (*subscriber)(nil)
-			if err == nil {
-				sub = newSubscriber(hc, cfg.url, cfg.subscribeURI, s, clock)
-				resp, err = sub.open(sctx, cfg.timeout, "")
-			}
+			sessions = append(sessions, s)
+			sub, resp, err := startSubscriber(ctx, sctx, hs, hc, s, cfg, clock)
 			if err != nil {
 				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
 				return exitFailure
@@ -417,11 +413,10 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		subs.wait(ctx, mutations*uint64(cfg.subscribers), cfg.notifyWait)
 		subs.stop()
 		nh := newHistogram()
-		var received uint64
+		received := subs.received()
 		reconnects, lastErr := 0, ""
 		for _, s := range subs.list {
 			nh.Merge(s.hist)
-			received += s.received.Load()
 			reconnects += s.reconnects
 			if s.lastErr != nil {
 				lastErr = fmt.Sprintf("subscriber %s: %v", s.sess.id, s.lastErr)

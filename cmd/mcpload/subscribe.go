@@ -115,11 +115,19 @@ func subscribe(ctx context.Context, c *conn, s *session, uri string) error {
 	return nil
 }
 
-func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutationClock) *subscriber {
-	h := make(http.Header, len(s.header))
-	for k, vs := range s.header {
-		h[k] = append([]string(nil), vs...)
+// startSubscriber subscribes session s to the run's URI and opens its GET
+// stream (on sctx, which the run cancels to stop it).
+func startSubscriber(ctx, sctx context.Context, hs *conn, hc *http.Client, s *session, cfg *config, clock *mutationClock) (*subscriber, *http.Response, error) {
+	if err := subscribe(ctx, hs, s, cfg.subscribeURI); err != nil {
+		return nil, nil, err
 	}
+	sub := newSubscriber(hc, cfg.url, cfg.subscribeURI, s, clock)
+	resp, err := sub.open(sctx, cfg.timeout, "")
+	return sub, resp, err
+}
+
+func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutationClock) *subscriber {
+	h := s.header.Clone()
 	h.Del("Content-Type")
 	h.Set("Accept", contentTypeSSE)
 	return &subscriber{sess: s, hc: hc, url: url, uri: uri, header: h, clock: clock, hist: newHistogram()}
@@ -128,8 +136,11 @@ func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutation
 // open starts the GET stream; the response headers must arrive within
 // timeout. lastEventID resumes a stream that ended.
 func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventID string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	// A timeout for the headers only: the stream itself lasts the run.
+	hctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(hctx, http.MethodGet, s.url, nil)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("build GET request: %w", err)
 	}
 	req.Header = s.header
@@ -137,11 +148,9 @@ func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventI
 		req.Header = s.header.Clone()
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	// A timeout for the headers only: the stream itself lasts the run.
 	var timedOut atomic.Bool
-	hctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel() })
-	resp, err := s.hc.Do(req.WithContext(hctx))
+	resp, err := s.hc.Do(req)
 	timer.Stop()
 	if err != nil {
 		cancel()
@@ -185,7 +194,7 @@ func (s *subscriber) run(ctx context.Context, resp *http.Response, timeout time.
 	p := newSSEParser(resp.Body)
 	failures := 0
 	for {
-		lastID, err := s.read(p, resp.Body)
+		lastID, err := s.read(p)
 		_ = resp.Body.Close()
 		if ctx.Err() != nil {
 			return
@@ -219,7 +228,7 @@ func (s *subscriber) run(ctx context.Context, resp *http.Response, timeout time.
 }
 
 // read consumes events until the stream ends and returns the last event id.
-func (s *subscriber) read(p *sseParser, body io.Reader) (string, error) {
+func (s *subscriber) read(p *sseParser) (string, error) {
 	var msg struct {
 		Method string `json:"method"`
 		Params struct {

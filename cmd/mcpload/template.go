@@ -7,9 +7,11 @@ import (
 	"strconv"
 )
 
-// Placeholders in -args make each request's arguments different, e.g. a
-// distinct or random key per memory_store call. They are written inside
-// JSON strings, so -args stays valid JSON:
+// Placeholders in -args (and -mix) make each request's arguments
+// different, e.g. a distinct or random key per memory_store call. They go
+// inside JSON strings ("k{{seq}}") or in place of a number ({{seq}});
+// prepareArgs checks the arguments as JSON with every placeholder read as
+// 1:
 //
 //	{{seq}}     the request's JSON-RPC id: no other request of this mcpload
 //	            run (warmup included) has the same one
