@@ -7,24 +7,20 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Bus carries resource updates (notifications/resources/updated) to the
-// client sessions subscribed to them. LocalBus is all a deployment needs,
-// with one replica or several: with shared client sessions the
-// transport's delivery, on the replica where the update happened, reaches
-// every subscriber's log in Redis, whichever replica holds its stream
-// (issue 7, point 2). Publish never blocks on a slow subscriber: delivery
-// appends to the subscriber's stream log, which its connection drains.
-type Bus interface {
-	Publish(ctx context.Context, tenant, uri string)
-}
-
 // Deliverer hands an update to this process's subscribers; the transport
 // is one.
 type Deliverer interface {
 	ResourceUpdated(tenant, uri string) (int, error)
 }
 
-// LocalBus delivers in this process.
+// LocalBus carries resource updates (notifications/resources/updated) to
+// the client sessions subscribed to them, through this process's
+// transport. It is all a deployment needs, with one replica or several:
+// with shared client sessions the transport's delivery, on the replica
+// where the update happened, reaches every subscriber's log in Redis,
+// whichever replica holds its stream (issue 7, point 2). Publish never
+// blocks on a slow subscriber: delivery appends to the subscriber's
+// stream log, which its connection drains.
 type LocalBus struct {
 	d         Deliverer
 	log       zerolog.Logger

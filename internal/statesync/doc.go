@@ -3,7 +3,7 @@
 // "Temporal Blindness" and "Causal State Drift".
 //
 // The policy engine is pure: no I/O, no transport, no package-level
-// mutable state. Its Bus is in-process in every deployment: with several
+// mutable state. Its LocalBus is in-process in every deployment: with several
 // replicas the transport itself writes an update into the Redis log of
 // every subscribed client session (issue 7, point 2), so no update needs
 // to cross to another replica here. The server wires the layer in two

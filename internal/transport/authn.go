@@ -17,9 +17,9 @@ type Authenticator interface {
 }
 
 // authenticate, then the principal's request budget (issue 8, point 4),
-// run before anything reads the body or looks up a client session (DESIGN.md, "A tools/call, end to end", step 1): a request
-// without valid credentials learns nothing, not even whether a session
-// exists. The principal, and its tenant, go into the request's context,
+// run before anything reads the body or looks up a client session
+// (DESIGN.md, "A tools/call, end to end", step 1): a request without
+// valid credentials learns nothing, not even whether a session exists. The principal, and its tenant, go into the request's context,
 // which every handler and store call reads. A CORS preflight carries no
 // credentials by design and is answered before this runs.
 func (t *Transport) authenticate(next http.Handler) http.Handler {
@@ -32,19 +32,7 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 		if t.opts.Auth != nil {
 			var f *auth.Failure
 			if p, f = t.opts.Auth.Authenticate(r); f != nil {
-				msg := "unauthorized: " + f.Description
-				switch {
-				case !f.Challenge():
-					w.Header().Set("Retry-After", f.RetryAfterSeconds())
-					msg = f.Description
-				case f.Status == http.StatusForbidden:
-					msg = "forbidden: " + f.Description
-				}
-				if f.Challenge() {
-					w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
-				}
-				writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
-				t.observe(r.Method, f.Status)
+				t.refuse(w, r, f)
 				return
 			}
 			r = r.WithContext(auth.WithPrincipal(r.Context(), p))
@@ -69,6 +57,24 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 func principalID(r *http.Request) string {
 	p, _ := auth.FromContext(r.Context())
 	return p.ID
+}
+
+// refuse answers a request the Authenticator refused: with its challenge
+// (401, 403), or, when the credentials could not be checked now (503),
+// with a retry hint.
+func (t *Transport) refuse(w http.ResponseWriter, r *http.Request, f *auth.Failure) {
+	msg := f.Description
+	if f.Challenge() {
+		w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())
+		msg = "unauthorized: " + msg
+		if f.Status == http.StatusForbidden {
+			msg = "forbidden: " + f.Description
+		}
+	} else {
+		w.Header().Set("Retry-After", f.RetryAfterSeconds())
+	}
+	writeError(w, f.Status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "%s", msg))
+	t.observe(r.Method, f.Status)
 }
 
 // observe reports a request answered before it reached a handler.

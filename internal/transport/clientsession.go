@@ -488,7 +488,6 @@ func (s *ClientSession) retain(st *stream) *stream {
 	return st
 }
 
-// stream finds a stream by name for resumption.
 // openStreams counts the session's streams with a connection attached on
 // this replica: its GET streams and its POST responses being streamed.
 func (s *ClientSession) openStreams() int {
@@ -508,6 +507,7 @@ func (s *ClientSession) openStreams() int {
 	return n
 }
 
+// stream finds a stream by name for resumption.
 func (s *ClientSession) stream(name string) *stream {
 	if name == standaloneStreamName {
 		return s.standalone

@@ -22,9 +22,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	if t.draining.Load() {
 		// Shutting down: a stream opened now would hold the server up; the
 		// client retries, in a deployment on another replica.
-		rec.status = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "1")
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "server is shutting down; reconnect"))
+		retryLater(w, rec, "server is shutting down; reconnect")
 		return
 	}
 	sess, ok := t.session(w, r, nil, rec)
@@ -49,9 +47,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			if resumed, err = sess.shared.follow(r.Context(), sess, name, resumed); err != nil {
 				// Redis cannot say: never a 400 that would make the
 				// client give up a response that may be there (point 6).
-				rec.status = http.StatusServiceUnavailable
-				w.Header().Set("Retry-After", "1")
-				writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot resume %q now: %v", last, err))
+				retryLater(w, rec, "cannot resume %q now: %v", last, err)
 				return
 			}
 		}
@@ -78,9 +74,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			// Without the position the stream would start from this
 			// copy's, possibly far behind: the client would get again
 			// what it had (point 3). The session lives: retry (point 6).
-			rec.status = http.StatusServiceUnavailable
-			w.Header().Set("Retry-After", "1")
-			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot open the stream now: %v", err))
+			retryLater(w, rec, "cannot open the stream now: %v", err)
 			return
 		}
 		if !sess.isHome() {
@@ -120,9 +114,7 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
 		// Redis could not end it (issue 7, point 6): the session lives on
 		// elsewhere, so the client must try again.
-		rec.status = http.StatusServiceUnavailable
-		w.Header().Set("Retry-After", "1")
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "end client session: %v", err))
+		retryLater(w, rec, "end client session: %v", err)
 		return
 	}
 	rec.status = http.StatusNoContent

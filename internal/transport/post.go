@@ -71,9 +71,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	switch msg.Kind {
 	case protocol.KindNotification:
 		if err := t.notification(r.Context(), sess, msg); err != nil {
-			rec.status = http.StatusServiceUnavailable
-			w.Header().Set("Retry-After", "1")
-			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot route the notification now: %v", err))
+			retryLater(w, rec, "cannot route the notification now: %v", err)
 			return
 		}
 		rec.status = http.StatusAccepted
@@ -84,9 +82,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		case sess.shared != nil:
 			// The request may wait on another replica (issue 7, point 4).
 			if err := sess.shared.forwardAnswer(r.Context(), sess, msg, body); err != nil {
-				rec.status = http.StatusServiceUnavailable
-				w.Header().Set("Retry-After", "1")
-				writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, "cannot route the response now: %v", err))
+				retryLater(w, rec, "cannot route the response now: %v", err)
 				return
 			}
 		default:

@@ -267,3 +267,10 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 		t.Fatalf("tools/list after the idle timeout: %s, want 404", r)
 	}
 }
+
+// isDirty reports whether this copy holds anything Redis lacks: changes
+// to replay, or the whole session to write back.
+func (s *ClientSession) isDirty() bool {
+	lost, unsaved, _ := s.syncState()
+	return lost || unsaved
+}

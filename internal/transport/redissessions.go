@@ -189,11 +189,11 @@ var (
 // Redis at once (redisSessions.loads).
 const maxConcurrentLoads = 64
 
-func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Options, now func() time.Time, index *subscriptions) *redisSessions {
+func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) *redisSessions {
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
-		parent: parent, rdb: rdb, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
+		parent: parent, rdb: o.Redis, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
 		idle: o.SessionIdleTimeout, limit: o.MaxSessions, perPrincipal: o.MaxSessionsPerPrincipal, logSize: o.EventLogSize, timeout: o.RedisTimeout,
 		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
 		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),

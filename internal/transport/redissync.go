@@ -526,13 +526,6 @@ func retryableReply(err error) bool {
 	return false
 }
 
-// isDirty reports whether this copy holds anything Redis lacks: changes
-// to replay, or the whole session to write back.
-func (s *ClientSession) isDirty() bool {
-	lost, unsaved, _ := s.syncState()
-	return lost || unsaved
-}
-
 // syncState reports what the sweeper owes Redis for this copy.
 func (s *ClientSession) syncState() (lost, unsaved, refreshDue bool) {
 	s.mu.Lock()

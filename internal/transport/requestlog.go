@@ -30,9 +30,7 @@ type requestLog struct {
 
 func (t *Transport) finishLog(rec *requestLog) {
 	if rec.pending.Add(-1) == 0 {
-		if t.opts.Observe != nil {
-			t.opts.Observe(rec.httpMethod, rec.status)
-		}
+		t.observe(rec.httpMethod, rec.status)
 		t.logRequest(rec)
 	}
 }

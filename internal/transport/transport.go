@@ -138,7 +138,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	switch {
 	case t.sessions != nil:
 	case opts.Redis != nil:
-		t.shared = newRedisSessions(ctx, opts.Redis, opts, now, t.subs)
+		t.shared = newRedisSessions(ctx, opts, now, t.subs)
 		t.sessions = t.shared
 	default:
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, opts.MaxSessionsPerPrincipal, now)

@@ -23,3 +23,12 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 func writeError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.Error) {
 	writeJSON(w, status, protocol.AppendError(nil, id, e))
 }
+
+// retryLater answers 503 with a one-second Retry-After: the server cannot
+// do it now (shutting down, Redis unreachable), the client should retry,
+// and nothing about its session is wrong (issue 7, point 6).
+func retryLater(w http.ResponseWriter, rec *requestLog, format string, args ...any) {
+	rec.status = http.StatusServiceUnavailable
+	w.Header().Set("Retry-After", "1")
+	writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, format, args...))
+}
