@@ -62,12 +62,10 @@ type Authenticator interface {
 type API struct {
 	u   Upstreams
 	log zerolog.Logger
-	// enabled is false when no token is configured. Only the token's
-	// digest is kept: comparing digests of equal length keeps the
-	// comparison constant-time whatever length the client sends.
-	enabled bool
-	digest  [sha256.Size]byte
-	// hasToken: a token is configured (digest is meaningful).
+	// Only the token's digest is kept: comparing digests of equal length
+	// keeps the comparison constant-time whatever length the client
+	// sends. hasToken: a token is configured (digest is meaningful).
+	digest     [sha256.Size]byte
 	hasToken   bool
 	principals Authenticator
 	keys       APIKeys
@@ -80,7 +78,6 @@ func New(u Upstreams, opts Options) *API {
 		a.hasToken = true
 		a.digest = sha256.Sum256([]byte(opts.Token))
 	}
-	a.enabled = a.hasToken || a.principals != nil
 	return a
 }
 

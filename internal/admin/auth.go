@@ -19,7 +19,7 @@ const realm = `Bearer realm="mcp-runtime-admin"`
 // client could send would help.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.enabled {
+		if !a.hasToken && a.principals == nil { // the API is off
 			a.problem(w, r, http.StatusForbidden,
 				"the admin API is disabled; set MCP_ADMIN_TOKEN to enable it", "")
 			return

@@ -367,7 +367,6 @@ func (m *Manager) replaceLocked(cur, next *server) *conn {
 	cur.conn = nil // handed over: not closed
 	m.removeLocked(cur)
 	m.servers[next.cfg.ID] = next
-	m.recomputeLocked()
 	return nil
 }
 
