@@ -48,11 +48,29 @@ func connectAs(t *testing.T, url, token string, n *notified) *mcp.ClientSession 
 	return cs
 }
 
+// authedPing sends a ping on client session sid with a bearer token and
+// returns the answer (its body closed).
+func authedPing(t *testing.T, url, sid, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
 // oauthServer runs cmd/api in oauth mode against a test issuer; the
 // resource URI is the server's own /mcp URL, as a deployment sets it.
-func oauthServer(t *testing.T, logs io.Writer) (url string, is *authtest.Issuer, token func(sub, tenant, scope string) string) {
+func oauthServer(t *testing.T, logs io.Writer) (url string, token func(sub, tenant, scope string) string) {
 	t.Helper()
-	is = authtest.NewIssuer(t, "k1")
+	is := authtest.NewIssuer(t, "k1")
 	cfg := config.Default()
 	cfg.Auth.Mode = auth.ModeOAuth
 	cfg.Auth.OAuth.Issuer = "https://issuer.test"
@@ -70,14 +88,14 @@ func oauthServer(t *testing.T, logs io.Writer) (url string, is *authtest.Issuer,
 	token = func(sub, tenant, scope string) string {
 		return is.Token(authtest.Claims("https://issuer.test", url, sub, tenant, scope), "k1")
 	}
-	return url, is, token
+	return url, token
 }
 
 // Requests without a valid token get 401 with a challenge pointing at the
 // Protected Resource Metadata, which is served without credentials
 // (MCP basic/authorization, RFC 9728).
 func TestAuth_ChallengeAndMetadata(t *testing.T) {
-	url, _, token := oauthServer(t, io.Discard)
+	url, token := oauthServer(t, io.Discard)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 	post := func(authz string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(init))
@@ -131,7 +149,7 @@ func TestAuth_ChallengeAndMetadata(t *testing.T) {
 // tokens never reach the logs, debug level included.
 func TestAuth_TenantIsolation(t *testing.T) {
 	var logs syncBuffer
-	url, _, token := oauthServer(t, &logs)
+	url, token := oauthServer(t, &logs)
 	tokA, tokB := token("alice", "team-a", "mcp:tools"), token("bob", "team-b", "mcp:tools")
 	var aGot, bGot notified
 	a := connectAs(t, url, tokA, &aGot)
@@ -225,60 +243,29 @@ func TestAuth_TenantIsolation(t *testing.T) {
 	bGot.waitFor(t, "stale://memory.*")
 
 	// B steals A's session id: 404, as if it did not exist.
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", a.ID())
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Authorization", "Bearer "+tokB)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("B with A's session id: %d, want 404", resp.StatusCode)
+	if code := authedPing(t, url, a.ID(), tokB).StatusCode; code != http.StatusNotFound {
+		t.Errorf("B with A's session id: %d, want 404", code)
 	}
 	// The same subject with a token for another tenant is another party
 	// to the session: 404 too.
-	req, _ = http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":10,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", a.ID())
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Authorization", "Bearer "+token("alice", "team-b", "mcp:tools"))
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("A's subject with a team-b token on A's session: %d, want 404", resp.StatusCode)
+	if code := authedPing(t, url, a.ID(), token("alice", "team-b", "mcp:tools")).StatusCode; code != http.StatusNotFound {
+		t.Errorf("A's subject with a team-b token on A's session: %d, want 404", code)
 	}
 
 	// The admin API: B's token lacks the admin scope; an admin token
 	// passes, and so does the configured admin token.
-	admin := func(authz string) int {
-		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/admin/upstreams", nil)
-		req.Header.Set("Authorization", authz)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	base := strings.TrimSuffix(url, "/mcp")
 	for _, tc := range []struct {
-		authz string
+		token string
 		want  int
 	}{
-		{"Bearer " + tokB, 403},
-		{"Bearer " + token("ops", "ops", "mcp:tools mcp:admin"), 200},
-		{"Bearer admin-secret", 200},
-		{"Bearer wrong", 401},
+		{tokB, 403},
+		{token("ops", "ops", "mcp:tools mcp:admin"), 200},
+		{"admin-secret", 200},
+		{"wrong", 401},
 	} {
-		if got := admin(tc.authz); got != tc.want {
-			t.Errorf("admin API with %.20s…: %d, want %d", tc.authz, got, tc.want)
+		if got, _ := adminDo(t, base, http.MethodGet, "/admin/upstreams", tc.token, ""); got != tc.want {
+			t.Errorf("admin API with %.20s…: %d, want %d", tc.token, got, tc.want)
 		}
 	}
 
@@ -302,20 +289,7 @@ func TestAuth_APIKeyLifecycle(t *testing.T) {
 	cfg.Admin.Token = "admin-secret"
 	url, _ := runServer(t, cfg, io.Discard)
 	base := strings.TrimSuffix(url, "/mcp")
-	adminDo := func(method, path, body string) *http.Response {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer admin-secret")
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
-	}
-	resp := adminDo(http.MethodPost, "/admin/apikeys", `{"id":"ci-agents","tenant":"team-ci"}`)
+	code, body := adminDo(t, base, http.MethodPost, "/admin/apikeys", "admin-secret", `{"id":"ci-agents","tenant":"team-ci"}`)
 	var created struct {
 		Key    string `json:"key"`
 		APIKey struct {
@@ -323,32 +297,18 @@ func TestAuth_APIKeyLifecycle(t *testing.T) {
 			Tenant string `json:"tenant"`
 		} `json:"apiKey"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated || !strings.HasPrefix(created.Key, "mcpr_") {
-		t.Fatalf("create key: %d %+v %v", resp.StatusCode, created, err)
+	if err := json.Unmarshal([]byte(body), &created); err != nil || code != http.StatusCreated || !strings.HasPrefix(created.Key, "mcpr_") {
+		t.Fatalf("create key: %d %+v %v", code, created, err)
 	}
 	cs := connectAs(t, url, created.Key, nil)
 	mustSucceed(t, call(t, cs, "memory_store", map[string]any{"key": "k", "value": 1}), "store with the new key")
 
-	if resp := adminDo(http.MethodDelete, "/admin/apikeys/ci-agents", ""); resp.StatusCode != http.StatusOK {
-		t.Fatalf("revoke: %d", resp.StatusCode)
-	}
-	ping := func() *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Authorization", "Bearer "+created.Key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
+	if code, _ := adminDo(t, base, http.MethodDelete, "/admin/apikeys/ci-agents", "admin-secret", ""); code != http.StatusOK {
+		t.Fatalf("revoke: %d", code)
 	}
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		resp := ping()
+		resp := authedPing(t, url, cs.ID(), created.Key)
 		if resp.StatusCode == http.StatusUnauthorized {
 			if !strings.Contains(resp.Header.Get("WWW-Authenticate"), "revoked") {
 				t.Errorf("challenge %q does not say the key was revoked", resp.Header.Get("WWW-Authenticate"))

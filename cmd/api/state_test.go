@@ -70,15 +70,7 @@ func serveApp(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener
 
 func connect(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "state-e2e", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return connectAs(t, url, "", nil)
 }
 
 // call runs a tool and returns its envelope.

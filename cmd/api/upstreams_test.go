@@ -289,14 +289,7 @@ func TestUpstreamRequestTimeoutAboveCategoryWarns(t *testing.T) {
 	}
 	var logs syncBuffer
 	url, _ := runServer(t, cfg, &logs)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "timeout-warning", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := connect(t, url)
 	waitFor(t, func() bool {
 		names := toolNames(t, cs)
 		return slices.Contains(names, "server-q_search") && slices.Contains(names, "server-e_search")

@@ -22,7 +22,6 @@ import (
 
 // replica is one cmd/api process.
 type replica struct {
-	t    *testing.T
 	name string
 	url  string // .../mcp
 	cmd  *exec.Cmd
@@ -68,9 +67,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildServer returns the binary TestMain built.
-func buildServer(*testing.T) string { return serverBin }
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,7 +82,7 @@ func freeAddr(t *testing.T) string {
 func startReplica(t *testing.T, name, bin string, env []string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
-	r := &replica{t: t, name: name, url: "http://" + addr + "/mcp", logs: &lockedBuffer{}, done: make(chan struct{})}
+	r := &replica{name: name, url: "http://" + addr + "/mcp", logs: &lockedBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(bin)
 	r.cmd.Env = append(append(os.Environ(), env...), "MCP_ADDR="+addr, "MCP_LOG_LEVEL=info")
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs

@@ -19,7 +19,7 @@ func TestThreeReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three server processes")
 	}
-	bin := buildServer(t)
+	bin := serverBin // built once by TestMain
 	redis := redistest.Start(t)
 	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
 	r1 := startReplica(t, "replica-1", bin, env)
@@ -70,7 +70,7 @@ func TestThreeReplicas(t *testing.T) {
 		t.Errorf("event ids repeat: %s, then %s and %s", lastID, missed[0][0], missed[1][0])
 	}
 	quiet(t, resumed, planURI, 500*time.Millisecond)
-	// And live again, from a mutation on the third replica.
+	// And live again on replica 3, from a mutation on replica 2.
 	a.must(r2, storeCall(33, "plan", 4))
 	updates(t, resumed, planURI, 1, 5*time.Second)
 	resumed.cut()
@@ -117,7 +117,7 @@ func TestRedisOutageAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes")
 	}
-	bin := buildServer(t)
+	bin := serverBin // built once by TestMain
 	redis := redistest.Start(t)
 	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
 	r1 := startReplica(t, "replica-1", bin, env)
