@@ -24,13 +24,8 @@ WARMUP=${WARMUP:-2s}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18491}
 GATEWAY_PORT=${GATEWAY_PORT:-18492}
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-go build -o "$tmp/api" ./cmd/api
-go build -o "$tmp/mcpload" ./cmd/mcpload
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 cat >"$tmp/gateway.yaml" <<YAML
 listen: "127.0.0.1:$GATEWAY_PORT"
 upstreams:
@@ -38,9 +33,9 @@ upstreams:
 YAML
 
 MCP_ADDR=127.0.0.1:$UPSTREAM_PORT "$tmp/api" >"$tmp/upstream.log" 2>&1 & pids+=($!)
-until curl -sf "http://127.0.0.1:$UPSTREAM_PORT/healthz" >/dev/null; do sleep 0.05; done
+wait_healthy "$UPSTREAM_PORT"
 MCP_CONFIG="$tmp/gateway.yaml" "$tmp/api" >"$tmp/gateway.log" 2>&1 & pids+=($!)
-until curl -sf "http://127.0.0.1:$GATEWAY_PORT/healthz" >/dev/null; do sleep 0.05; done
+wait_healthy "$GATEWAY_PORT"
 # The gateway connects to its upstream in the background.
 for _ in $(seq 100); do
   "$tmp/mcpload" -url "http://127.0.0.1:$GATEWAY_PORT/mcp" -requests 1 -warmup 0 -concurrency 1 \
@@ -52,23 +47,19 @@ run() { # url tool C
   "$tmp/mcpload" -url "$1" -tool "$2" -args '{"text":"hello"}' -sessions "$3" -concurrency "$3" \
     -duration "$DURATION" -warmup "$WARMUP" -json 2>/dev/null
 }
-field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-lat() { sed -n "s/.*\"latency_us\":{[^}]*\"$1\":\([0-9.]*\).*/\1/p"; }
 
 echo "| round | C | path | req/s | p50 µs | p99 µs | errors |"
 echo "|---:|---:|---|---:|---:|---:|---:|"
 for round in $(seq "$ROUNDS"); do for c in $CONCURRENCY; do
   for path in direct gateway; do
-    if [ "$path" = direct ]; then out=$(run "http://127.0.0.1:$UPSTREAM_PORT/mcp" runtime_echo "$c")
-    else out=$(run "http://127.0.0.1:$GATEWAY_PORT/mcp" runtime2_runtime_echo "$c"); fi
-    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$c" "$path" \
-      "$(echo "$out" | field rps)" "$(echo "$out" | lat p50)" "$(echo "$out" | lat p99)" "$(echo "$out" | field errors)"
+    if [ "$path" = direct ]; then run "http://127.0.0.1:$UPSTREAM_PORT/mcp" runtime_echo "$c"
+    else run "http://127.0.0.1:$GATEWAY_PORT/mcp" runtime2_runtime_echo "$c"; fi | row "$round" "$c" "$path"
   done
 done; done | tee "$tmp/rows"
 echo
 echo "Medians of the rounds (p50 µs): hop = gateway - direct"
 for c in $CONCURRENCY; do
-  d=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /direct/ {print $6+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  g=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /gateway/ {print $6+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  d=$(median 6 direct "$c")
+  g=$(median 6 gateway "$c")
   echo "C=$c: direct $d µs, gateway $g µs, hop $((g - d)) µs"
 done

@@ -24,39 +24,29 @@ MEMORY_PORT=${MEMORY_PORT:-18493}
 REDIS_PORT=${REDIS_PORT:-18494}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/15}
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-go build -o "$tmp/api" ./cmd/api
-go build -o "$tmp/mcpload" ./cmd/mcpload
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 MCP_ADDR=127.0.0.1:$MEMORY_PORT "$tmp/api" >"$tmp/memory.log" 2>&1 & pids+=($!)
 MCP_ADDR=127.0.0.1:$REDIS_PORT REDIS_URL=$REDIS_URL "$tmp/api" >"$tmp/redis.log" 2>&1 & pids+=($!)
-for port in "$MEMORY_PORT" "$REDIS_PORT"; do
-  until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; do sleep 0.05; done
-done
+wait_healthy "$MEMORY_PORT"
+wait_healthy "$REDIS_PORT"
 
 run() { # port C
   "$tmp/mcpload" -url "http://127.0.0.1:$1/mcp" -tool runtime_echo -args '{"text":"hello"}' -sessions "$2" -concurrency "$2" \
     -duration "$DURATION" -warmup "$WARMUP" -json 2>/dev/null
 }
-field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-lat() { sed -n "s/.*\"latency_us\":{[^}]*\"$1\":\([0-9.]*\).*/\1/p"; }
 
 echo "| round | C | sessions | req/s | p50 µs | p99 µs | errors |"
 echo "|---:|---:|---|---:|---:|---:|---:|"
 for round in $(seq "$ROUNDS"); do for c in $CONCURRENCY; do
   for mode in memory redis; do
-    if [ "$mode" = memory ]; then out=$(run "$MEMORY_PORT" "$c"); else out=$(run "$REDIS_PORT" "$c"); fi
-    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$round" "$c" "$mode" \
-      "$(echo "$out" | field rps)" "$(echo "$out" | lat p50)" "$(echo "$out" | lat p99)" "$(echo "$out" | field errors)"
+    if [ "$mode" = memory ]; then run "$MEMORY_PORT" "$c"; else run "$REDIS_PORT" "$c"; fi | row "$round" "$c" "$mode"
   done
 done; done | tee "$tmp/rows"
 echo
 echo "Medians of the rounds (req/s): ratio = redis / memory"
 for c in $CONCURRENCY; do
-  m=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /memory/ {print $5+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  r=$(awk -F'|' -v c="$c" '$3+0==c && $4 ~ /redis/ {print $5+0}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  m=$(median 5 memory "$c")
+  r=$(median 5 redis "$c")
   echo "C=$c: memory $m req/s, redis $r req/s, ratio $(awk -v m="$m" -v r="$r" 'BEGIN {printf "%.2f", r/m}')"
 done
