@@ -71,17 +71,13 @@ type ClientSession struct {
 	// replicas (issue 7, point 1); nil for the in-memory store. Changes
 	// the client makes (log level, subscriptions) are written through it.
 	shared *redisSessions
-	// home: this replica tells the session of the broadcasts every
-	// replica sees by itself (tools/list_changed), so that it is told
-	// once. Always true in memory; with Redis only on the session's home
-	// replica (see redissessions.go), which another replica replaces
-	// when it dies (redislog.go). Resource updates do not depend on
-	// it: their origin writes them to every subscriber's log (issue 7,
-	// point 2; redisfanout.go).
-	home bool
 	// homeID is the replica Redis names as home, as far as this copy
-	// knows ("" in memory): another replica takes over from it when it is
-	// dead (issue 7 point 2, redislog.go).
+	// knows ("" in memory): the replica that tells the session of the
+	// broadcasts every replica sees by itself (tools/list_changed), so
+	// that it is told once, and that another replica takes over from
+	// when it dies (issue 7 point 2, redislog.go). Resource updates do
+	// not depend on it: their origin writes them to every subscriber's
+	// log (redisfanout.go). See homeLocked.
 	homeID string
 	// unsaved holds the changes the client made on this copy that Redis
 	// has not taken (the write-through failed or was skipped), the last
@@ -142,7 +138,6 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
-		home:       true,
 	}
 	s.touch(now)
 	return s
@@ -254,7 +249,7 @@ func (s *ClientSession) apply(c sessionChange, self string) {
 		return
 	}
 	if c.Op == opHome {
-		s.home, s.homeID = c.Home == self, c.Home
+		s.homeID = c.Home
 		return
 	}
 	s.applyClientChange(c)
@@ -280,7 +275,13 @@ func (s *ClientSession) applyClientChange(c sessionChange) {
 func (s *ClientSession) isHome() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.home
+	return s.homeLocked()
+}
+
+// homeLocked is isHome with s.mu held: always in memory, and with Redis
+// where the home Redis names is this replica.
+func (s *ClientSession) homeLocked() bool {
+	return s.shared == nil || s.homeID == s.shared.self
 }
 
 // broadcast logs on the GET stream an event every replica produces by
@@ -291,7 +292,7 @@ func (s *ClientSession) isHome() bool {
 // as home (issue 7 point 2).
 func (s *ClientSession) broadcast(data []byte) bool {
 	s.mu.Lock()
-	home, homeID := s.home, s.homeID
+	home, homeID := s.homeLocked(), s.homeID
 	s.mu.Unlock()
 	if s.shared == nil {
 		s.standalone.append(data)

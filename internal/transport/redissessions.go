@@ -298,7 +298,6 @@ func (m *redisSessions) heartbeat(alive bool) {
 // stream or request is then unknown here, never misdelivered.
 func (m *redisSessions) share(s *ClientSession, home bool) {
 	s.shared = m
-	s.home = home
 	if home {
 		s.homeID = m.self
 	}
@@ -381,7 +380,7 @@ func sessionFields(s *ClientSession) ([]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
-	if s.home && s.homeID != "" {
+	if s.homeID != "" && s.homeLocked() {
 		f = append(f, "home", s.homeID)
 	}
 	for uri := range s.subs {
@@ -590,7 +589,7 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	}
 	s := newClientSession(m.parent, id, in, m.now())
 	m.share(s, h["home"] == m.self)
-	s.reset(h, m.self)
+	s.reset(h)
 	return s, nil
 }
 
@@ -598,13 +597,13 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 // copy is built and after this replica may have missed changes. The
 // changes of this copy that Redis has not taken yet hold on top: they
 // were acknowledged, and the sweeper writes them (issue 7, point 6).
-func (s *ClientSession) reset(h map[string]string, self string) {
+func (s *ClientSession) reset(h map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := h["level"]; l != "" {
 		s.logLevel = protocol.LoggingLevel(l)
 	}
-	s.home, s.homeID = h["home"] == self, h["home"]
+	s.homeID = h["home"]
 	for uri := range s.subs {
 		if h["s:"+uri] == "" {
 			s.removeSub(uri)
@@ -858,7 +857,7 @@ func (m *redisSessions) kickSweep() {
 // depend on the home: their origin logs them; redisfanout.go.)
 func (m *redisSessions) claimHome(s *ClientSession) {
 	s.mu.Lock()
-	s.home, s.homeID = true, m.self
+	s.homeID = m.self
 	s.mu.Unlock()
 	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
 }

@@ -244,7 +244,7 @@ func (m *redisSessions) resync(all []*ClientSession) {
 			// Changes this copy holds that Redis lacks stay on top, and
 			// the sweeper replays them; a copy that was to be written
 			// back was by another replica.
-			s.reset(h, m.self)
+			s.reset(h)
 			if s.clearLost() {
 				m.kickSweep()
 			}
