@@ -216,7 +216,7 @@ func (p *postLog) queue(seq uint64, data []byte, final bool) {
 // limit is the last seq the origin's connection may write, and whether it
 // may write the end; st.mu must be held. Unmirrored, everything.
 func (p *postLog) limit(st *stream) (uint64, bool) {
-	if p == nil || !p.origin || p.degraded || p.m.down.Load() {
+	if p == nil || !p.origin || p.degraded || p.m.skipUntil.Load() != 0 {
 		return st.nextSeq - 1, true
 	}
 	return p.persisted, p.ended

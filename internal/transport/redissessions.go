@@ -90,9 +90,9 @@ type redisSessions struct {
 
 	// After a failure Redis is skipped until skipUntil (unix
 	// nanoseconds), so an unreachable Redis costs a request nothing
-	// rather than a timeout each; down makes the outage log once.
+	// rather than a timeout each. Non-zero while Redis is down: its
+	// changes from and to zero log the outage's start and end once.
 	skipUntil atomic.Int64
-	down      atomic.Bool
 	// resyncDue: Redis answers again after an outage; the sweeper
 	// re-reads every local copy at once, since changes published
 	// meanwhile were missed and Redis may have lost its data (issue 7,
@@ -903,18 +903,14 @@ func (m *redisSessions) failed(err error) {
 		// neither says anything about Redis.
 		return
 	}
-	m.skipUntil.Store(time.Now().Add(m.tune.minBackoff).UnixNano())
-	if m.down.CompareAndSwap(false, true) {
+	if m.skipUntil.Swap(time.Now().Add(m.tune.minBackoff).UnixNano()) == 0 { // the outage begins
 		m.log.Warn().Err(err).Str("channel", m.channel).
 			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
 	}
 }
 
 func (m *redisSessions) ok() {
-	if m.skipUntil.Load() != 0 {
-		m.skipUntil.Store(0)
-	}
-	if m.down.CompareAndSwap(true, false) {
+	if m.skipUntil.Load() != 0 && m.skipUntil.Swap(0) != 0 { // the outage ends
 		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
 		// Every copy is re-read now, not only those with unsaved
 		// changes: Redis may have lost its data, and another replica
