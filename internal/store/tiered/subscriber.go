@@ -128,8 +128,10 @@ func (s *Store) linkDown(err error) {
 	s.log.Warn().Err(err).Msg("tiered: invalidation subscription lost; tier 1 flushed and bypassed until it is back")
 }
 
+// onMessage applies one invalidation message. It is counted once applied,
+// so whoever sees the count (Stats, the tests) also sees its effect.
 func (s *Store) onMessage(payload string) {
-	s.received.Add(1)
+	defer s.received.Add(1)
 	k, flush, err := decodeMessage(payload)
 	switch {
 	case err != nil:

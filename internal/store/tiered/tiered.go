@@ -59,7 +59,7 @@ type Store struct {
 	t2   *tier2 // nil without Redis
 	log  zerolog.Logger
 
-	received atomic.Uint64 // invalidation messages
+	received atomic.Uint64 // invalidation messages applied
 
 	bg        context.Context // background work; cancelled by Close
 	cancel    context.CancelFunc
