@@ -4,12 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
-	"github.com/mcp-runtime/mcp-runtime/migrations"
 )
 
 // A trace writer that retries a batch whose first attempt landed (its
@@ -85,12 +81,7 @@ func TestMigrationReplacesClientSessionIDs(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, pgtest.NewDatabase(t))
 	ctx := t.Context()
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider := newProvider(t, pool)
 	if _, err := provider.UpTo(ctx, 3); err != nil {
 		t.Fatalf("up to 3: %v", err)
 	}
