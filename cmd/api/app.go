@@ -160,6 +160,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
 		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: syncLayer.changed,
+		TraceSampleRate: &cfg.Traces.SampleRate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)

@@ -110,6 +110,12 @@ func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.
 			func() float64 { return float64(st.recorder.Stats().Dropped) }),
 		counter("mcp_traces_written_total", "Traces written to the store.", func() float64 { return float64(st.recorder.Stats().Written) }),
 		gauge("mcp_trace_queue_length", "Traces waiting to be written.", func() float64 { return float64(st.recorder.Stats().Queued) }),
+		counter("mcp_traces_sampled_out_total", "Successful calls not traced because of traces.sampleRate.",
+			func() float64 { return float64(st.recorder.Stats().SampledOut) }),
+		counter("mcp_traces_evicted_total", "Traces the embedded store dropped, earliest first, to hold at most traces.maxInMemory (0 with PostgreSQL).",
+			func() float64 { return float64(st.traceStats().Evicted) }),
+		gauge("mcp_traces_in_memory", "Traces the embedded store holds (0 with PostgreSQL).",
+			func() float64 { return float64(st.traceStats().Held) }),
 	}
 	for _, c := range list {
 		if err := m.reg.Register(c); err != nil {

@@ -40,6 +40,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		`mcp_cache_pressure_level 0`,
 		`mcp_redis_degradations_total 0`,
 		`mcp_trace_queue_dropped_total 0`,
+		`mcp_traces_sampled_out_total 0`,
+		`mcp_traces_evicted_total 0`,
+		`mcp_traces_in_memory \d`,
 		`go_goroutines \d`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want).MatchString(text) {

@@ -23,9 +23,10 @@ import (
 type state struct {
 	backend    *tiered.Store
 	recorder   *traces.Recorder
-	persistent bool           // PostgreSQL, not the embedded store
-	pg         *pgstore.Store // the PostgreSQL store, for readiness; nil when embedded
-	redis      *redis.Client  // nil without REDIS_URL; tiered does not close it
+	persistent bool            // PostgreSQL, not the embedded store
+	pg         *pgstore.Store  // the PostgreSQL store, for readiness; nil when embedded
+	mem        *memstore.Store // the embedded store, for its trace metrics; nil with PostgreSQL
+	redis      *redis.Client   // nil without REDIS_URL; tiered does not close it
 	stopPurge  context.CancelFunc
 	purgeDone  chan struct{}
 	log        zerolog.Logger
@@ -36,9 +37,10 @@ type state struct {
 const startupTimeout = 30 * time.Second
 
 func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *state, err error) {
-	opts := store.Options{MaxValueBytes: cfg.Store.MaxValueBytes}
+	opts := store.Options{MaxValueBytes: cfg.Store.MaxValueBytes, MaxTracesInMemory: cfg.Traces.MaxInMemory}
 	var base store.Store
 	var pgs *pgstore.Store
+	var mem *memstore.Store
 	persistent := cfg.DatabaseURL != ""
 	if persistent {
 		pg, err := openPostgres(ctx, cfg.DatabaseURL, opts, log)
@@ -47,7 +49,8 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 		}
 		base, pgs = pg, pg
 	} else {
-		base = memstore.New(opts)
+		mem = memstore.New(opts)
+		base = mem
 	}
 	var rdb *redis.Client
 	if cfg.RedisURL != "" {
@@ -83,6 +86,7 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 	rec, err := traces.New(backend, traces.Options{
 		QueueSize: cfg.Traces.QueueSize, BatchSize: cfg.Traces.BatchSize, FlushInterval: cfg.Traces.FlushInterval(),
 		Retention: cfg.Traces.Retention(), PurgeInterval: cfg.Traces.PurgeInterval(), Log: log,
+		SampleRate: &cfg.Traces.SampleRate,
 	})
 	if err != nil {
 		backend.Close()
@@ -92,7 +96,7 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	purgeCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	st = &state{backend: backend, recorder: rec, persistent: persistent, pg: pgs, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
+	st = &state{backend: backend, recorder: rec, persistent: persistent, pg: pgs, mem: mem, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
 	go st.purgeExpired(purgeCtx, cfg.Store.PurgeInterval())
 	return st, nil
 }
@@ -154,6 +158,15 @@ func (s *state) record(c pipeline.CallRecord) {
 		t.Status, t.ErrorCode = store.TraceError, string(c.ErrorCode)
 	}
 	s.recorder.Record(t)
+}
+
+// traceStats is what the embedded store holds of the traces; zero with
+// PostgreSQL, whose table retention and sampling bound instead.
+func (s *state) traceStats() memstore.TraceStats {
+	if s.mem == nil {
+		return memstore.TraceStats{}
+	}
+	return s.mem.TraceStats()
 }
 
 // close flushes the traces still queued (within ctx), stops the purge and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
 // Environment variables for the storage back ends: a Kubernetes Deployment
@@ -65,6 +66,13 @@ type Traces struct {
 	// RetentionDays is how long traces are kept.
 	RetentionDays   int   `yaml:"retentionDays"`
 	PurgeIntervalMs int64 `yaml:"purgeIntervalMs"`
+	// MaxInMemory bounds the traces the embedded store holds (all
+	// tenants together); beyond it the earliest written are dropped and
+	// counted. PostgreSQL ignores it.
+	MaxInMemory int `yaml:"maxInMemory"`
+	// SampleRate is the share of successful calls traced, 0 to 1, with
+	// either store; failed calls are always traced.
+	SampleRate float64 `yaml:"sampleRate"`
 }
 
 func defaultCache() Cache {
@@ -83,7 +91,8 @@ func defaultStore() Store {
 func defaultRedis() Redis { return Redis{KeyPrefix: "mcp-runtime:", TimeoutMs: 50, TtlMs: 5 * 60_000} }
 
 func defaultTraces() Traces {
-	return Traces{QueueSize: 10_000, BatchSize: 500, FlushIntervalMs: 200, RetentionDays: 7, PurgeIntervalMs: 3_600_000}
+	return Traces{QueueSize: 10_000, BatchSize: 500, FlushIntervalMs: 200, RetentionDays: 7, PurgeIntervalMs: 3_600_000,
+		MaxInMemory: store.DefaultMaxTracesInMemory, SampleRate: 1}
 }
 
 // CacheConfig returns the cache section as runtime/cache takes it.
@@ -142,6 +151,12 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	intRange("traces.flushIntervalMs", c.Traces.FlushIntervalMs, 1, 3_600_000, "1 to 3600000 milliseconds")
 	intRange("traces.retentionDays", int64(c.Traces.RetentionDays), 1, 36_500, "1 to 36500 days")
 	intRange("traces.purgeIntervalMs", c.Traces.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	// About 300 bytes of heap each (store.DefaultMaxTracesInMemory): ten
+	// million are 3 GB, more than any embedded deployment should hold.
+	intRange("traces.maxInMemory", int64(c.Traces.MaxInMemory), 1, 10_000_000, "1 to 10000000 (about 300 bytes each)")
+	if r := c.Traces.SampleRate; !(r >= 0 && r <= 1) { // NaN too
+		bad("traces.sampleRate", r, "a number from 0 (failed calls only) to 1 (every call)")
+	}
 	return errs
 }
 

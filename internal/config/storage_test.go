@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ func TestLoadStorageSections(t *testing.T) {
 cache: {maxSizeBytes: 1048576, evictionPolicy: lfu, defaultTtlMs: 1000}
 store: {participantLimit: 3}
 redis: {timeoutMs: 20, keyPrefix: "team-a:"}
-traces: {retentionDays: 30, batchSize: 100}
+traces: {retentionDays: 30, batchSize: 100, maxInMemory: 5000, sampleRate: 0.1}
 `)
 	env := map[string]string{
 		EnvDatabaseURL: "postgres://u:secret@db:5432/mcp",
@@ -34,7 +35,8 @@ traces: {retentionDays: 30, batchSize: 100}
 	if cfg.Redis.Timeout() != 20*time.Millisecond || cfg.Redis.TTL() != 5*time.Minute || cfg.Redis.KeyPrefix != "team-a:" {
 		t.Errorf("redis = %+v", cfg.Redis)
 	}
-	if cfg.Traces.Retention() != 30*24*time.Hour || cfg.Traces.BatchSize != 100 || cfg.Traces.QueueSize != 10_000 {
+	if cfg.Traces.Retention() != 30*24*time.Hour || cfg.Traces.BatchSize != 100 || cfg.Traces.QueueSize != 10_000 ||
+		cfg.Traces.MaxInMemory != 5000 || cfg.Traces.SampleRate != 0.1 {
 		t.Errorf("traces = %+v", cfg.Traces)
 	}
 	if cfg.DatabaseURL != env[EnvDatabaseURL] || cfg.RedisURL != env[EnvRedisURL] {
@@ -63,6 +65,11 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		{"redis prefix too long", func(c *Config) { c.Redis.KeyPrefix = strings.Repeat("p", 65) }, "redis.keyPrefix"},
 		{"trace queue", func(c *Config) { c.Traces.QueueSize = 0 }, "traces.queueSize"},
 		{"trace retention", func(c *Config) { c.Traces.RetentionDays = 0 }, "traces.retentionDays"},
+		{"no traces in memory", func(c *Config) { c.Traces.MaxInMemory = 0 }, "traces.maxInMemory"},
+		{"too many traces in memory", func(c *Config) { c.Traces.MaxInMemory = 10_000_001 }, "traces.maxInMemory"},
+		{"negative sample rate", func(c *Config) { c.Traces.SampleRate = -0.5 }, "traces.sampleRate"},
+		{"sample rate above 1", func(c *Config) { c.Traces.SampleRate = 2 }, "traces.sampleRate"},
+		{"NaN sample rate", func(c *Config) { c.Traces.SampleRate = math.NaN() }, "traces.sampleRate"},
 		{"database url", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "databaseURL"},
 		{"redis url", func(c *Config) { c.RedisURL = "http://u:pw@h" }, "redisURL"},
 	}

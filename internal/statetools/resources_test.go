@@ -178,3 +178,63 @@ func TestTraceTools(t *testing.T) {
 	}
 	e.fails(t, "INVALID_INPUT", "trace_list", `{"since":"yesterday"}`)
 }
+
+// trace_analyze says whether its figures are over sampled traces, and
+// estimates all calls when successful ones were sampled: 10 failed and
+// 20 successful traces at a rate of 0.2 are 10 failed of about 110 calls.
+func TestTraceAnalyzeSampled(t *testing.T) {
+	rate := func(r float64) *float64 { return &r }
+	type tool struct {
+		store.ToolStats
+		EstimatedCalls     *int64   `json:"estimatedCalls"`
+		EstimatedErrorRate *float64 `json:"estimatedErrorRate"`
+	}
+	tests := []struct {
+		name      string
+		rate      *float64
+		wantRate  float64
+		note      bool
+		estimated int64 // 0: no estimates
+	}{
+		{"every call traced", nil, 1, false, 0},
+		{"rate 1", rate(1), 1, false, 0},
+		{"a fifth of the successes", rate(0.2), 0.2, true, 110},
+		{"failed calls only", rate(0), 0, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnvOpts(t, nil, Options{ParticipantLimit: 3, TraceSampleRate: tt.rate})
+			var batch []store.Trace
+			for i := range 30 {
+				tr := store.Trace{ID: store.NewID(), Tenant: "default", Tool: "memory.store", Status: store.TraceOK, DurationMs: float64(i)}
+				if i < 10 {
+					tr.Status, tr.ErrorCode = store.TraceError, "CONFLICT"
+				}
+				batch = append(batch, tr)
+			}
+			if err := e.backend.InsertTraces(context.Background(), batch); err != nil {
+				t.Fatal(err)
+			}
+			var an struct {
+				Tools      []tool   `json:"tools"`
+				SampleRate *float64 `json:"sampleRate"`
+				Note       string   `json:"note"`
+			}
+			e.ok(t, "trace_analyze", `{}`, &an)
+			if len(an.Tools) != 1 || an.Tools[0].Calls != 30 || an.Tools[0].Errors != 10 {
+				t.Fatalf("trace_analyze: %+v", an)
+			}
+			if an.SampleRate == nil || *an.SampleRate != tt.wantRate || (an.Note != "") != tt.note {
+				t.Errorf("sampleRate %v, note %q; want %v and a note: %v", an.SampleRate, an.Note, tt.wantRate, tt.note)
+			}
+			got := an.Tools[0]
+			switch {
+			case tt.estimated == 0 && (got.EstimatedCalls != nil || got.EstimatedErrorRate != nil):
+				t.Errorf("estimates in %+v; want none", got)
+			case tt.estimated != 0 && (got.EstimatedCalls == nil || *got.EstimatedCalls != tt.estimated ||
+				got.EstimatedErrorRate == nil || *got.EstimatedErrorRate != 10/float64(tt.estimated)):
+				t.Errorf("estimates %+v; want %d calls, error rate %v", got, tt.estimated, 10/float64(tt.estimated))
+			}
+		})
+	}
+}

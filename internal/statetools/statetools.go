@@ -46,7 +46,12 @@ type Options struct {
 	// notifications/resources/updated for the subscribers. It must not
 	// block.
 	Changed func(ctx context.Context, uri string)
-	Log     zerolog.Logger
+	// TraceSampleRate is the share of successful calls traced
+	// (traces.sampleRate); trace_analyze says its figures are over
+	// sampled traces and estimates the calls made. nil: every call is
+	// traced.
+	TraceSampleRate *float64
+	Log             zerolog.Logger
 }
 
 // Register adds every tool through p and every resource template and the

@@ -21,6 +21,13 @@ const (
 	MaxIDLen        = 128     // agent and session ids (bytes)
 	TopErrorCodes   = 5       // per tool in AnalyzeTraces
 	DefaultMaxValue = 1 << 20 // default MaxValueBytes
+	// DefaultMaxTracesInMemory is the default MaxTracesInMemory. A held
+	// trace costs about 300 bytes of heap (memstore's
+	// TestTraceFootprint), so 100,000 are about 30 MB, at most about
+	// 60 MB of resident set with the garbage collector's headroom: well
+	// inside the Helm chart's default 512 MiB limit, next to the 100 MB
+	// in-process cache, and still some minutes of a busy server's calls.
+	DefaultMaxTracesInMemory = 100_000
 )
 
 // Options are the settings both implementations take.
@@ -28,6 +35,19 @@ type Options struct {
 	// MaxValueBytes bounds a memory value's JSON encoding and a metadata
 	// object's (DefaultMaxValue when 0).
 	MaxValueBytes int
+	// MaxTracesInMemory bounds the traces the embedded store holds, of
+	// all tenants together: beyond it the earliest written is dropped
+	// (DefaultMaxTracesInMemory when 0). PostgreSQL ignores it; its
+	// table is bounded by retention and sampling.
+	MaxTracesInMemory int
+}
+
+// TraceLimit returns MaxTracesInMemory or its default.
+func (o Options) TraceLimit() int {
+	if o.MaxTracesInMemory > 0 {
+		return o.MaxTracesInMemory
+	}
+	return DefaultMaxTracesInMemory
 }
 
 // ValueLimit returns MaxValueBytes or its default.

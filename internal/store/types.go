@@ -152,9 +152,11 @@ const (
 // Trace records one tools/call: what was called, by which client session,
 // how it ended and how big it was — never the arguments themselves.
 type Trace struct {
-	ID            string    `json:"id"`
-	Tenant        string    `json:"-"`
-	Tool          string    `json:"tool"`
+	ID     string `json:"id"`
+	Tenant string `json:"-"`
+	Tool   string `json:"tool"`
+	// ClientSession is given as the client session's id and stored, and
+	// so read back, as its ClientSessionHandle: the id is a credential.
 	ClientSession string    `json:"clientSession,omitempty"`
 	Status        string    `json:"status"`              // TraceOK or TraceError
 	ErrorCode     string    `json:"errorCode,omitempty"` // the envelope's error.code

@@ -9,6 +9,16 @@
 // call nothing but its trace. The only allocation is the trace id when the
 // caller did not set one.
 //
+// # Sampling
+//
+// With SampleRate below 1, Record keeps a successful call's trace with
+// that probability and every failed call's (any error code), so an
+// operator can trace a busy deployment's failures in full and its
+// successes in proportion. The decision is one call to a lock-free
+// random source and a comparison, made before anything else: a
+// sampled-out trace costs no id, no queue slot and no write. Sampled-out
+// traces are counted (Stats.SampledOut), not dropped.
+//
 // # Writer
 //
 // One goroutine takes traces off the queue and writes them with

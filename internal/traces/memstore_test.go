@@ -67,6 +67,7 @@ func TestWithMemstore(t *testing.T) {
 	want := fresh
 	want.ID, want.StartedAt = got.ID, now
 	want.Tenant = got.Tenant // not returned by every store; scoped by the query
+	want.ClientSession = store.ClientSessionHandle(fresh.ClientSession)
 	if got.ID == "" || got != want {
 		t.Errorf("stored %+v, want %+v", got, want)
 	}

@@ -3,6 +3,7 @@ package traces
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -59,6 +60,15 @@ type Options struct {
 	Retention time.Duration
 	// PurgeInterval is the time between purges (traces.purgeIntervalMs).
 	PurgeInterval time.Duration
+	// SampleRate is the share of successful calls whose trace is kept
+	// (traces.sampleRate), from 0 to 1; a failed call's trace is always
+	// kept. nil keeps every trace. A pointer because 0, keeping failed
+	// calls only, is a setting of its own.
+	SampleRate *float64
+	// Rand is sampling's random source, uniform over uint64. nil is
+	// math/rand/v2's Uint64, which takes no lock and allocates nothing;
+	// tests give a deterministic one.
+	Rand func() uint64
 	// Log receives write failures (rate-limited) and purge results. The
 	// zero Logger discards everything.
 	Log zerolog.Logger
@@ -131,6 +141,9 @@ func (o Options) Validate() error {
 	if outside(o.PurgeInterval, minPurgeInterval, maxPurgeInterval) {
 		bad("traces.purgeIntervalMs", ms(o.PurgeInterval), msRange(DefaultPurgeInterval, minPurgeInterval, maxPurgeInterval))
 	}
+	if r := o.SampleRate; r != nil && !(*r >= 0 && *r <= 1) { // NaN too
+		bad("traces.sampleRate", *r, "a number from 0 (failed calls only) to 1 (every call)")
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,6 +169,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Uint64
 	}
 	return o
 }

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,11 @@ func TestValidate(t *testing.T) {
 		{"negative purge interval", Options{PurgeInterval: -time.Second}, "traces.purgeIntervalMs"},
 		{"millisecond purge interval", Options{PurgeInterval: time.Millisecond}, "traces.purgeIntervalMs"},
 		{"monthly purge", Options{PurgeInterval: 30 * 24 * time.Hour}, "traces.purgeIntervalMs"},
+		{"failed calls only", Options{SampleRate: ptr(0.0)}, ""},
+		{"every call", Options{SampleRate: ptr(1.0)}, ""},
+		{"negative sample rate", Options{SampleRate: ptr(-0.1)}, "traces.sampleRate"},
+		{"sample rate above 1", Options{SampleRate: ptr(1.5)}, "traces.sampleRate"},
+		{"NaN sample rate", Options{SampleRate: ptr(math.NaN())}, "traces.sampleRate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,3 +92,5 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("default batch with a queue of 10 = %d, want 10", b)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

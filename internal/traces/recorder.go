@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -40,11 +41,17 @@ type Recorder struct {
 	opts  Options
 	queue chan store.Trace
 
+	// sampling: successful calls are traced only when Rand returns less
+	// than keepBelow (SampleRate scaled to 2^64).
+	sampling  bool
+	keepBelow uint64
+
 	// gate is closedBit once Close began, plus the Records in flight, so
 	// that Close can wait for them without a lock on the hot path.
-	gate     atomic.Int64
-	recorded atomic.Int64
-	dropped  atomic.Int64
+	gate       atomic.Int64
+	recorded   atomic.Int64
+	dropped    atomic.Int64
+	sampledOut atomic.Int64
 
 	written     atomic.Int64
 	batches     atomic.Int64
@@ -93,6 +100,10 @@ func New(w Writer, opts Options) (*Recorder, error) {
 		purgerDone: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	if rate := opts.SampleRate; rate != nil && *rate < 1 {
+		// Below 1, rate·2^64 fits a uint64.
+		r.sampling, r.keepBelow = true, uint64(math.Ldexp(*rate, 64))
+	}
 	r.stopCtx, r.stop = context.WithCancel(context.Background())
 	r.abortCtx, r.abort = context.WithCancel(context.Background())
 	go r.runWriter()
@@ -101,11 +112,17 @@ func New(w Writer, opts Options) (*Recorder, error) {
 }
 
 // Record queues t without blocking and reports whether it was accepted.
-// It fills an empty ID with store.NewID() and an empty StartedAt with
+// A successful call's trace is first sampled (SampleRate): one not kept
+// is counted in Stats.SampledOut, before it costs anything else. It
+// fills an empty ID with store.NewID() and an empty StartedAt with
 // Now. StartedAt is stored in UTC at microsecond precision, which is what
 // PostgreSQL keeps, so both stores hold the same value. When the queue is
 // full, or Close has begun, t is dropped and counted in Stats.Dropped.
 func (r *Recorder) Record(t store.Trace) bool {
+	if r.sampling && t.Status == store.TraceOK && t.ErrorCode == "" && r.opts.Rand() >= r.keepBelow {
+		r.sampledOut.Add(1)
+		return false
+	}
 	if t.ID == "" {
 		t.ID = store.NewID()
 	}
@@ -141,6 +158,7 @@ func (r *Recorder) Record(t store.Trace) bool {
 type Stats struct {
 	Recorded            int64 // accepted by Record
 	Dropped             int64 // refused by Record: queue full or closed
+	SampledOut          int64 // successful calls Record did not keep (SampleRate)
 	Written             int64 // traces in batches the store accepted
 	Batches             int64 // successful InsertTraces calls
 	WriteErrors         int64 // failed InsertTraces calls, each try counted
@@ -158,6 +176,7 @@ func (r *Recorder) Stats() Stats {
 	return Stats{
 		Recorded:            r.recorded.Load(),
 		Dropped:             r.dropped.Load(),
+		SampledOut:          r.sampledOut.Load(),
 		Written:             r.written.Load(),
 		Batches:             r.batches.Load(),
 		WriteErrors:         r.writeErrors.Load(),

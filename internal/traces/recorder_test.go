@@ -3,6 +3,7 @@ package traces
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -377,4 +378,54 @@ func TestCloseWithStubbornWriter(t *testing.T) {
 	}
 	close(w.block) // lets the writer go, for goleak
 	<-r.done
+}
+
+// Sampling keeps that share of successful calls, every failed call, and
+// counts what it leaves out. The random source walks 0, 1/100, 2/100 …
+// of its range, so each hundred calls keep exactly rate·100.
+func TestSampling(t *testing.T) {
+	tests := []struct {
+		name string
+		rate *float64
+		ok   int // of 200 successful calls, kept
+	}{
+		{"unset keeps every call", nil, 200},
+		{"1 keeps every call", ptr(1.0), 200},
+		{"a quarter", ptr(0.25), 50},
+		{"0 keeps failed calls only", ptr(0.0), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Uint64
+			step := uint64(math.MaxUint64/100 + 1)
+			w := &fakeWriter{}
+			r := start(t, w, Options{SampleRate: tt.rate, Rand: func() uint64 { return (n.Add(1) - 1) % 100 * step }})
+			kept := 0
+			for i := range 200 {
+				if r.Record(trace(i)) {
+					kept++
+				}
+			}
+			failed := trace(1000)
+			failed.Status, failed.ErrorCode = store.TraceError, "TOOL_TIMEOUT"
+			for range 10 {
+				if !r.Record(failed) {
+					t.Fatal("a failed call's trace was not kept")
+				}
+				failed.ID = ""
+			}
+			if err := r.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s := r.Stats()
+			if kept != tt.ok || s.Recorded != int64(tt.ok+10) || s.SampledOut != int64(200-tt.ok) || s.Dropped != 0 {
+				t.Errorf("kept %d of 200, stats %+v; want %d kept, %d sampled out and 10 failed calls recorded",
+					kept, s, tt.ok, 200-tt.ok)
+			}
+			if got := len(w.all()); got != tt.ok+10 {
+				t.Errorf("%d traces written, want %d", got, tt.ok+10)
+			}
+			checkAccounting(t, s)
+		})
+	}
 }

@@ -69,9 +69,12 @@ type Config struct {
 // CallRecord describes one finished tools/call for the trace: sizes, never
 // the arguments themselves.
 type CallRecord struct {
-	Tenant        string
-	Tool          string // canonical name
-	Category      timeout.Category
+	Tenant   string
+	Tool     string // canonical name
+	Category timeout.Category
+	// ClientSession is the client session's id, a credential: it stays
+	// in process, and a stored trace keeps only its
+	// store.ClientSessionHandle.
 	ClientSession string
 	ErrorCode     response.Code // "" when the call succeeded
 	Duration      time.Duration

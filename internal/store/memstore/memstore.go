@@ -34,6 +34,8 @@ type Store struct {
 	upstreams map[string]*store.UpstreamRecord
 	// apiKeys are deployment-wide too, by id; apikeys.go.
 	apiKeys map[string]*store.APIKeyRecord
+	// traceLog bounds the traces of all tenants together; traces.go.
+	traceLog traceLog
 }
 
 // tenantData is everything one tenant owns. Keeping a map per tenant

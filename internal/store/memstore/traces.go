@@ -16,11 +16,15 @@ const maxToolLen = 128
 
 // InsertTraces stores a batch: all of it, or nothing if a trace lacks its
 // tenant or id. A trace whose (tenant, id) is already stored is skipped,
-// so a retried batch does not fail on the part that got through.
+// so a retried batch does not fail on the part that got through. Once
+// Options.TraceLimit traces are held, each new one drops the earliest
+// written, of whichever tenant (TraceStats counts them).
 func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The handles are computed before taking the lock: a hash each.
+	handles := make([]string, len(batch))
 	for i, tr := range batch {
 		if err := store.CheckName(fmt.Sprintf("batch[%d].tenant", i), tr.Tenant, store.MaxIDLen); err != nil {
 			return err
@@ -28,19 +32,83 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 		if err := store.CheckName(fmt.Sprintf("batch[%d].id", i), tr.ID, store.MaxIDLen); err != nil {
 			return err
 		}
+		handles[i] = store.ClientSessionHandle(tr.ClientSession)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, tr := range batch {
+	for i, tr := range batch {
 		td := s.write(tr.Tenant)
 		if td.traces[tr.ID] != nil {
 			continue
 		}
 		// Kept as PostgreSQL's timestamptz would return it.
 		tr.StartedAt = tr.StartedAt.UTC().Truncate(time.Microsecond)
+		tr.ClientSession = handles[i]
 		td.traces[tr.ID] = &tr
+		if old := s.traceLog.push(&tr, s.opts.TraceLimit()); old != nil {
+			delete(s.tenants[old.Tenant].traces, old.ID)
+			s.traceLog.evicted++
+		}
 	}
 	return nil
+}
+
+// traceLog holds every stored trace, of all tenants, in the order they
+// were written, so that the bound on traces held (Options.TraceLimit)
+// drops the earliest in O(1). It holds exactly the traces the tenants'
+// maps hold; the caller holds s.mu.
+type traceLog struct {
+	buf     []*store.Trace // in order from head, circularly once full
+	head    int
+	evicted int64
+}
+
+// push appends tr; when limit traces are held it returns the earliest,
+// which it no longer holds and the caller must delete.
+func (l *traceLog) push(tr *store.Trace, limit int) (dropped *store.Trace) {
+	if len(l.buf) < limit {
+		// Growing: head stays 0 (the log only wraps once full).
+		l.buf = append(l.buf, tr)
+		return nil
+	}
+	dropped = l.buf[l.head]
+	l.buf[l.head] = tr
+	l.head = (l.head + 1) % len(l.buf)
+	return dropped
+}
+
+// removeIf drops the traces gone reports, keeping the others in order,
+// and returns them. A purge that finds nothing to remove, the usual
+// case, allocates nothing.
+func (l *traceLog) removeIf(gone func(*store.Trace) bool) []*store.Trace {
+	if !slices.ContainsFunc(l.buf, gone) {
+		return nil
+	}
+	var removed []*store.Trace
+	kept := make([]*store.Trace, 0, len(l.buf))
+	for i := range l.buf {
+		tr := l.buf[(l.head+i)%len(l.buf)]
+		if gone(tr) {
+			removed = append(removed, tr)
+		} else {
+			kept = append(kept, tr)
+		}
+	}
+	l.buf, l.head = kept, 0
+	return removed
+}
+
+// TraceStats describes the traces the store holds.
+type TraceStats struct {
+	Held    int   // traces held now, of all tenants
+	Evicted int64 // traces dropped for room since New (Options.TraceLimit)
+}
+
+// TraceStats returns the current figures.
+func (s *Store) TraceStats() TraceStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return TraceStats{Held: len(s.traceLog.buf), Evicted: s.traceLog.evicted}
 }
 
 // GetTrace returns one trace.
@@ -200,14 +268,9 @@ func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var n int64
-	for _, td := range s.tenants {
-		for id, tr := range td.traces {
-			if tr.StartedAt.Before(cutoff) {
-				delete(td.traces, id)
-				n++
-			}
-		}
+	purged := s.traceLog.removeIf(func(tr *store.Trace) bool { return tr.StartedAt.Before(cutoff) })
+	for _, tr := range purged {
+		delete(s.tenants[tr.Tenant].traces, tr.ID)
 	}
-	return n, nil
+	return int64(len(purged)), nil
 }

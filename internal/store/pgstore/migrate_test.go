@@ -48,6 +48,19 @@ func appliedVersions(t *testing.T, pool *pgxpool.Pool) []int64 {
 	return out
 }
 
+// newProvider returns a goose provider of the embedded migrations over
+// pool, for tests that move the schema to a version of their choosing.
+func newProvider(t *testing.T, pool *pgxpool.Pool) *goose.Provider {
+	t.Helper()
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { db.Close() })
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return provider
+}
+
 func wantVersions(t *testing.T, got []int64) {
 	t.Helper()
 	newest, err := newestMigration()
@@ -122,12 +135,7 @@ func TestMigrationsRollBackCleanly(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, pgtest.NewDatabase(t))
 	ctx := t.Context()
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider := newProvider(t, pool)
 	if _, err := provider.Up(ctx); err != nil {
 		t.Fatalf("up: %v", err)
 	}

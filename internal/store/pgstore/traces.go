@@ -49,6 +49,14 @@ func checkTrace(i int, t store.Trace) error {
 	return nil
 }
 
+// traceRow is t's values in traceCols order, its client session id
+// replaced by its handle: the table never holds the id (migration 00004
+// converts older rows and whatever an older replica still writes).
+func traceRow(t store.Trace) []any {
+	return []any{t.ID, t.Tenant, t.Tool, store.ClientSessionHandle(t.ClientSession), t.Status, t.ErrorCode,
+		t.DurationMs, t.ArgBytes, t.ResultBytes, t.StartedAt}
+}
+
 // InsertTraces writes a batch with COPY: one round trip however large.
 // A batch is all or nothing.
 func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
@@ -61,11 +69,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 		}
 	}
 	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"traces"}, strings.Split(traceCols, ", "),
-		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
-			t := batch[i]
-			return []any{t.ID, t.Tenant, t.Tool, t.ClientSession, t.Status, t.ErrorCode,
-				t.DurationMs, t.ArgBytes, t.ResultBytes, t.StartedAt}, nil
-		}))
+		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) { return traceRow(batch[i]), nil }))
 	if isUniqueViolation(err) {
 		// A writer retrying a batch whose first attempt did land (the
 		// reply was lost) must not fail forever: insert what is new.
@@ -81,9 +85,7 @@ func (s *Store) insertTracesSkippingDuplicates(ctx context.Context, batch []stor
 	var b pgx.Batch
 	for _, t := range batch {
 		b.Queue(`INSERT INTO traces (`+traceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-			ON CONFLICT (tenant, id) DO NOTHING`,
-			t.ID, t.Tenant, t.Tool, t.ClientSession, t.Status, t.ErrorCode,
-			t.DurationMs, t.ArgBytes, t.ResultBytes, t.StartedAt)
+			ON CONFLICT (tenant, id) DO NOTHING`, traceRow(t)...)
 	}
 	// A batch that is not in a transaction runs in an implicit one, so
 	// this is all or nothing too.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
 )
 
 // A trace writer that retries a batch whose first attempt landed (its
@@ -68,5 +69,53 @@ func TestAnalyzeTracesTopErrorsAreCappedAndOrdered(t *testing.T) {
 	// 17 calls with durations 1..17: nearest rank p50 = 9, p95 = 17, p99 = 17.
 	if st := stats[0]; st.Calls != 17 || st.Errors != 17 || st.P50Ms != 9 || st.P95Ms != 17 || st.P99Ms != 17 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Migration 00004: rows written with raw client session ids are
+// converted to the handle store.ClientSessionHandle computes, and an
+// older replica still inserting raw ids during a rolling upgrade has
+// them converted on the way in; handles and empty values stay as they
+// are.
+func TestMigrationReplacesClientSessionIDs(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	ctx := t.Context()
+	provider := newProvider(t, pool)
+	if _, err := provider.UpTo(ctx, 3); err != nil {
+		t.Fatalf("up to 3: %v", err)
+	}
+	const raw, raw2 = "q9Vz3kT0cWm1YpL8aB2xEw", "AAAAAAAAAAAAAAAAAAAAAA"
+	handle := store.ClientSessionHandle(raw)
+	insert := func(id, session string) {
+		t.Helper()
+		// What a replica of the previous version writes.
+		_, err := pool.Exec(ctx, `INSERT INTO traces (tenant, id, tool, client_session, status, duration_ms, arg_bytes, result_bytes, started_at)
+			VALUES ('t', $1, 'x', $2, 'ok', 1, 0, 0, now())`, id, session)
+		if err != nil {
+			t.Fatalf("insert %s: %v", id, err)
+		}
+	}
+	insert("old-raw", raw)
+	insert("old-empty", "")
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	insert("during-upgrade", raw)
+	insert("other-session", raw2)
+	insert("handle", handle)
+	want := map[string]string{
+		"old-raw": handle, "old-empty": "", "during-upgrade": handle,
+		"other-session": store.ClientSessionHandle(raw2), "handle": handle,
+	}
+	s := must(newStore(pool, store.Options{}))(t)
+	for id, w := range want {
+		tr := must(s.GetTrace(ctx, "t", id))(t)
+		if tr.ClientSession != w {
+			t.Errorf("trace %s: client session %q, want %q", id, tr.ClientSession, w)
+		}
+	}
+	if want["other-session"] == handle || !store.IsClientSessionHandle(handle) {
+		t.Errorf("handles %q and %q: want two distinct handles", handle, want["other-session"])
 	}
 }

@@ -35,10 +35,12 @@ func traceIDs(traces []store.Trace) []string {
 }
 
 // sameTrace compares traces without Tenant, which is not part of a
-// trace's visible content.
+// trace's visible content; want's client session is the id written, of
+// which the store keeps the handle.
 func sameTrace(t testing.TB, what string, got, want store.Trace) {
 	t.Helper()
 	got.Tenant, want.Tenant = "", ""
+	want.ClientSession = store.ClientSessionHandle(want.ClientSession)
 	equal(t, what, got, want)
 }
 
@@ -65,6 +67,33 @@ func testTraces(t *testing.T, h *harness) {
 			wantIs(t, err, store.ErrNotFound)
 		}
 		noErr(t, h.s.InsertTraces(ctx(t), nil))
+	})
+
+	t.Run("client session ids are kept as handles", func(t *testing.T) {
+		t.Parallel()
+		tn := h.tenant()
+		// Client session ids as the transport makes them, and a handle
+		// written again (a store may be given one back).
+		const a, b = "q9Vz3kT0cWm1YpL8aB2xEw", "Zm9vYmFyYmF6cXV4cXV1eA"
+		written := []store.Trace{trace(tn, "x", 1), trace(tn, "x", 2), trace(tn, "x", 3), trace(tn, "x", 4), trace(tn, "x", 5)}
+		for i, cs := range []string{a, a, b, "", store.ClientSessionHandle(b)} {
+			written[i].ClientSession = cs
+		}
+		noErr(t, h.s.InsertTraces(ctx(t), written))
+		got := make([]string, len(written))
+		for i, tr := range written {
+			got[i] = must(h.s.GetTrace(ctx(t), tn, tr.ID))(t).ClientSession
+		}
+		ha, hb := store.ClientSessionHandle(a), store.ClientSessionHandle(b)
+		equal(t, "handles", got, []string{ha, ha, hb, "", hb})
+		if ha == hb || !store.IsClientSessionHandle(ha) || strings.Contains(ha, a) || strings.Contains(hb, b) {
+			t.Fatalf("handles %q (of %q) and %q (of %q): want two distinct handles that do not contain the ids", ha, a, hb, b)
+		}
+		for _, tr := range walkTraces(t, h, tn, store.ListTraces{}) {
+			if strings.Contains(tr.ClientSession, a) || strings.Contains(tr.ClientSession, b) {
+				t.Fatalf("listed trace %s keeps a client session id: %q", tr.ID, tr.ClientSession)
+			}
+		}
 	})
 
 	t.Run("insert rejects traces without tenant or id", func(t *testing.T) {
