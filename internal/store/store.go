@@ -21,13 +21,27 @@ const (
 	MaxIDLen        = 128     // agent and session ids (bytes)
 	TopErrorCodes   = 5       // per tool in AnalyzeTraces
 	DefaultMaxValue = 1 << 20 // default MaxValueBytes
+	// DefaultMaxValueDepth is the default MaxValueDepth: far deeper than
+	// the tool arguments' own limit (limits.maxObjectDepth, 10), far
+	// shallower than what PostgreSQL's parser recurses through.
+	DefaultMaxValueDepth = 64
+	// DefaultMaxNumberLength is the default MaxNumberLength: every
+	// float64, written out in full, fits (5e-324 takes 326 characters).
+	DefaultMaxNumberLength = 400
 )
 
-// Options are the settings both implementations take.
+// Options are the settings both implementations take. Zero fields take
+// their defaults.
 type Options struct {
-	// MaxValueBytes bounds a memory value's JSON encoding and a metadata
-	// object's (DefaultMaxValue when 0).
+	// MaxValueBytes bounds a memory value's JSON and a metadata object's,
+	// both as received and as stored (canonical form; see canonical.go).
 	MaxValueBytes int
+	// MaxValueDepth bounds the nesting of objects and arrays in every
+	// JSON document the store keeps.
+	MaxValueDepth int
+	// MaxNumberLength bounds the characters of a number as it is stored
+	// (its decimal form) and the magnitude of its exponent.
+	MaxNumberLength int
 }
 
 // ValueLimit returns MaxValueBytes or its default.
@@ -36,6 +50,23 @@ func (o Options) ValueLimit() int {
 		return o.MaxValueBytes
 	}
 	return DefaultMaxValue
+}
+
+// JSONLimits returns the limits of a memory value or a metadata object.
+func (o Options) JSONLimits() JSONLimits {
+	return o.jsonLimits(o.ValueLimit())
+}
+
+// jsonLimits returns the limits of a document of at most maxBytes.
+func (o Options) jsonLimits(maxBytes int) JSONLimits {
+	l := JSONLimits{MaxBytes: maxBytes, MaxDepth: o.MaxValueDepth, MaxNumberLength: o.MaxNumberLength}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxValueDepth
+	}
+	if l.MaxNumberLength <= 0 {
+		l.MaxNumberLength = DefaultMaxNumberLength
+	}
+	return l
 }
 
 // Store is the contract both implementations satisfy; storetest checks it.

@@ -44,7 +44,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err := checkAgentID(tenant, a.ID); err != nil {
 		return store.Agent{}, err
 	}
-	a, err := store.NormalizeAgent(a, s.opts.ValueLimit())
+	a, err := store.NormalizeAgent(a, s.opts.JSONLimits())
 	if err != nil {
 		return store.Agent{}, err
 	}

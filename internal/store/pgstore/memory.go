@@ -70,7 +70,7 @@ RETURNING ` + memoryCols
 
 // PutMemory creates or replaces an entry.
 func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory) (store.MemoryEntry, error) {
-	tags, err := s.checkPut(tenant, in)
+	value, tags, err := s.checkPut(tenant, in)
 	if err != nil {
 		return store.MemoryEntry{}, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 		e := now.Add(in.TTL).Truncate(time.Microsecond)
 		expires = &e
 	}
-	args := []any{tenant, in.Namespace, in.Key, []byte(in.Value), tags, now, expires}
+	args := []any{tenant, in.Namespace, in.Key, []byte(value), tags, now, expires}
 	var sql string
 	switch {
 	case in.IfVersion == nil:
@@ -101,30 +101,33 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 	return e, nil
 }
 
-func (s *Store) checkPut(tenant string, in store.PutMemory) ([]string, error) {
+// checkPut validates a write and returns its value in canonical form
+// and its tags normalized.
+func (s *Store) checkPut(tenant string, in store.PutMemory) (json.RawMessage, []string, error) {
 	if err := checkTenant(tenant); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.CheckName("namespace", in.Namespace, store.MaxNamespaceLen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.CheckName("key", in.Key, store.MaxKeyLen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := store.CheckValue(in.Value, s.opts.ValueLimit()); err != nil {
-		return nil, err
+	value, err := store.CheckValue(in.Value, s.opts.JSONLimits())
+	if err != nil {
+		return nil, nil, err
 	}
 	tags, err := store.NormalizeTags("tags", in.Tags)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in.TTL < 0 {
-		return nil, store.Invalid("ttl", "must not be negative")
+		return nil, nil, store.Invalid("ttl", "must not be negative")
 	}
 	if in.IfVersion != nil && *in.IfVersion < 0 {
-		return nil, store.Invalid("ifVersion", "must not be negative, got %d", *in.IfVersion)
+		return nil, nil, store.Invalid("ifVersion", "must not be negative, got %d", *in.IfVersion)
 	}
-	return tags, nil
+	return value, tags, nil
 }
 
 // putConflict explains why a conditional write changed nothing, naming

@@ -82,7 +82,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 	if err := store.CheckName("initiator", in.Initiator, store.MaxIDLen); err != nil {
 		return store.Session{}, err
 	}
-	metadata, err := store.CheckObject("metadata", in.Metadata, s.opts.ValueLimit())
+	metadata, err := store.CheckObject("metadata", in.Metadata, s.opts.JSONLimits())
 	if err != nil {
 		return store.Session{}, err
 	}

@@ -50,7 +50,7 @@ func (s *Store) GetUpstream(ctx context.Context, id string) (store.UpstreamRecor
 
 // CreateUpstream adds an upstream whose id is not taken.
 func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMessage) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(id, config)
+	config, err := s.checkUpstream(id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -73,7 +73,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 // the first matches. updated_at only moves forward, as for memory
 // entries: replicas' clocks differ.
 func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(id, config)
+	config, err := s.checkUpstream(id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -127,9 +127,9 @@ func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	return nil
 }
 
-func checkUpstream(id string, config json.RawMessage) (json.RawMessage, error) {
+func (s *Store) checkUpstream(id string, config json.RawMessage) (json.RawMessage, error) {
 	if err := store.CheckUpstreamID(id); err != nil {
 		return nil, err
 	}
-	return store.CheckUpstreamConfig(config)
+	return store.CheckUpstreamConfig(config, s.opts)
 }
