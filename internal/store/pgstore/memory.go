@@ -96,7 +96,7 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 		return store.MemoryEntry{}, s.putConflict(ctx, tenant, in, now)
 	}
 	if err != nil {
-		return store.MemoryEntry{}, fmt.Errorf("put memory entry %s/%s: %w", in.Namespace, in.Key, classify(err))
+		return store.MemoryEntry{}, fmt.Errorf("put memory entry: %w", classify(err))
 	}
 	return e, nil
 }
@@ -141,7 +141,7 @@ func (s *Store) putConflict(ctx context.Context, tenant string, in store.PutMemo
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Conflictf("memory entry %s/%s does not exist (ifVersion %d)", in.Namespace, in.Key, *in.IfVersion)
 	case err != nil:
-		return fmt.Errorf("put memory entry %s/%s: %w", in.Namespace, in.Key, classify(err))
+		return fmt.Errorf("put memory entry: %w", classify(err))
 	case *in.IfVersion == 0:
 		return store.Conflictf("memory entry %s/%s already exists at version %d", in.Namespace, in.Key, current)
 	default:
@@ -171,7 +171,7 @@ func (s *Store) GetMemory(ctx context.Context, tenant, namespace, key string) (s
 		return store.MemoryEntry{}, store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
 	if err != nil {
-		return store.MemoryEntry{}, fmt.Errorf("get memory entry %s/%s: %w", namespace, key, classify(err))
+		return store.MemoryEntry{}, fmt.Errorf("get memory entry: %w", classify(err))
 	}
 	return e, nil
 }
@@ -191,7 +191,7 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, namespace, key string)
 		return store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
 	if err != nil {
-		return fmt.Errorf("delete memory entry %s/%s: %w", namespace, key, classify(err))
+		return fmt.Errorf("delete memory entry: %w", classify(err))
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func (s *Store) BulkDeleteMemory(ctx context.Context, tenant, namespace string, 
 		return x, r.Scan(&x.key, &x.live)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bulk delete memory in %s: %w", namespace, classify(err))
+		return nil, fmt.Errorf("bulk delete memory: %w", classify(err))
 	}
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {

@@ -43,7 +43,7 @@ func (s *Store) GetUpstream(ctx context.Context, id string) (store.UpstreamRecor
 		return store.UpstreamRecord{}, store.NotFoundf("upstream %s", id)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("get upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("get upstream: %w", classify(err))
 	}
 	return u, nil
 }
@@ -63,7 +63,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 		return store.UpstreamRecord{}, store.AlreadyExistsf("upstream %s", id)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("create upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("create upstream: %w", classify(err))
 	}
 	return u, nil
 }
@@ -92,7 +92,7 @@ func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMe
 		return store.UpstreamRecord{}, s.upstreamConflict(ctx, id, *ifVersion)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("update upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("update upstream: %w", classify(err))
 	}
 	return u, nil
 }
@@ -107,7 +107,7 @@ func (s *Store) upstreamConflict(ctx context.Context, id string, ifVersion int64
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.NotFoundf("upstream %s", id)
 	case err != nil:
-		return fmt.Errorf("update upstream %s: %w", id, classify(err))
+		return fmt.Errorf("update upstream: %w", classify(err))
 	}
 	return store.Conflictf("upstream %s is at version %d, not %d", id, current, ifVersion)
 }
@@ -119,7 +119,7 @@ func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM upstreams WHERE id = $1`, id)
 	if err != nil {
-		return fmt.Errorf("delete upstream %s: %w", id, classify(err))
+		return fmt.Errorf("delete upstream: %w", classify(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return store.NotFoundf("upstream %s", id)
