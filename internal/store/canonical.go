@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -395,21 +397,13 @@ func (c *canon) escape(i int) (rune, int, error) {
 	if i+1 >= len(in) {
 		return 0, 0, c.syntax()
 	}
-	switch in[i+1] {
-	case '"', '\\', '/':
-		return rune(in[i+1]), 2, nil
-	case 'b':
-		return '\b', 2, nil
-	case 'f':
-		return '\f', 2, nil
-	case 'n':
-		return '\n', 2, nil
-	case 'r':
-		return '\r', 2, nil
-	case 't':
-		return '\t', 2, nil
-	case 'u':
-	default:
+	switch e := in[i+1]; {
+	case e == '"' || e == '\\' || e == '/':
+		return rune(e), 2, nil
+	case e != 'u':
+		if k := strings.IndexByte(shortLetters, e); k >= 0 {
+			return rune(shortEscaped[k]), 2, nil
+		}
 		return 0, 0, c.syntax()
 	}
 	r := hex4(in, i+2)
@@ -444,51 +438,38 @@ func (c *canon) badString(what string) error {
 	return c.invalid("is a string containing %s", what)
 }
 
+// The characters escape_json writes as a backslash and a letter, and
+// those letters.
+const (
+	shortEscaped = "\b\f\n\r\t"
+	shortLetters = "bfnrt"
+)
+
 // appendEscaped writes r as PostgreSQL's escape_json does.
 func appendEscaped(out []byte, r rune) []byte {
-	switch r {
-	case '"':
-		return append(out, '\\', '"')
-	case '\\':
-		return append(out, '\\', '\\')
-	case '\b':
-		return append(out, '\\', 'b')
-	case '\f':
-		return append(out, '\\', 'f')
-	case '\n':
-		return append(out, '\\', 'n')
-	case '\r':
-		return append(out, '\\', 'r')
-	case '\t':
-		return append(out, '\\', 't')
-	}
-	if r < 0x20 {
-		const hex = "0123456789abcdef"
-		return append(out, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xF])
+	switch {
+	case r == '"' || r == '\\':
+		return append(out, '\\', byte(r))
+	case r < 0x20:
+		if k := strings.IndexByte(shortEscaped, byte(r)); k >= 0 {
+			return append(out, '\\', shortLetters[k])
+		}
+		const hexDigits = "0123456789abcdef"
+		return append(out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xF])
 	}
 	return utf8.AppendRune(out, r)
 }
 
 // hex4 decodes the four hex digits at in[i:], or returns -1.
 func hex4(in []byte, i int) rune {
+	var b [2]byte
 	if i+4 > len(in) {
 		return -1
 	}
-	var r rune
-	for _, b := range in[i : i+4] {
-		switch {
-		case '0' <= b && b <= '9':
-			b -= '0'
-		case 'a' <= b && b <= 'f':
-			b = b - 'a' + 10
-		case 'A' <= b && b <= 'F':
-			b = b - 'A' + 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(b)
+	if _, err := hex.Decode(b[:], in[i:i+4]); err != nil {
+		return -1
 	}
-	return r
+	return rune(b[0])<<8 | rune(b[1])
 }
 
 // maxExponent caps the exponent as it is read; anything beyond is
@@ -688,14 +669,10 @@ func (d decimal) append(out []byte, exp int, minus bool) []byte {
 	return out
 }
 
+// skipSpace moves past JSON's insignificant whitespace.
 func (c *canon) skipSpace() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
+	for c.pos < len(c.in) && strings.IndexByte(" \t\n\r", c.in[c.pos]) >= 0 {
+		c.pos++
 	}
 }
 
@@ -721,16 +698,9 @@ func (c *canon) path(n int) string {
 			b = strconv.AppendInt(b, int64(f.index), 10)
 			continue
 		}
-		for _, ch := range []byte(token(c.name(&c.members[f.cur]))) {
-			switch ch {
-			case '~':
-				b = append(b, '~', '0')
-			case '/':
-				b = append(b, '~', '1')
-			default:
-				b = append(b, ch)
-			}
-		}
+		// RFC 6901 §3: "~" is written "~0" and "/" "~1", in that order.
+		tok := strings.ReplaceAll(token(c.name(&c.members[f.cur])), "~", "~0")
+		b = append(b, strings.ReplaceAll(tok, "/", "~1")...)
 	}
 	return string(b)
 }
