@@ -160,6 +160,17 @@ func testJSONDocuments(t *testing.T, h *harness) {
 		equal(t, "upstream config after a refused update", string(must(h.s.GetUpstream(ctx(t), id))(t).Config), `{"url":"http://x","enabled":true}`)
 	})
 
+	t.Run("names with array and JSON syntax come back as given", func(t *testing.T) {
+		t.Parallel()
+		tn := h.tenant()
+		odd := `a,"b"{c}\d'e f`
+		got := must(h.s.PutMemory(ctx(t), tn, store.PutMemory{Namespace: odd, Key: odd, Value: json.RawMessage(`1`), Tags: []string{odd, "NULL", "é"}}))(t)
+		equal(t, "tags", got.Tags, []string{"NULL", odd, "é"})
+		got = must(h.s.GetMemory(ctx(t), tn, odd, odd))(t)
+		equal(t, "namespace, key and tags read back", []string{got.Namespace, got.Key, strings.Join(got.Tags, "|")},
+			[]string{odd, odd, "NULL|" + odd + "|é"})
+	})
+
 	t.Run("text fields and names with NUL are refused", func(t *testing.T) {
 		t.Parallel()
 		tn := h.tenant()
