@@ -37,7 +37,8 @@ type state struct {
 const startupTimeout = 30 * time.Second
 
 func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *state, err error) {
-	opts := store.Options{MaxValueBytes: cfg.Store.MaxValueBytes, MaxTracesInMemory: cfg.Traces.MaxInMemory}
+	opts := cfg.Store.StoreOptions()
+	opts.MaxTracesInMemory = cfg.Traces.MaxInMemory
 	var base store.Store
 	var pgs *pgstore.Store
 	var mem *memstore.Store
@@ -73,7 +74,7 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 	}
 	backend, err := tiered.New(ctx, base, tiered.Options{
 		L1: cfg.Cache.CacheConfig(), Redis: rc,
-		RedisTimeout: cfg.Redis.Timeout(), RedisTTL: cfg.Redis.TTL(), Log: log,
+		RedisTimeout: cfg.Redis.Timeout(), RedisTTL: cfg.Redis.TTL(), RedisMaxValueBytes: cfg.Redis.MaxValueBytes, Log: log,
 		KeyPrefix: cfg.Redis.KeyPrefix + "c:", Channel: cfg.Redis.KeyPrefix + "invalidate",
 	})
 	if err != nil {

@@ -35,8 +35,17 @@ type Store struct {
 	// ParticipantLimit caps the participants of a collaboration session,
 	// the initiator included.
 	ParticipantLimit int `yaml:"participantLimit"`
-	// MaxValueBytes caps a memory value's (and a metadata object's) JSON.
+	// MaxValueBytes caps a memory value's (and a metadata object's) JSON,
+	// both as received and as stored: numbers are stored written out in
+	// full (1e3 as 1000), so the stored form can be the longer one.
 	MaxValueBytes int `yaml:"maxValueBytes"`
+	// MaxValueDepth caps the nesting of objects and arrays in every JSON
+	// document the store keeps.
+	MaxValueDepth int `yaml:"maxValueDepth"`
+	// MaxNumberLength caps a stored number's length in characters, written
+	// out in full as PostgreSQL's jsonb keeps it, and the magnitude of its
+	// exponent: jsonb turns the 8 bytes of 1e131071 into 131,072 digits.
+	MaxNumberLength int `yaml:"maxNumberLength"`
 	// PurgeIntervalMs is how often expired memory entries are deleted.
 	PurgeIntervalMs int64 `yaml:"purgeIntervalMs"`
 }
@@ -54,6 +63,9 @@ type Redis struct {
 	TimeoutMs int64 `yaml:"timeoutMs"`
 	// TtlMs is the lifetime of an entry in Redis.
 	TtlMs int64 `yaml:"ttlMs"`
+	// MaxValueBytes caps an entry the cache tier writes to Redis; larger
+	// ones are served from the process's own tier and the database only.
+	MaxValueBytes int `yaml:"maxValueBytes"`
 }
 
 // Traces configures the trace of tool calls.
@@ -85,10 +97,20 @@ func defaultCache() Cache {
 }
 
 func defaultStore() Store {
-	return Store{ParticipantLimit: 10, MaxValueBytes: 1 << 20, PurgeIntervalMs: 60_000}
+	return Store{
+		ParticipantLimit: 10, MaxValueBytes: 1 << 20, PurgeIntervalMs: 60_000,
+		MaxValueDepth: store.DefaultMaxValueDepth, MaxNumberLength: store.DefaultMaxNumberLength,
+	}
 }
 
-func defaultRedis() Redis { return Redis{KeyPrefix: "mcp-runtime:", TimeoutMs: 50, TtlMs: 5 * 60_000} }
+func defaultRedis() Redis {
+	return Redis{KeyPrefix: "mcp-runtime:", TimeoutMs: 50, TtlMs: 5 * 60_000, MaxValueBytes: 1 << 20}
+}
+
+// StoreOptions returns the store section as the stores take it.
+func (s Store) StoreOptions() store.Options {
+	return store.Options{MaxValueBytes: s.MaxValueBytes, MaxValueDepth: s.MaxValueDepth, MaxNumberLength: s.MaxNumberLength}
+}
 
 func defaultTraces() Traces {
 	return Traces{QueueSize: 10_000, BatchSize: 500, FlushIntervalMs: 200, RetentionDays: 7, PurgeIntervalMs: 3_600_000,
@@ -139,13 +161,21 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	intRange("cache.defaultTtlMs", c.Cache.DefaultTtlMs, 0, maxDurationMs, fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 	intRange("cache.cleanupIntervalMs", c.Cache.CleanupIntervalMs, 1, maxDurationMs, fmt.Sprintf("1 to %d milliseconds", maxDurationMs))
 	intRange("store.participantLimit", int64(c.Store.ParticipantLimit), 1, 10_000, "1 to 10000")
-	intRange("store.maxValueBytes", int64(c.Store.MaxValueBytes), 1, 64<<20, "1 to 67108864 (64 MiB)")
+	// PostgreSQL's jsonb fails on some documents a little larger than
+	// 32 MiB (an array of 24 million zeros needs a 1 GiB allocation to
+	// parse), so the bound keeps well below.
+	intRange("store.maxValueBytes", int64(c.Store.MaxValueBytes), 1, 16<<20, "1 to 16777216 (16 MiB)")
+	intRange("store.maxValueDepth", int64(c.Store.MaxValueDepth), 1, 1000, "1 to 1000")
+	// Below 20 a 64-bit integer would not fit; above 16383 PostgreSQL's
+	// numeric cannot hold the fraction digits.
+	intRange("store.maxNumberLength", int64(c.Store.MaxNumberLength), 20, 16383, "20 to 16383 characters")
 	intRange("store.purgeIntervalMs", c.Store.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	if !validKeyPrefix(c.Redis.KeyPrefix) {
 		bad("redis.keyPrefix", c.Redis.KeyPrefix, "1 to 64 printable ASCII characters without spaces, braces or '*'")
 	}
 	intRange("redis.timeoutMs", c.Redis.TimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
 	intRange("redis.ttlMs", c.Redis.TtlMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	intRange("redis.maxValueBytes", int64(c.Redis.MaxValueBytes), 1024, 512<<20, "1024 to 536870912 (512 MiB, Redis's largest string)")
 	intRange("traces.queueSize", int64(c.Traces.QueueSize), 1, 10_000_000, "1 to 10000000")
 	intRange("traces.batchSize", int64(c.Traces.BatchSize), 1, 100_000, "1 to 100000")
 	intRange("traces.flushIntervalMs", c.Traces.FlushIntervalMs, 1, 3_600_000, "1 to 3600000 milliseconds")

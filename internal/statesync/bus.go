@@ -2,6 +2,7 @@ package statesync
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -38,7 +39,10 @@ func (b *LocalBus) Publish(_ context.Context, tenant, uri string) {
 	b.published.Add(1)
 	n, err := b.d.ResourceUpdated(tenant, uri)
 	if err != nil {
-		b.log.Warn().Err(err).Str("uri", uri).Msg("resource update not delivered")
+		// The URI names the entity (memory://<namespace>/<key>), which is
+		// the client's data: only its kind is logged.
+		kind, _, _ := strings.Cut(uri, "://")
+		b.log.Warn().Err(err).Str("kind", kind).Msg("resource update not delivered")
 		return
 	}
 	b.delivered.Add(int64(n))

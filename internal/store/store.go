@@ -28,13 +28,27 @@ const (
 	// inside the Helm chart's default 512 MiB limit, next to the 100 MB
 	// in-process cache, and still some minutes of a busy server's calls.
 	DefaultMaxTracesInMemory = 100_000
+	// DefaultMaxValueDepth is the default MaxValueDepth: far deeper than
+	// the tool arguments' own limit (limits.maxObjectDepth, 10), far
+	// shallower than what PostgreSQL's parser recurses through.
+	DefaultMaxValueDepth = 64
+	// DefaultMaxNumberLength is the default MaxNumberLength: every
+	// float64, written out in full, fits (5e-324 takes 326 characters).
+	DefaultMaxNumberLength = 400
 )
 
-// Options are the settings both implementations take.
+// Options are the settings both implementations take. Zero fields take
+// their defaults.
 type Options struct {
-	// MaxValueBytes bounds a memory value's JSON encoding and a metadata
-	// object's (DefaultMaxValue when 0).
+	// MaxValueBytes bounds a memory value's JSON and a metadata object's,
+	// both as received and as stored (canonical form; see canonical.go).
 	MaxValueBytes int
+	// MaxValueDepth bounds the nesting of objects and arrays in every
+	// JSON document the store keeps.
+	MaxValueDepth int
+	// MaxNumberLength bounds the characters of a number as it is stored
+	// (its decimal form) and the magnitude of its exponent.
+	MaxNumberLength int
 	// MaxTracesInMemory bounds the traces the embedded store holds, of
 	// all tenants together: beyond it the earliest written is dropped
 	// (DefaultMaxTracesInMemory when 0). PostgreSQL ignores it; its
@@ -56,6 +70,23 @@ func (o Options) ValueLimit() int {
 		return o.MaxValueBytes
 	}
 	return DefaultMaxValue
+}
+
+// JSONLimits returns the limits of a memory value or a metadata object.
+func (o Options) JSONLimits() JSONLimits {
+	return o.jsonLimits(o.ValueLimit())
+}
+
+// jsonLimits returns the limits of a document of at most maxBytes.
+func (o Options) jsonLimits(maxBytes int) JSONLimits {
+	l := JSONLimits{MaxBytes: maxBytes, MaxDepth: o.MaxValueDepth, MaxNumberLength: o.MaxNumberLength}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxValueDepth
+	}
+	if l.MaxNumberLength <= 0 {
+		l.MaxNumberLength = DefaultMaxNumberLength
+	}
+	return l
 }
 
 // Store is the contract both implementations satisfy; storetest checks it.

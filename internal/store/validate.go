@@ -65,39 +65,25 @@ func NormalizeTags(field string, tags []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// CheckValue validates a memory value: one JSON value of at most max
-// bytes with no NUL character (PostgreSQL's jsonb cannot hold \u0000).
-func CheckValue(v json.RawMessage, max int) error {
-	switch {
-	case len(bytes.TrimSpace(v)) == 0:
-		return Invalid("value", "is required")
-	case len(v) > max:
-		return Invalid("value", "is %d bytes; the limit is %d", len(v), max)
-	case !json.Valid(v):
-		return Invalid("value", "is not valid JSON")
-	case bytes.Contains(v, []byte(`\u0000`)):
-		return Invalid("value", "contains a NUL character (\\u0000), which cannot be stored")
-	}
-	return nil
+// CheckValue validates a memory value, one JSON value within lim, and
+// returns its canonical form, which is what the stores keep (see
+// canonical.go).
+func CheckValue(v json.RawMessage, lim JSONLimits) (json.RawMessage, error) {
+	return canonicalJSON("value", v, lim)
 }
 
 // CheckObject validates optional metadata: empty, null or a JSON object
-// of at most max bytes. It returns nil for empty or null.
-func CheckObject(field string, v json.RawMessage, max int) (json.RawMessage, error) {
+// within lim. It returns nil for empty or null, the object's canonical
+// form otherwise.
+func CheckObject(field string, v json.RawMessage, lim JSONLimits) (json.RawMessage, error) {
 	t := bytes.TrimSpace(v)
 	if len(t) == 0 || string(t) == "null" {
 		return nil, nil
 	}
-	if len(t) > max {
-		return nil, Invalid(field, "is %d bytes; the limit is %d", len(t), max)
-	}
-	if t[0] != '{' || !json.Valid(t) {
+	if t[0] != '{' {
 		return nil, Invalid(field, "must be a JSON object")
 	}
-	if bytes.Contains(t, []byte(`\u0000`)) {
-		return nil, Invalid(field, "contains a NUL character (\\u0000), which cannot be stored")
-	}
-	return t, nil
+	return canonicalJSON(field, t, lim)
 }
 
 // CheckLimit validates a page size: 0 means def, otherwise 1..max.
@@ -146,7 +132,7 @@ const MaxDisplayNameLen = 256
 // capabilities and tags normalized and metadata compacted to nil or an
 // object. Both stores register through it, so they accept and refuse the
 // same agents.
-func NormalizeAgent(a Agent, valueLimit int) (Agent, error) {
+func NormalizeAgent(a Agent, lim JSONLimits) (Agent, error) {
 	if err := CheckText("description", a.Description, MaxTextLen, true); err != nil {
 		return Agent{}, err
 	}
@@ -160,7 +146,7 @@ func NormalizeAgent(a Agent, valueLimit int) (Agent, error) {
 	if a.Tags, err = NormalizeTags("tags", a.Tags); err != nil {
 		return Agent{}, err
 	}
-	if a.Metadata, err = CheckObject("metadata", a.Metadata, valueLimit); err != nil {
+	if a.Metadata, err = CheckObject("metadata", a.Metadata, lim); err != nil {
 		return Agent{}, err
 	}
 	return a, nil
@@ -176,9 +162,10 @@ const (
 func CheckUpstreamID(id string) error { return CheckName("id", id, MaxUpstreamIDLen) }
 
 // CheckUpstreamConfig validates an upstream's config, which unlike
-// metadata is required, and returns it trimmed.
-func CheckUpstreamConfig(config json.RawMessage) (json.RawMessage, error) {
-	c, err := CheckObject("config", config, MaxUpstreamConfigLen)
+// metadata is required, and returns its canonical form. It is bounded by
+// MaxUpstreamConfigLen, and otherwise by o's limits.
+func CheckUpstreamConfig(config json.RawMessage, o Options) (json.RawMessage, error) {
+	c, err := CheckObject("config", config, o.jsonLimits(MaxUpstreamConfigLen))
 	if err == nil && c == nil {
 		return nil, Invalid("config", "is required")
 	}

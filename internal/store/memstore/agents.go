@@ -26,7 +26,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err := checkAgentID(a.ID); err != nil {
 		return store.Agent{}, err
 	}
-	a, err := store.NormalizeAgent(a, s.opts.ValueLimit())
+	a, err := store.NormalizeAgent(a, s.opts.JSONLimits())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -40,7 +40,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	now := store.Now()
 	stored := &store.Agent{
 		ID: a.ID, Description: a.Description, DisplayName: a.DisplayName,
-		Capabilities: a.Capabilities, Tags: a.Tags, Metadata: compactJSON(a.Metadata),
+		Capabilities: a.Capabilities, Tags: a.Tags, Metadata: a.Metadata,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	td.agents[a.ID] = stored

@@ -53,7 +53,8 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 	if err := checkEntryName(in.Namespace, in.Key); err != nil {
 		return store.MemoryEntry{}, err
 	}
-	if err := store.CheckValue(in.Value, s.opts.ValueLimit()); err != nil {
+	value, err := store.CheckValue(in.Value, s.opts.JSONLimits())
+	if err != nil {
 		return store.MemoryEntry{}, err
 	}
 	tags, err := store.NormalizeTags("tags", in.Tags)
@@ -66,10 +67,9 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 	if in.IfVersion != nil && *in.IfVersion < 0 {
 		return store.MemoryEntry{}, store.Invalid("ifVersion", "must not be negative")
 	}
-	value := compactJSON(in.Value)
 	fields, err := searchFields(in.Key, value, tags)
 	if err != nil {
-		return store.MemoryEntry{}, fmt.Errorf("tokenize memory %q/%q: %w", in.Namespace, in.Key, err)
+		return store.MemoryEntry{}, fmt.Errorf("tokenize a memory value: %w", err)
 	}
 
 	s.mu.Lock()

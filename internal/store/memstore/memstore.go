@@ -10,10 +10,8 @@
 package memstore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -87,21 +85,6 @@ func (s *Store) write(tenant string) *tenantData {
 		s.tenants[tenant] = td
 	}
 	return td
-}
-
-// compactJSON returns a private, compact copy of a valid JSON document,
-// or nil for an empty one; compact so that values read back alike from
-// both stores (PostgreSQL's jsonb drops insignificant whitespace too).
-func compactJSON(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, v); err != nil {
-		// Callers validated v; keep an exact copy rather than lose it.
-		return bytes.Clone(v)
-	}
-	return buf.Bytes()
 }
 
 // checkOptionalName validates a filter that may be empty.

@@ -40,7 +40,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 	if err := store.CheckName("initiator", in.Initiator, store.MaxIDLen); err != nil {
 		return store.Session{}, err
 	}
-	meta, err := store.CheckObject("metadata", in.Metadata, s.opts.ValueLimit())
+	meta, err := store.CheckObject("metadata", in.Metadata, s.opts.JSONLimits())
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -50,7 +50,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 	now := store.Now()
 	sess := &store.Session{
 		ID: store.NewID(), Task: in.Task, Initiator: in.Initiator, Status: store.SessionActive,
-		Metadata:     compactJSON(meta),
+		Metadata:     meta,
 		Participants: []store.Participant{{AgentID: in.Initiator, Role: store.RoleInitiator, JoinedAt: now}},
 		Version:      1, CreatedAt: now, UpdatedAt: now,
 	}

@@ -50,7 +50,7 @@ func (s *Store) GetUpstream(ctx context.Context, id string) (store.UpstreamRecor
 
 // CreateUpstream adds an upstream whose id is not taken.
 func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMessage) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(ctx, id, config)
+	config, err := s.checkUpstream(ctx, id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -70,7 +70,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 
 // UpdateUpstream replaces an upstream's config.
 func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(ctx, id, config)
+	config, err := s.checkUpstream(ctx, id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -104,18 +104,14 @@ func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	return nil
 }
 
-// checkUpstream validates a write and returns the config as a private,
-// compact copy (compact as PostgreSQL's jsonb reads back).
-func checkUpstream(ctx context.Context, id string, config json.RawMessage) (json.RawMessage, error) {
+// checkUpstream validates a write and returns the config as a private
+// copy in its canonical form, as PostgreSQL's jsonb reads back.
+func (s *Store) checkUpstream(ctx context.Context, id string, config json.RawMessage) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := store.CheckUpstreamID(id); err != nil {
 		return nil, err
 	}
-	config, err := store.CheckUpstreamConfig(config)
-	if err != nil {
-		return nil, err
-	}
-	return compactJSON(config), nil
+	return store.CheckUpstreamConfig(config, s.opts)
 }

@@ -44,7 +44,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err := checkAgentID(tenant, a.ID); err != nil {
 		return store.Agent{}, err
 	}
-	a, err := store.NormalizeAgent(a, s.opts.ValueLimit())
+	a, err := store.NormalizeAgent(a, s.opts.JSONLimits())
 	if err != nil {
 		return store.Agent{}, err
 	}
@@ -58,7 +58,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 		return store.Agent{}, store.AlreadyExistsf("agent %s", a.ID)
 	}
 	if err != nil {
-		return store.Agent{}, fmt.Errorf("register agent %s: %w", a.ID, classify(err))
+		return store.Agent{}, fmt.Errorf("register agent: %w", classify(err))
 	}
 	return out, nil
 }
@@ -73,7 +73,7 @@ func (s *Store) GetAgent(ctx context.Context, tenant, id string) (store.Agent, e
 		return store.Agent{}, store.NotFoundf("agent %s", id)
 	}
 	if err != nil {
-		return store.Agent{}, fmt.Errorf("get agent %s: %w", id, classify(err))
+		return store.Agent{}, fmt.Errorf("get agent: %w", classify(err))
 	}
 	return a, nil
 }
@@ -134,7 +134,7 @@ func (s *Store) RemoveAgent(ctx context.Context, tenant, id string) error {
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM agents WHERE tenant = $1 AND id = $2`, tenant, id)
 	if err != nil {
-		return fmt.Errorf("remove agent %s: %w", id, classify(err))
+		return fmt.Errorf("remove agent: %w", classify(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return store.NotFoundf("agent %s", id)

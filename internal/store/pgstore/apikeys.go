@@ -58,7 +58,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKeyRecord) (store.A
 		return store.APIKeyRecord{}, store.AlreadyExistsf("API key %s", k.ID)
 	}
 	if err != nil {
-		return store.APIKeyRecord{}, fmt.Errorf("create API key %s: %w", k.ID, classify(err))
+		return store.APIKeyRecord{}, fmt.Errorf("create API key: %w", classify(err))
 	}
 	return out, nil
 }
@@ -75,7 +75,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) (store.APIKeyRecord
 		return store.APIKeyRecord{}, store.NotFoundf("API key %s", id)
 	}
 	if err != nil {
-		return store.APIKeyRecord{}, fmt.Errorf("revoke API key %s: %w", id, classify(err))
+		return store.APIKeyRecord{}, fmt.Errorf("revoke API key: %w", classify(err))
 	}
 	return k, nil
 }

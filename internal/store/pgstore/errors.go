@@ -33,16 +33,51 @@ const (
 	codeTooManyConns    = "53300"
 )
 
+// statementError is PostgreSQL refusing a statement for a reason other
+// than an outage: a bug in a query, a constraint we did not expect, a
+// value it cannot hold. Its text is the class of the failure (SQLSTATE,
+// table, constraint), never the server's message or detail: those quote
+// the offending input (part of a value, a memory key), and this error is
+// what the operator's log shows of an internal failure. The cause stays
+// in the chain (errors.As finds the *pgconn.PgError) for code that needs
+// more.
+type statementError struct {
+	pg    *pgconn.PgError
+	cause error
+}
+
+func (e *statementError) Error() string {
+	msg := "PostgreSQL refused the statement: SQLSTATE " + e.pg.Code
+	if e.pg.TableName != "" {
+		msg += " on table " + e.pg.TableName
+	}
+	if e.pg.ConstraintName != "" {
+		msg += ", constraint " + e.pg.ConstraintName
+	}
+	return msg
+}
+
+func (e *statementError) Unwrap() error { return e.cause }
+
 // classify turns a driver error into the store's vocabulary: anything that
 // means "the database did not answer" becomes ErrUnavailable, so callers
-// can retry and the tool layer can say so without leaking the DSN. Other
-// errors (a bug in a query, a constraint we did not expect) pass through
-// unchanged and surface as internal failures.
+// can retry and the tool layer can say so without leaking the DSN; a
+// statement PostgreSQL refused becomes a statementError, which says why
+// without quoting the input. Other errors (ours, or the driver's about
+// types and columns) pass through unchanged. All but ErrUnavailable
+// surface as internal failures.
 func classify(err error) error {
-	if err == nil || !isUnavailable(err) {
+	var pgErr *pgconn.PgError
+	var done *statementError
+	switch {
+	case err == nil, errors.Is(err, store.ErrUnavailable):
 		return err
+	case isUnavailable(err):
+		return &unavailableError{cause: err}
+	case errors.As(err, &pgErr) && !errors.As(err, &done):
+		return &statementError{pg: pgErr, cause: err}
 	}
-	return &unavailableError{cause: err}
+	return err
 }
 
 func isUnavailable(err error) bool {

@@ -70,7 +70,7 @@ RETURNING ` + memoryCols
 
 // PutMemory creates or replaces an entry.
 func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory) (store.MemoryEntry, error) {
-	tags, err := s.checkPut(tenant, in)
+	value, tags, err := s.checkPut(tenant, in)
 	if err != nil {
 		return store.MemoryEntry{}, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 		e := now.Add(in.TTL).Truncate(time.Microsecond)
 		expires = &e
 	}
-	args := []any{tenant, in.Namespace, in.Key, []byte(in.Value), tags, now, expires}
+	args := []any{tenant, in.Namespace, in.Key, []byte(value), tags, now, expires}
 	var sql string
 	switch {
 	case in.IfVersion == nil:
@@ -96,35 +96,38 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 		return store.MemoryEntry{}, s.putConflict(ctx, tenant, in, now)
 	}
 	if err != nil {
-		return store.MemoryEntry{}, fmt.Errorf("put memory entry %s/%s: %w", in.Namespace, in.Key, classify(err))
+		return store.MemoryEntry{}, fmt.Errorf("put memory entry: %w", classify(err))
 	}
 	return e, nil
 }
 
-func (s *Store) checkPut(tenant string, in store.PutMemory) ([]string, error) {
+// checkPut validates a write and returns its value in canonical form
+// and its tags normalized.
+func (s *Store) checkPut(tenant string, in store.PutMemory) (json.RawMessage, []string, error) {
 	if err := checkTenant(tenant); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.CheckName("namespace", in.Namespace, store.MaxNamespaceLen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.CheckName("key", in.Key, store.MaxKeyLen); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := store.CheckValue(in.Value, s.opts.ValueLimit()); err != nil {
-		return nil, err
+	value, err := store.CheckValue(in.Value, s.opts.JSONLimits())
+	if err != nil {
+		return nil, nil, err
 	}
 	tags, err := store.NormalizeTags("tags", in.Tags)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in.TTL < 0 {
-		return nil, store.Invalid("ttl", "must not be negative")
+		return nil, nil, store.Invalid("ttl", "must not be negative")
 	}
 	if in.IfVersion != nil && *in.IfVersion < 0 {
-		return nil, store.Invalid("ifVersion", "must not be negative, got %d", *in.IfVersion)
+		return nil, nil, store.Invalid("ifVersion", "must not be negative, got %d", *in.IfVersion)
 	}
-	return tags, nil
+	return value, tags, nil
 }
 
 // putConflict explains why a conditional write changed nothing, naming
@@ -138,7 +141,7 @@ func (s *Store) putConflict(ctx context.Context, tenant string, in store.PutMemo
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Conflictf("memory entry %s/%s does not exist (ifVersion %d)", in.Namespace, in.Key, *in.IfVersion)
 	case err != nil:
-		return fmt.Errorf("put memory entry %s/%s: %w", in.Namespace, in.Key, classify(err))
+		return fmt.Errorf("put memory entry: %w", classify(err))
 	case *in.IfVersion == 0:
 		return store.Conflictf("memory entry %s/%s already exists at version %d", in.Namespace, in.Key, current)
 	default:
@@ -168,7 +171,7 @@ func (s *Store) GetMemory(ctx context.Context, tenant, namespace, key string) (s
 		return store.MemoryEntry{}, store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
 	if err != nil {
-		return store.MemoryEntry{}, fmt.Errorf("get memory entry %s/%s: %w", namespace, key, classify(err))
+		return store.MemoryEntry{}, fmt.Errorf("get memory entry: %w", classify(err))
 	}
 	return e, nil
 }
@@ -188,7 +191,7 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, namespace, key string)
 		return store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
 	if err != nil {
-		return fmt.Errorf("delete memory entry %s/%s: %w", namespace, key, classify(err))
+		return fmt.Errorf("delete memory entry: %w", classify(err))
 	}
 	return nil
 }
@@ -236,7 +239,7 @@ func (s *Store) BulkDeleteMemory(ctx context.Context, tenant, namespace string, 
 		return x, r.Scan(&x.key, &x.live)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bulk delete memory in %s: %w", namespace, classify(err))
+		return nil, fmt.Errorf("bulk delete memory: %w", classify(err))
 	}
 	out := make([]string, 0, len(rows))
 	for _, r := range rows {

@@ -82,7 +82,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 	if err := store.CheckName("initiator", in.Initiator, store.MaxIDLen); err != nil {
 		return store.Session{}, err
 	}
-	metadata, err := store.CheckObject("metadata", in.Metadata, s.opts.ValueLimit())
+	metadata, err := store.CheckObject("metadata", in.Metadata, s.opts.JSONLimits())
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -120,7 +120,7 @@ func (s *Store) GetSession(ctx context.Context, tenant, id string) (store.Sessio
 		return store.Session{}, err
 	}
 	sess, err := s.getSession(ctx, s.pool, tenant, id)
-	return sess, fail("get session "+id, err)
+	return sess, fail("get session", err)
 }
 
 func (s *Store) getSession(ctx context.Context, q querier, tenant, id string) (store.Session, error) {
@@ -179,7 +179,7 @@ func (s *Store) changeSession(ctx context.Context, tenant, id string,
 		}
 		next, applied, err = s.decideAndApply(ctx, tx, tenant, cur, decide)
 		if err == nil && !applied {
-			err = fmt.Errorf("session %s changed while locked", id)
+			err = errors.New("the session changed while locked")
 		}
 		return err
 	})
@@ -319,7 +319,7 @@ func (s *Store) JoinSession(ctx context.Context, tenant, id, agentID, role strin
 		ch.join = &store.Participant{AgentID: agentID, Role: role}
 		return ch, nil
 	})
-	return sess, fail("join session "+id, err)
+	return sess, fail("join session", err)
 }
 
 // LeaveSession removes a participant from an active session.
@@ -344,7 +344,7 @@ func (s *Store) LeaveSession(ctx context.Context, tenant, id, agentID string) (s
 		ch.leave = agentID
 		return ch, nil
 	})
-	return sess, fail("leave session "+id, err)
+	return sess, fail("leave session", err)
 }
 
 // CompleteSession ends an active session with a summary.
@@ -361,7 +361,7 @@ func (s *Store) CompleteSession(ctx context.Context, tenant, id, summary string)
 		}
 		return &sessionChange{status: store.SessionCompleted, summary: summary, ended: true}, nil
 	})
-	return sess, fail("complete session "+id, err)
+	return sess, fail("complete session", err)
 }
 
 // FailSession ends an active session with an error.
@@ -381,7 +381,7 @@ func (s *Store) FailSession(ctx context.Context, tenant, id string, cause store.
 		}
 		return &sessionChange{status: store.SessionFailed, cause: &cause, ended: true}, nil
 	})
-	return sess, fail("fail session "+id, err)
+	return sess, fail("fail session", err)
 }
 
 // ListSessions lists sessions newest first: (created_at, id) descending.

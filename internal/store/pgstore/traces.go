@@ -105,7 +105,7 @@ func (s *Store) GetTrace(ctx context.Context, tenant, id string) (store.Trace, e
 		return store.Trace{}, store.NotFoundf("trace %s", id)
 	}
 	if err != nil {
-		return store.Trace{}, fmt.Errorf("get trace %s: %w", id, classify(err))
+		return store.Trace{}, fmt.Errorf("get trace: %w", classify(err))
 	}
 	return t, nil
 }

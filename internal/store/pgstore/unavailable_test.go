@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -205,5 +206,48 @@ func TestOpenOfUnreachableDatabaseSaysWhy(t *testing.T) {
 	_, err := Open(t.Context(), fmt.Sprintf("postgres://postgres@%s/x?sslmode=disable", addr), store.Options{})
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("got %v, want ErrUnavailable naming the cause", err)
+	}
+}
+
+// A statement PostgreSQL refuses fails with an error whose text names the
+// operation and the class of the failure, and never quotes the input: the
+// tools log such errors, and PostgreSQL's messages can carry the key or
+// part of the value (here a trigger puts both in its message, as the
+// server's own input-syntax errors do).
+func TestRefusedStatementQuotesNoInput(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := t.Context()
+	_, err := s.pool.Exec(ctx, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused %/%: %', NEW.namespace, NEW.key, NEW.value USING ERRCODE = '22023'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON memory_entries FOR EACH ROW EXECUTE FUNCTION refuse();
+		ALTER TABLE agents ADD CONSTRAINT no_secret CHECK (id <> 'agent-secret-id')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, putErr := s.PutMemory(ctx, "t", store.PutMemory{Namespace: "ns-secret", Key: "key-secret", Value: json.RawMessage(`"value-secret"`)})
+	_, regErr := s.RegisterAgent(ctx, "t", store.Agent{ID: "agent-secret-id", Description: "d"})
+	for _, c := range []struct {
+		err        error
+		op, class  string
+		mustNotSay []string
+	}{
+		{putErr, "put memory entry", "SQLSTATE 22023", []string{"secret"}},
+		{regErr, "register agent", "SQLSTATE 23514 on table agents, constraint no_secret", []string{"agent-secret-id"}},
+	} {
+		var pgErr *pgconn.PgError
+		if c.err == nil || !errors.As(c.err, &pgErr) {
+			t.Fatalf("got %v, want an error carrying PostgreSQL's", c.err)
+		}
+		msg := c.err.Error()
+		if !strings.Contains(msg, c.op) || !strings.Contains(msg, c.class) {
+			t.Errorf("error %q does not name the operation %q and the class %q", msg, c.op, c.class)
+		}
+		for _, secret := range c.mustNotSay {
+			if strings.Contains(msg, secret) {
+				t.Errorf("error %q quotes the input (%q)", msg, secret)
+			}
+		}
 	}
 }

@@ -43,14 +43,14 @@ func (s *Store) GetUpstream(ctx context.Context, id string) (store.UpstreamRecor
 		return store.UpstreamRecord{}, store.NotFoundf("upstream %s", id)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("get upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("get upstream: %w", classify(err))
 	}
 	return u, nil
 }
 
 // CreateUpstream adds an upstream whose id is not taken.
 func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMessage) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(id, config)
+	config, err := s.checkUpstream(id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -63,7 +63,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 		return store.UpstreamRecord{}, store.AlreadyExistsf("upstream %s", id)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("create upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("create upstream: %w", classify(err))
 	}
 	return u, nil
 }
@@ -73,7 +73,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 // the first matches. updated_at only moves forward, as for memory
 // entries: replicas' clocks differ.
 func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMessage, ifVersion *int64) (store.UpstreamRecord, error) {
-	config, err := checkUpstream(id, config)
+	config, err := s.checkUpstream(id, config)
 	if err != nil {
 		return store.UpstreamRecord{}, err
 	}
@@ -92,7 +92,7 @@ func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMe
 		return store.UpstreamRecord{}, s.upstreamConflict(ctx, id, *ifVersion)
 	}
 	if err != nil {
-		return store.UpstreamRecord{}, fmt.Errorf("update upstream %s: %w", id, classify(err))
+		return store.UpstreamRecord{}, fmt.Errorf("update upstream: %w", classify(err))
 	}
 	return u, nil
 }
@@ -107,7 +107,7 @@ func (s *Store) upstreamConflict(ctx context.Context, id string, ifVersion int64
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.NotFoundf("upstream %s", id)
 	case err != nil:
-		return fmt.Errorf("update upstream %s: %w", id, classify(err))
+		return fmt.Errorf("update upstream: %w", classify(err))
 	}
 	return store.Conflictf("upstream %s is at version %d, not %d", id, current, ifVersion)
 }
@@ -119,7 +119,7 @@ func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	}
 	tag, err := s.pool.Exec(ctx, `DELETE FROM upstreams WHERE id = $1`, id)
 	if err != nil {
-		return fmt.Errorf("delete upstream %s: %w", id, classify(err))
+		return fmt.Errorf("delete upstream: %w", classify(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return store.NotFoundf("upstream %s", id)
@@ -127,9 +127,9 @@ func (s *Store) DeleteUpstream(ctx context.Context, id string) error {
 	return nil
 }
 
-func checkUpstream(id string, config json.RawMessage) (json.RawMessage, error) {
+func (s *Store) checkUpstream(id string, config json.RawMessage) (json.RawMessage, error) {
 	if err := store.CheckUpstreamID(id); err != nil {
 		return nil, err
 	}
-	return store.CheckUpstreamConfig(config)
+	return store.CheckUpstreamConfig(config, s.opts)
 }

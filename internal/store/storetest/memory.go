@@ -204,7 +204,7 @@ func testMemoryValidation(t *testing.T, h *harness) {
 		{"blank value", with(func(p *store.PutMemory) { p.Value = json.RawMessage("  ") }), "value"},
 		{"invalid JSON value", with(func(p *store.PutMemory) { p.Value = json.RawMessage(`{"a":`) }), "value"},
 		{"oversized value", with(func(p *store.PutMemory) { p.Value = json.RawMessage(huge) }), "value"},
-		{"value with a NUL", with(func(p *store.PutMemory) { p.Value = json.RawMessage(`"a\u0000b"`) }), "value"},
+		{"value with a NUL", with(func(p *store.PutMemory) { p.Value = json.RawMessage(`"a\u0000b"`) }), "/value"},
 		{"too many tags", with(func(p *store.PutMemory) { p.Tags = tooManyTags }), "tags"},
 		{"empty tag", with(func(p *store.PutMemory) { p.Tags = []string{""} }), "tags[0]"},
 		{"tag with a control character", with(func(p *store.PutMemory) { p.Tags = []string{"ok", "b\tad"} }), "tags[1]"},

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ping", testPing},
 		{"memory", testMemory},
 		{"memory validation", testMemoryValidation},
+		{"JSON documents", testJSONDocuments},
 		{"memory expiry", testMemoryExpiry},
 		{"memory list", testMemoryList},
 		{"memory search", testMemorySearch},

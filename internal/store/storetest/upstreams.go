@@ -189,7 +189,7 @@ func testUpstreams(t *testing.T, h *harness) {
 			{"number config", ok, `1`, "config"},
 			{"malformed config", ok, `{"url":`, "config"},
 			{"over-long config", ok, big[:len(big)-2] + `x"}`, "config"},
-			{"NUL in config", ok, `{"a": "\u0000"}`, "config"},
+			{"NUL in config", ok, `{"a": "\u0000"}`, "/config/a"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -49,6 +49,20 @@ func expired(expires *time.Time, now time.Time) bool {
 	return expires != nil && !now.Before(*expires)
 }
 
+// jsonLen is the length of v's JSON document (a value or metadata), a
+// lower bound of its tier-2 form's.
+func jsonLen[T entity](v *T) int {
+	switch x := any(v).(type) {
+	case *store.MemoryEntry:
+		return len(x.Value)
+	case *store.Session:
+		return len(x.Metadata)
+	case *store.Agent:
+		return len(x.Metadata)
+	}
+	return 0
+}
+
 // Tier-2 values: "V<version>:<json>", or tombstone.
 const tombstone = "T"
 

@@ -31,6 +31,11 @@
 //   - a delete, or a write whose outcome is unknown (a timeout after the
 //     statement was sent), writes a tombstone and publishes.
 //
+// A value whose tier-2 form is longer than RedisMaxValueBytes is never
+// written: a write of one leaves a tombstone, a read of one does not
+// populate, so Redis's memory per key stays bounded whatever the store
+// keeps, and such values are served from tier 1 or the store.
+//
 // A tombstone lives the tombstone TTL (10 s, or RedisTTL if shorter) and
 // reads as a miss that does not populate. The race it closes: reader R
 // reads version n from the store, writer W commits n+1 and runs its

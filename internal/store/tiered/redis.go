@@ -82,12 +82,14 @@ type tier2 struct {
 	channel string
 	timeout time.Duration // per operation on a caller's path
 	ttl     time.Duration // a value's longest life in Redis
+	maxSize int           // a value's longest tier-2 form
 	tombTTL time.Duration
 	guard   time.Duration // the longest a read may take and still populate
 	tune    tuning
 	log     zerolog.Logger
 
 	hits, misses, errs, published atomic.Uint64
+	oversized                     atomic.Uint64 // values kept out of Redis for their size
 
 	// degraded is read on every call without the lock; it changes, and
 	// pending is touched, only under mu, so that an invalidation cannot be
@@ -104,7 +106,7 @@ func newTier2(o Options, log zerolog.Logger) *tier2 {
 	tune := o.tune.withDefaults()
 	t := &tier2{
 		rdb: o.Redis, prefix: o.KeyPrefix, channel: o.Channel,
-		timeout: o.RedisTimeout, ttl: o.RedisTTL, tombTTL: min(tune.tombstoneTTL, o.RedisTTL),
+		timeout: o.RedisTimeout, ttl: o.RedisTTL, maxSize: o.RedisMaxValueBytes, tombTTL: min(tune.tombstoneTTL, o.RedisTTL),
 		tune: tune, log: log,
 		pending: make(map[ckey]struct{}), wake: make(chan struct{}, 1),
 	}
@@ -143,9 +145,8 @@ func populateRedis[T entity](ctx context.Context, t *tier2, rkey string, v *T, s
 	if !ok || ttl < time.Millisecond {
 		return
 	}
-	payload, err := encodeValue(v)
-	if err != nil {
-		t.log.Error().Err(err).Msg("tiered: encode a value for redis")
+	payload, ok := redisPayload(t, v)
+	if !ok {
 		return
 	}
 	tctx, cancel := context.WithTimeout(ctx, t.timeout)
@@ -168,11 +169,7 @@ func writeRedis[T entity](ctx context.Context, t *tier2, k ckey, v *T, start tim
 		version, expires = meta(v)
 		var ok bool
 		if ttl, ok = lifetime(expires, t.ttl, time.Now()); ok && ttl >= t.tombTTL {
-			var err error
-			if payload, err = encodeValue(v); err != nil {
-				t.log.Error().Err(err).Msg("tiered: encode a value for redis")
-				payload = ""
-			}
+			payload, _ = redisPayload(t, v) // "": the tombstone
 		}
 	}
 	t.mu.Lock()
@@ -197,6 +194,27 @@ func writeRedis[T entity](ctx context.Context, t *tier2, k ckey, v *T, start tim
 	if publish {
 		t.published.Add(1)
 	}
+}
+
+// redisPayload returns v's tier-2 form, or false when v must not be
+// written to Redis: its form would be longer than maxSize (counted), or
+// it cannot be encoded (logged). A value whose JSON alone is too long is
+// not encoded at all.
+func redisPayload[T entity](t *tier2, v *T) (string, bool) {
+	if jsonLen(v) > t.maxSize {
+		t.oversized.Add(1)
+		return "", false
+	}
+	payload, err := encodeValue(v)
+	if err != nil {
+		t.log.Error().Err(err).Msg("tiered: encode a value for redis")
+		return "", false
+	}
+	if len(payload) > t.maxSize {
+		t.oversized.Add(1)
+		return "", false
+	}
+	return payload, true
 }
 
 // tombstones drops keys from tier 2 and publishes each, for deletes.

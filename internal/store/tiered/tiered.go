@@ -20,8 +20,10 @@ import (
 const (
 	DefaultRedisTimeout = 50 * time.Millisecond
 	DefaultRedisTTL     = 5 * time.Minute
-	DefaultChannel      = "mcp-runtime:invalidate"
-	DefaultKeyPrefix    = "mcp-runtime:c:"
+	// DefaultRedisMaxValueBytes is the default RedisMaxValueBytes.
+	DefaultRedisMaxValueBytes = 1 << 20
+	DefaultChannel            = "mcp-runtime:invalidate"
+	DefaultKeyPrefix          = "mcp-runtime:c:"
 )
 
 // Options configure New.
@@ -40,6 +42,11 @@ type Options struct {
 	// RedisTTL is the longest a value lives in Redis (default
 	// DefaultRedisTTL).
 	RedisTTL time.Duration
+	// RedisMaxValueBytes bounds what one key holds in Redis: a value whose
+	// tier-2 form is longer is never written there (a write leaves a
+	// tombstone instead), and is read from tier 1 or the store (default
+	// DefaultRedisMaxValueBytes).
+	RedisMaxValueBytes int
 	// Channel carries invalidations between replicas (default
 	// DefaultChannel). Replicas sharing a database must share it.
 	Channel string
@@ -97,10 +104,12 @@ func New(ctx context.Context, next store.Store, opts Options) (*Store, error) {
 	}
 	opts.RedisTimeout = cmp.Or(opts.RedisTimeout, DefaultRedisTimeout)
 	opts.RedisTTL = cmp.Or(opts.RedisTTL, DefaultRedisTTL)
+	opts.RedisMaxValueBytes = cmp.Or(opts.RedisMaxValueBytes, DefaultRedisMaxValueBytes)
 	opts.Channel = cmp.Or(opts.Channel, DefaultChannel)
 	opts.KeyPrefix = cmp.Or(opts.KeyPrefix, DefaultKeyPrefix)
-	if opts.RedisTimeout < 0 || opts.RedisTTL < 0 {
-		return nil, fmt.Errorf("tiered: new: negative RedisTimeout (%v) or RedisTTL (%v)", opts.RedisTimeout, opts.RedisTTL)
+	if opts.RedisTimeout < 0 || opts.RedisTTL < 0 || opts.RedisMaxValueBytes < 0 {
+		return nil, fmt.Errorf("tiered: new: negative RedisTimeout (%v), RedisTTL (%v) or RedisMaxValueBytes (%d)",
+			opts.RedisTimeout, opts.RedisTTL, opts.RedisMaxValueBytes)
 	}
 
 	l1, err := newTier1(opts.L1)
@@ -165,6 +174,9 @@ type Stats struct {
 	// Redis because it was degraded: each is a fallback to the store.
 	RedisHits, RedisMisses, RedisErrors uint64
 	RedisDegraded                       bool
+	// RedisOversized counts values kept out of Redis because their tier-2
+	// form was longer than RedisMaxValueBytes.
+	RedisOversized uint64
 	// PendingInvalidations are waiting for Redis to come back; -1 means
 	// too many were missed and every key will be dropped instead.
 	PendingInvalidations int
@@ -189,6 +201,7 @@ func (s *Store) Stats() Stats {
 	if t := s.t2; t != nil {
 		st.RedisHits, st.RedisMisses, st.RedisErrors = t.hits.Load(), t.misses.Load(), t.errs.Load()
 		st.RedisDegraded = t.degraded.Load()
+		st.RedisOversized = t.oversized.Load()
 		st.InvalidationsPublished = t.published.Load()
 		t.mu.Lock()
 		st.PendingInvalidations = len(t.pending)
