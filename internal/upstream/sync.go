@@ -56,6 +56,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		return res
 	}
 	c := s.conn
+	listed := c // the session this discovery started on, if any
 	if c != nil && !force && s.status.State == StateConnected {
 		res.State, res.ToolCount, res.Cached = StateConnected, len(s.tools), true
 		m.mu.Unlock()
@@ -117,6 +118,12 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		}
 		res.State = StateDisabled
 		return res
+	}
+	if c != nil && c == listed && s.conn != c {
+		// A failed ping or call dropped the session while this listed its
+		// tools: a closed session must not be put back in service.
+		err, c = &Error{Kind: ErrInvocationFailed, Server: s.cfg.ID, Op: "tools/list", url: s.cfg.URL,
+			Err: errors.New("the session was dropped while its tools were listed")}, nil
 	}
 	if old := s.conn; old != nil && old != c {
 		toClose = append(toClose, old)
