@@ -51,6 +51,9 @@ func (m *Manager) Create(ctx context.Context, c Config) (Status, error) {
 	if err := c.Validate(); err != nil {
 		return Status{}, err
 	}
+	if err := c.CheckNetworks(m.opts.DeniedNetworks); err != nil {
+		return Status{}, err
+	}
 	c = c.Normalized()
 	m.mu.Lock()
 	_, taken := m.servers[c.ID]
@@ -132,6 +135,9 @@ func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, erro
 		return Status{}, err
 	}
 	if err := c.Validate(); err != nil {
+		return Status{}, err
+	}
+	if err := c.CheckNetworks(m.opts.DeniedNetworks); err != nil {
 		return Status{}, err
 	}
 	return m.store(ctx, c.Normalized(), nil)

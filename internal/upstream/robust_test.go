@@ -410,7 +410,7 @@ func TestCappedBody(t *testing.T) {
 		{"123456", 5, errResponseTooLarge},
 	}
 	for _, tt := range tests {
-		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(tt.body)), left: tt.max}
+		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(tt.body)), max: tt.max, left: tt.max, ctx: context.Background(), probe: &probe{}}
 		got, err := io.ReadAll(b)
 		if !errors.Is(err, tt.wantErr) || (err == nil && string(got) != tt.body) {
 			t.Errorf("body %q max %d: got %q, %v", tt.body, tt.max, got, err)
