@@ -309,3 +309,41 @@ func TestUpstreamRequestTimeoutAboveCategoryWarns(t *testing.T) {
 		}
 	}
 }
+
+// Replicas of one deployment derive the same id from what they share —
+// the Redis server and database, and redis.keyPrefix — and nothing else
+// (not the URL's password or options); the id shows none of it.
+func TestDeploymentID(t *testing.T) {
+	with := func(redisURL, prefix, explicit string) config.Config {
+		c := config.Default()
+		c.RedisURL, c.Redis.KeyPrefix, c.Federation.DeploymentID = redisURL, prefix, explicit
+		return c
+	}
+	base := deploymentID(with("redis://redis-master:6379/0", "prod:", ""))
+	tests := []struct {
+		name string
+		cfg  config.Config
+		same bool
+	}{
+		{"another password and options", with("redis://:s3cret@redis-master:6379/0?dial_timeout=3s", "prod:", ""), true},
+		{"another key prefix", with("redis://redis-master:6379/0", "staging:", ""), false},
+		{"another database", with("redis://redis-master:6379/1", "prod:", ""), false},
+		{"another server", with("redis://redis-2:6379/0", "prod:", ""), false},
+	}
+	for _, tt := range tests {
+		if got := deploymentID(tt.cfg); (got == base) != tt.same {
+			t.Errorf("%s: %s vs %s, want same %v", tt.name, got, base, tt.same)
+		}
+	}
+	for _, leak := range []string{"redis-master", "6379", "prod", "s3cret"} {
+		if strings.Contains(base, leak) {
+			t.Errorf("the id %s shows %q", base, leak)
+		}
+	}
+	if got := deploymentID(with("redis://redis-master:6379/0", "prod:", "eu-1")); got != "eu-1" {
+		t.Errorf("federation.deploymentId not used: %s", got)
+	}
+	if a, b := deploymentID(config.Default()), deploymentID(config.Default()); a == b || !upstream.ValidDeploymentID(a) {
+		t.Errorf("without Redis: %s and %s; want two random ids", a, b)
+	}
+}
