@@ -103,6 +103,23 @@ func adminDo(t *testing.T, base, method, path, token, body string) (int, string)
 	return resp.StatusCode, string(b)
 }
 
+// countingToolList is a client of url that counts the
+// notifications/tools/list_changed it gets.
+func countingToolList(t *testing.T, url string) (*mcp.ClientSession, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) },
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, &n
+}
+
 // errorContext returns the envelope's error.context of a failed call.
 func errorContext(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (envelopeDoc, map[string]any) {
 	t.Helper()
@@ -144,16 +161,7 @@ func TestUpstreamFederation(t *testing.T) {
 	url, _ := runServer(t, cfg, io.Discard)
 	base := strings.TrimSuffix(url, "/mcp")
 
-	var listChanged atomic.Int64
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federation-e2e", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { listChanged.Add(1) },
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs, listChanged := countingToolList(t, url)
 
 	waitFor(t, func() bool {
 		names := toolNames(t, cs)
