@@ -179,7 +179,10 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
 	r.Use(securityHeaders(cfg.TLS.Enabled()))
-	tr.Mount(r, "/mcp")
+	r.Group(func(r chi.Router) {
+		r.Use(fed.loopGuard) // before the transport: a looping request creates no session
+		tr.Mount(r, "/mcp")
+	})
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
 	if cfg.Auth.Mode != auth.ModeNone {
 		adminOpts.Principals = authn

@@ -2,13 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
@@ -53,16 +59,20 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeli
 	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log,
 		timeouts: cfg.Timeouts.TimeoutConfig(), sep: cfg.ToolNameSeparator, warned: map[string]bool{}}
 	m, err := upstream.NewManager(upstream.Options{
-		Declared:       cfg.Upstreams,
-		Store:          persist,
-		HealthInterval: cfg.Federation.HealthInterval(),
-		GracePeriod:    cfg.Federation.GracePeriod(),
-		SyncInterval:   cfg.Federation.SyncInterval(),
-		OnToolsChanged: f.sync,
-		ClientName:     "mcp-runtime",
-		ClientVersion:  version,
-		Metrics:        metrics,
-		Log:            log,
+		Declared:          cfg.Upstreams,
+		Store:             persist,
+		HealthInterval:    cfg.Federation.HealthInterval(),
+		GracePeriod:       cfg.Federation.GracePeriod(),
+		SyncInterval:      cfg.Federation.SyncInterval(),
+		OnToolsChanged:    f.sync,
+		ClientName:        "mcp-runtime",
+		ClientVersion:     version,
+		DeploymentID:      deploymentID(cfg),
+		MaxToolsPerServer: cfg.Federation.MaxToolsPerUpstream,
+		MaxToolListBytes:  cfg.Federation.MaxToolListBytes,
+		DeniedNetworks:    cfg.Federation.DeniedPrefixes(),
+		Metrics:           metrics,
+		Log:               log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("upstreams: %w", err)
@@ -70,6 +80,62 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeli
 	f.m = m
 	return f, nil
 }
+
+// deploymentID names this deployment to its upstreams (see
+// upstream.HeaderVia): federation.deploymentId when set; otherwise a hash
+// of what every replica of one deployment shares and no other deployment
+// does — the Redis server and database its client sessions live in, and
+// redis.keyPrefix, which deployments sharing a Redis must set apart. The
+// hash keeps the address and the key prefix out of the headers; the URL's
+// credentials and options are not part of it. Without Redis a process is
+// a deployment of its own, and a random id serves.
+func deploymentID(cfg config.Config) string {
+	if cfg.Federation.DeploymentID != "" {
+		return cfg.Federation.DeploymentID
+	}
+	if cfg.RedisURL == "" {
+		return upstream.RandomDeploymentID()
+	}
+	o, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		// openState refuses such a URL before this runs.
+		return upstream.RandomDeploymentID()
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{"mcp-runtime deployment", o.Network, o.Addr, strconv.Itoa(o.DB), cfg.Redis.KeyPrefix}, "\x00")))
+	return hex.EncodeToString(sum[:16])
+}
+
+// loopGuard refuses, with 508 Loop Detected, a request that names this
+// deployment in upstream.HeaderVia: it comes from this deployment, through
+// an upstream that leads back here. The answer to any other request that
+// carries the header (one from another deployment's gateway) names the
+// deployments behind this one's upstreams (upstream.HeaderDeployments),
+// so that gateway can see a loop through this one. A request without the
+// header, every ordinary client's, costs one header lookup.
+func (f *federation) loopGuard(next http.Handler) http.Handler {
+	self := f.m.DeploymentID()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		via := r.Header.Values(upstream.HeaderVia)
+		if len(via) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if upstream.NamesDeployment(via, self) {
+			h := w.Header()
+			h.Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusLoopDetected)
+			_, _ = io.WriteString(w, loopAnswer)
+			return
+		}
+		w.Header()[upstream.HeaderDeployments] = f.m.Deployments()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopAnswer is the body of a 508: a JSON-RPC error, which is what an MCP
+// client reads from a failed POST.
+const loopAnswer = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"federation loop: this request has already passed through this deployment (` +
+	upstream.HeaderVia + ` names it); an upstream of this server leads back to it"}}`
 
 // start connects the enabled servers in the background and registers the
 // tools of those that answer as they do.

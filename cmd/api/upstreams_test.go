@@ -103,6 +103,23 @@ func adminDo(t *testing.T, base, method, path, token, body string) (int, string)
 	return resp.StatusCode, string(b)
 }
 
+// countingToolList is a client of url that counts the
+// notifications/tools/list_changed it gets.
+func countingToolList(t *testing.T, url string) (*mcp.ClientSession, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) },
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, &n
+}
+
 // errorContext returns the envelope's error.context of a failed call.
 func errorContext(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (envelopeDoc, map[string]any) {
 	t.Helper()
@@ -144,16 +161,7 @@ func TestUpstreamFederation(t *testing.T) {
 	url, _ := runServer(t, cfg, io.Discard)
 	base := strings.TrimSuffix(url, "/mcp")
 
-	var listChanged atomic.Int64
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federation-e2e", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { listChanged.Add(1) },
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs, listChanged := countingToolList(t, url)
 
 	waitFor(t, func() bool {
 		names := toolNames(t, cs)
@@ -307,5 +315,43 @@ func TestUpstreamRequestTimeoutAboveCategoryWarns(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("warning lacks %s", want)
 		}
+	}
+}
+
+// Replicas of one deployment derive the same id from what they share —
+// the Redis server and database, and redis.keyPrefix — and nothing else
+// (not the URL's password or options); the id shows none of it.
+func TestDeploymentID(t *testing.T) {
+	with := func(redisURL, prefix, explicit string) config.Config {
+		c := config.Default()
+		c.RedisURL, c.Redis.KeyPrefix, c.Federation.DeploymentID = redisURL, prefix, explicit
+		return c
+	}
+	base := deploymentID(with("redis://redis-master:6379/0", "prod:", ""))
+	tests := []struct {
+		name string
+		cfg  config.Config
+		same bool
+	}{
+		{"another password and options", with("redis://:s3cret@redis-master:6379/0?dial_timeout=3s", "prod:", ""), true},
+		{"another key prefix", with("redis://redis-master:6379/0", "staging:", ""), false},
+		{"another database", with("redis://redis-master:6379/1", "prod:", ""), false},
+		{"another server", with("redis://redis-2:6379/0", "prod:", ""), false},
+	}
+	for _, tt := range tests {
+		if got := deploymentID(tt.cfg); (got == base) != tt.same {
+			t.Errorf("%s: %s vs %s, want same %v", tt.name, got, base, tt.same)
+		}
+	}
+	for _, leak := range []string{"redis-master", "6379", "prod", "s3cret"} {
+		if strings.Contains(base, leak) {
+			t.Errorf("the id %s shows %q", base, leak)
+		}
+	}
+	if got := deploymentID(with("redis://redis-master:6379/0", "prod:", "eu-1")); got != "eu-1" {
+		t.Errorf("federation.deploymentId not used: %s", got)
+	}
+	if a, b := deploymentID(config.Default()), deploymentID(config.Default()); a == b || !upstream.ValidDeploymentID(a) {
+		t.Errorf("without Redis: %s and %s; want two random ids", a, b)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
@@ -34,10 +35,45 @@ type Federation struct {
 	// SyncIntervalMs is how often a replica reloads the servers registered
 	// through the admin API (possibly on another replica) from the store.
 	SyncIntervalMs int64 `yaml:"syncIntervalMs"`
+	// MaxToolsPerUpstream bounds one upstream's tool list; a server that
+	// lists more is in error (its tools are not offered).
+	MaxToolsPerUpstream int `yaml:"maxToolsPerUpstream"`
+	// MaxToolListBytes bounds the bytes of one upstream's tool list, all
+	// pages together, counted as they are read.
+	MaxToolListBytes int64 `yaml:"maxToolListBytes"`
+	// DeploymentID names this deployment to the upstreams it federates,
+	// so that a loop (this server as its own upstream, two deployments
+	// federating each other) is recognised. Every replica of a deployment
+	// must have the same. Empty: derived from redisURL and
+	// redis.keyPrefix, which the replicas share, or random for a process
+	// without Redis.
+	DeploymentID string `yaml:"deploymentId"`
+	// DeniedNetworks are the networks (CIDR prefixes or addresses) no
+	// upstream connection may reach, whatever a URL or a redirect names.
+	// Setting it replaces the default list.
+	DeniedNetworks []string `yaml:"deniedNetworks"`
 }
 
 func defaultFederation() Federation {
-	return Federation{HealthIntervalMs: 30_000, GracePeriodMs: 60_000, SyncIntervalMs: 10_000}
+	return Federation{HealthIntervalMs: 30_000, GracePeriodMs: 60_000, SyncIntervalMs: 10_000,
+		MaxToolsPerUpstream: upstream.DefaultMaxToolsPerServer, MaxToolListBytes: upstream.DefaultMaxToolListBytes,
+		DeniedNetworks: upstream.DefaultDeniedNetworks()}
+}
+
+// maxDeniedNetworks bounds federation.deniedNetworks: every dial to an
+// upstream checks the list.
+const maxDeniedNetworks = 1024
+
+// DeniedPrefixes is DeniedNetworks parsed; entries that do not parse
+// (Validate reports them) are left out.
+func (f Federation) DeniedPrefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(f.DeniedNetworks))
+	for _, s := range f.DeniedNetworks {
+		if p, err := upstream.ParseNetwork(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // HealthInterval, GracePeriod and SyncInterval are the settings as durations.
@@ -57,6 +93,20 @@ func (c Config) validateFederation(bad func(key string, value any, want string),
 	intRange("federation.healthIntervalMs", f.HealthIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("federation.gracePeriodMs", f.GracePeriodMs, 0, maxDurationMs, fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 	intRange("federation.syncIntervalMs", f.SyncIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
+	intRange("federation.maxToolsPerUpstream", int64(f.MaxToolsPerUpstream), 1, 100_000, "1 to 100000")
+	intRange("federation.maxToolListBytes", f.MaxToolListBytes, 1024, 1<<30, "1024 to 1073741824 (1 GiB)")
+	if f.DeploymentID != "" && !upstream.ValidDeploymentID(f.DeploymentID) {
+		bad("federation.deploymentId", f.DeploymentID, "1 to 64 characters of [A-Za-z0-9._-], or empty to derive it")
+	}
+	if len(f.DeniedNetworks) > maxDeniedNetworks {
+		bad("federation.deniedNetworks", len(f.DeniedNetworks), fmt.Sprintf("at most %d entries", maxDeniedNetworks))
+	}
+	for i, s := range f.DeniedNetworks {
+		if _, err := upstream.ParseNetwork(s); err != nil {
+			bad(fmt.Sprintf("federation.deniedNetworks[%d]", i), nil, err.Error())
+		}
+	}
+	denied := f.DeniedPrefixes()
 	seen := map[string]int{}
 	for i, u := range c.Upstreams {
 		if err := u.Validate(); err != nil {
@@ -69,6 +119,12 @@ func (c Config) validateFederation(bad func(key string, value any, want string),
 			// values are credentials and are never echoed.
 			bad(fmt.Sprintf("upstreams[%d].%s", i, fe.Field), nil, fe.Reason)
 			continue
+		}
+		if err := u.CheckNetworks(denied); err != nil {
+			var fe *upstream.FieldError
+			if errors.As(err, &fe) {
+				bad(fmt.Sprintf("upstreams[%d].%s", i, fe.Field), nil, fe.Reason)
+			}
 		}
 		if j, dup := seen[u.ID]; dup {
 			bad(fmt.Sprintf("upstreams[%d].id", i), u.ID, fmt.Sprintf("an id no other upstream has (upstreams[%d] has it)", j))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,11 @@ func TestValidateUpstreamsNamesKeys(t *testing.T) {
 		{"unknown category", with(func(c *upstream.Config) { c.Category = "fast" }), nil, "upstreams[0].category"},
 		{"health interval", nil, func(f *Federation) { f.HealthIntervalMs = 10 }, "federation.healthIntervalMs"},
 		{"sync interval", nil, func(f *Federation) { f.SyncIntervalMs = 0 }, "federation.syncIntervalMs"},
+		{"no tools per upstream", nil, func(f *Federation) { f.MaxToolsPerUpstream = 0 }, "federation.maxToolsPerUpstream"},
+		{"tiny tool list", nil, func(f *Federation) { f.MaxToolListBytes = 10 }, "federation.maxToolListBytes"},
+		{"deployment id", nil, func(f *Federation) { f.DeploymentID = "a b" }, "federation.deploymentId"},
+		{"denied network", nil, func(f *Federation) { f.DeniedNetworks = []string{"10.0.0.0/8", "nope"} }, "federation.deniedNetworks[1]"},
+		{"url in a denied network", with(func(c *upstream.Config) { c.URL = "http://169.254.169.254/mcp" }), nil, "upstreams[0].url"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,5 +89,26 @@ func TestValidateUpstreamsNamesKeys(t *testing.T) {
 				t.Errorf("the error echoes a secret: %v", err)
 			}
 		})
+	}
+}
+
+// federation.deniedNetworks from the file replaces the default list: an
+// operator who needs an upstream on a link-local address can allow it.
+func TestLoadDeniedNetworksReplacesDefault(t *testing.T) {
+	if got := Default().Federation.DeniedNetworks; !slices.Equal(got, upstream.DefaultDeniedNetworks()) {
+		t.Fatalf("default = %v", got)
+	}
+	path := writeConfig(t, `
+federation: {deniedNetworks: ["10.9.0.0/16"], maxToolsPerUpstream: 50, deploymentId: "prod-eu"}
+upstreams: [{id: ll, url: "http://169.254.10.10/mcp"}]
+`)
+	cfg, err := load([]string{"-config", path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cfg.Federation
+	if !slices.Equal(f.DeniedNetworks, []string{"10.9.0.0/16"}) || f.MaxToolsPerUpstream != 50 || f.DeploymentID != "prod-eu" ||
+		f.MaxToolListBytes != upstream.DefaultMaxToolListBytes {
+		t.Errorf("federation = %+v", f)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -47,6 +49,9 @@ func (m *Manager) Get(ctx context.Context, id string) (Status, error) {
 // server or a declared one.
 func (m *Manager) Create(ctx context.Context, c Config) (Status, error) {
 	if err := c.Validate(); err != nil {
+		return Status{}, err
+	}
+	if err := c.CheckNetworks(m.opts.DeniedNetworks); err != nil {
 		return Status{}, err
 	}
 	c = c.Normalized()
@@ -112,7 +117,8 @@ func (m *Manager) apiServer(id string) (*server, error) {
 // A header value equal to RedactedValue keeps the stored value of that
 // header: the API never shows header values, so a client that reads a
 // server, changes one field and writes it back must not replace its
-// credentials with the placeholder.
+// credentials with the placeholder. It does so only while the URL keeps
+// its origin (see keepRedacted).
 func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, error) {
 	s, err := m.apiServer(id)
 	if err != nil {
@@ -124,11 +130,14 @@ func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, erro
 	if c.ID != id {
 		return Status{}, invalid("id", "%q differs from the server's id %q; an id cannot be changed", c.ID, id)
 	}
-	c.Headers, err = keepRedacted(c.Headers, s.cfg.Headers)
+	c.Headers, err = keepRedacted(c.Headers, s.cfg, c.URL)
 	if err != nil {
 		return Status{}, err
 	}
 	if err := c.Validate(); err != nil {
+		return Status{}, err
+	}
+	if err := c.CheckNetworks(m.opts.DeniedNetworks); err != nil {
 		return Status{}, err
 	}
 	return m.store(ctx, c.Normalized(), nil)
@@ -136,8 +145,33 @@ func (m *Manager) Update(ctx context.Context, id string, c Config) (Status, erro
 
 // keepRedacted returns in with every RedactedValue replaced by the value
 // cur has for that header (names compared as HTTP does, case-insensitively).
-func keepRedacted(in, cur map[string]string) (map[string]string, error) {
+//
+// A stored value was given for the server at cur's origin (scheme, host
+// and port). When newURL names another origin, the placeholder is refused,
+// naming every header sent that way: keeping the value would send the
+// credential to a server it was never meant for, on the say of whoever
+// may change the URL. A new path on the same origin keeps them: it is the
+// same server, which the credential is already sent to, and the same
+// party answers whatever the path.
+func keepRedacted(in map[string]string, cur Config, newURL string) (map[string]string, error) {
 	var out map[string]string
+	if from, to := origin(cur.URL), origin(newURL); from != to {
+		var names []string
+		for name, v := range in {
+			if v == RedactedValue {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			field := "headers"
+			if len(names) == 1 {
+				field += "." + names[0]
+			}
+			return nil, invalid(field, "the url moves the server from %s to %s, and a stored header value is sent only to the origin it was given for; "+
+				"send the value of %s again instead of %q", from, to, strings.Join(names, ", "), RedactedValue)
+		}
+	}
 	for name, v := range in {
 		if v != RedactedValue {
 			continue
@@ -145,7 +179,7 @@ func keepRedacted(in, cur map[string]string) (map[string]string, error) {
 		if out == nil {
 			out = maps.Clone(in)
 		}
-		stored, ok := headerValue(cur, name)
+		stored, ok := headerValue(cur.Headers, name)
 		if !ok {
 			return nil, invalid("headers."+name, "is %q, which stands for a stored value, and the server has no header %s; send the value itself", RedactedValue, name)
 		}
@@ -155,6 +189,26 @@ func keepRedacted(in, cur map[string]string) (map[string]string, error) {
 		return in, nil
 	}
 	return out, nil
+}
+
+// origin is a URL's scheme://host:port, in lower case and with the
+// scheme's default port made explicit, so http://h and http://H:80 are
+// one origin (RFC 6454).
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 func headerValue(h map[string]string, name string) (string, bool) {

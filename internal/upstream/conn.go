@@ -27,6 +27,8 @@ type conn struct {
 	// the session is closed once and its watcher can tell a close of ours
 	// from the server going away.
 	closed *atomic.Bool
+	// probe is what the session's transport learned (see probe).
+	probe *probe
 }
 
 // withConfig is c for a server whose call settings (request timeout,
@@ -44,32 +46,12 @@ type dialParams struct {
 	maxBody       int64 // see DefaultMaxResponseBytes
 	clientName    string
 	clientVersion string
+	// deployment is this deployment's id, sent in HeaderVia.
+	deployment string
+	denied     deniedNetworks
 	// onToolsChanged is called when the server sends
 	// notifications/tools/list_changed.
 	onToolsChanged func()
-}
-
-// headerTransport adds a server's configured headers to every request
-// sent to it (credentials for that upstream, typically) — to its host
-// only: a redirect elsewhere must not carry them, which Go's own
-// cross-host stripping would not prevent here, since a RoundTripper adds
-// them after the client decided what to forward.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-	host    string // the configured URL's host[:port]
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !strings.EqualFold(r.URL.Host, t.host) {
-		return t.base.RoundTrip(r)
-	}
-	// A RoundTripper must not modify the caller's request.
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header.Set(k, v)
-	}
-	return t.base.RoundTrip(r)
 }
 
 // DefaultMaxResponseBytes bounds the body of one upstream answer to a
@@ -82,64 +64,191 @@ const DefaultMaxResponseBytes = 16 << 20
 // request fails like any transport failure.
 var errResponseTooLarge = errors.New("the answer is larger than the gateway accepts from an upstream")
 
-// limitTransport bounds the body of every answer to a POST. The
-// standalone GET stream is left alone: it is meant to stay open and
-// carries notifications only.
-type limitTransport struct {
-	base http.RoundTripper
-	max  int64
+// upstreamTransport is the http.RoundTripper of one session. It adds the
+// server's configured headers (credentials for it, typically) to requests
+// to its own host only — a redirect elsewhere must not carry them, which
+// Go's own cross-host stripping would not prevent here, since a
+// RoundTripper adds them after the client decided what to forward — and
+// HeaderVia to every request but tool calls; it refuses a redirect to an IP address in a
+// denied network (the dialer checks every other address, but a proxy
+// dials for us); it bounds the body of every answer to a POST; and it
+// describes every failure in words of its own (see failure.go) for the
+// operation the request belongs to (its exchange) and the session (probe).
+type upstreamTransport struct {
+	base       http.RoundTripper
+	host       string // the configured URL's host[:port]
+	headers    map[string]string
+	deployment string
+	denied     deniedNetworks
+	maxBody    int64
+	probe      *probe
 }
 
-func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
-	if err == nil && r.Method == http.MethodPost {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
+func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ex := exchangeFrom(r.Context())
+	ex.begin()
+	home := strings.EqualFold(r.URL.Host, t.host)
+	if !home {
+		if err := t.denied.checkHost(r.URL.Hostname()); err != nil {
+			return nil, t.fail(ex, transportFailure(err))
+		}
 	}
-	return resp, err
+	// Only the handshake, discovery and health checks say who sends them
+	// (see HeaderVia): that is where a loop shows, and a tool call is
+	// spared the copy of its request.
+	announce := ex != nil && !ex.call
+	if announce || home && len(t.headers) > 0 {
+		// A RoundTripper must not modify the caller's request.
+		r = r.Clone(r.Context())
+		if announce {
+			r.Header.Set(HeaderVia, t.deployment)
+		}
+		if home {
+			for k, v := range t.headers {
+				r.Header.Set(k, v)
+			}
+		}
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return nil, err // the operation gave up; that is no failure of the server's
+		}
+		return nil, t.fail(ex, transportFailure(err))
+	}
+	if announce && t.sawSelf(resp.Header.Values(HeaderDeployments)) {
+		resp.Body.Close()
+		return nil, t.fail(ex, loopFailure())
+	}
+	if r.Method == http.MethodPost {
+		if f := answerFailure(resp, r); f != nil {
+			t.fail(ex, f)
+		}
+		resp.Body = &cappedBody{ReadCloser: resp.Body, max: t.maxBody, left: t.maxBody, ctx: r.Context(), ex: ex, probe: t.probe}
+	}
+	return resp, nil
 }
 
+// fail records f for the request's operation and the session, and
+// returns it as the request's error.
+func (t *upstreamTransport) fail(ex *exchange, f *failure) *failure {
+	ex.record(f)
+	t.probe.last.Store(f)
+	return f
+}
+
+// sawSelf records the deployments an answer names and reports whether
+// they make a loop this deployment must break (see breaksLoop). An
+// unchanged header is not parsed again.
+func (t *upstreamTransport) sawSelf(values []string) bool {
+	if len(values) == 0 {
+		if t.probe.seen.Load() != nil {
+			t.probe.seen.Store(nil)
+		}
+		return false
+	}
+	raw := strings.Join(values, ",")
+	d := t.probe.seen.Load()
+	if d == nil || d.raw != raw {
+		d = &deployments{raw: raw}
+		d.from, d.ids = parseDeployments(values)
+		t.probe.seen.Store(d)
+	}
+	return breaksLoop(t.deployment, d.from, d.ids)
+}
+
+// answerFailure classifies the head of an answer to a POST that cannot
+// be an MCP answer: a status other than 2xx, or a body that is neither
+// JSON nor an event stream. The SDK still reads it (a JSON-RPC error may
+// come with a 4xx); this only says what went wrong should the request
+// fail.
+func answerFailure(resp *http.Response, r *http.Request) *failure {
+	code := resp.StatusCode
+	if code < 200 || code > 299 {
+		return statusFailure(code, r.Header.Get("Mcp-Session-Id") != "")
+	}
+	if code == http.StatusAccepted || code == http.StatusNoContent {
+		return nil
+	}
+	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	ct = strings.TrimSpace(ct)
+	if !strings.EqualFold(ct, "application/json") && !strings.EqualFold(ct, "text/event-stream") {
+		return failed(fmt.Sprintf("not an MCP server: the answer (HTTP %d) is neither JSON nor an event stream", code), nil)
+	}
+	return nil
+}
+
+// cappedBody bounds an answer's body to left bytes and, when its
+// operation has a budget, the operation's answers together to it.
 type cappedBody struct {
 	io.ReadCloser
-	left int64
+	max   int64 // this answer's bound
+	left  int64
+	ctx   context.Context // the request's
+	ex    *exchange       // nil outside an operation
+	probe *probe
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
+	limit, shared := b.left, false
+	if ex := b.ex; ex != nil && ex.budget > 0 {
+		if l := ex.left.Load(); l < limit {
+			limit, shared = l, true
+		}
+	}
+	if limit <= 0 {
 		// Exactly at the bound: only an answer that goes on is too large.
 		var one [1]byte
-		if n, err := b.ReadCloser.Read(one[:]); n > 0 {
+		n, err := b.ReadCloser.Read(one[:])
+		switch {
+		case n > 0 && shared:
+			return 0, b.ex.overBudget()
+		case n > 0:
+			f := failed(fmt.Sprintf("the answer is larger than the %d bytes the gateway accepts from an upstream", b.max), errResponseTooLarge)
+			b.ex.record(f)
+			b.probe.last.Store(f)
 			return 0, errResponseTooLarge
-		} else if err != nil {
-			return 0, err
 		}
-		return 0, nil
+		return 0, b.readErr(err)
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
+	if int64(len(p)) > limit {
+		p = p[:limit]
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
-	return n, err
+	if b.ex != nil && b.ex.budget > 0 {
+		b.ex.left.Add(-int64(n))
+	}
+	return n, b.readErr(err)
 }
 
-// httpClientFor returns base with cfg's headers added to every request
-// and answers bounded by maxBody. Its Timeout is left as base's: the SDK
-// keeps long-lived streams open, and every request is bounded by its own
+// readErr records a failure reading the body (the connection cut midway).
+func (b *cappedBody) readErr(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || b.ctx.Err() != nil {
+		return err // the end, or the operation gave up
+	}
+	f := transportFailure(err)
+	b.ex.record(f)
+	b.probe.last.Store(f)
+	return err
+}
+
+// httpClientFor returns base with the session's transport (see
+// upstreamTransport). Its Timeout is left as base's: the SDK keeps
+// long-lived streams open, and every request is bounded by its own
 // context instead.
-func httpClientFor(base *http.Client, cfg Config, maxBody int64) *http.Client {
+func httpClientFor(base *http.Client, cfg Config, p dialParams, pr *probe) *http.Client {
 	c := *base
 	rt := c.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	if len(cfg.Headers) > 0 {
-		host := ""
-		if u, err := url.Parse(cfg.URL); err == nil {
-			host = u.Host
-		}
-		rt = headerTransport{base: rt, headers: cfg.Headers, host: host}
+	host := ""
+	if u, err := url.Parse(cfg.URL); err == nil {
+		host = u.Host
 	}
-	c.Transport = limitTransport{base: rt, max: maxBody}
+	c.Transport = &upstreamTransport{base: rt, host: host, headers: cfg.Headers, deployment: p.deployment,
+		denied: p.denied, maxBody: p.maxBody, probe: pr}
 	return &c
 }
 
@@ -151,6 +260,8 @@ func httpClientFor(base *http.Client, cfg Config, maxBody int64) *http.Client {
 func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout())
 	defer cancel()
+	ex := &exchange{}
+	ctx = withExchange(ctx, ex)
 
 	opts := &mcp.ClientOptions{
 		// No roots, sampling or elicitation: mcp-runtime only consumes
@@ -161,9 +272,10 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { p.onToolsChanged() }
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: p.clientName, Version: p.clientVersion}, opts)
+	pr := &probe{}
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   cfg.URL,
-		HTTPClient: httpClientFor(p.base, cfg, p.maxBody),
+		HTTPClient: httpClientFor(p.base, cfg, p, pr),
 		// MaxRetries is left at the SDK's default: it only governs
 		// resuming the server's SSE streams, and without it one closed
 		// standalone stream (a server restarting its GET handler, a proxy
@@ -173,28 +285,46 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	}
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		e := &Error{Kind: ErrInvocationFailed, Server: cfg.ID, Op: "connect", Err: err, url: cfg.URL}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e := &Error{Kind: ErrInvocationFailed, Server: cfg.ID, Op: "connect", url: cfg.URL}
+		f := ex.failure()
+		switch {
+		case f != nil:
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			e.Kind, e.Op, e.Timeout = ErrConnectionTimeout, "initialize", true
-			e.Err = fmt.Errorf("no answer within %v (connectionTimeoutMs)", cfg.ConnectionTimeout())
+			f = failed(fmt.Sprintf("no answer within %v (connectionTimeoutMs)", cfg.ConnectionTimeout()), err)
+		case errors.As(err, &f):
+		default:
+			f = otherFailure(err, false)
+		}
+		e.Err = f
+		if f.final() {
+			return nil, permanent(e)
 		}
 		return nil, e
 	}
-	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool)}, nil
+	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr}, nil
 }
 
 // requestError turns a failed request into an *Error of kind
-// ErrInvocationFailed. A server's JSON-RPC error answer is permanent
-// (sending the same request again gets the same answer); a transport
-// failure or a timeout may be retried.
-func (c *conn) requestError(ctx context.Context, op string, err error) error {
-	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err, url: c.cfg.URL}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+// ErrInvocationFailed, described in words of ours (see failure.go). A
+// server's JSON-RPC error answer is permanent (sending the same request
+// again gets the same answer), and so is a loop, a denied address or a
+// limit; a transport failure or a timeout may be retried.
+func (c *conn) requestError(ctx context.Context, ex *exchange, op string, err error) error {
+	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, url: c.cfg.URL}
+	f := ex.failure()
+	switch {
+	case f != nil:
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		e.Timeout = true
-		e.Err = fmt.Errorf("no answer within %v (requestTimeoutMs)", c.cfg.RequestTimeout())
+		f = failed(fmt.Sprintf("no answer within %v (requestTimeoutMs)", c.cfg.RequestTimeout()), err)
+	case errors.As(err, &f):
+	default:
+		f = otherFailure(err, true)
 	}
+	e.Err = f
 	var wire *jsonrpc.Error
-	if errors.As(err, &wire) {
+	if f.final() || errors.As(err, &wire) {
 		return permanent(e)
 	}
 	return e
@@ -216,27 +346,49 @@ func broken(err error) bool {
 	return true
 }
 
+// listLimits bound one server's tool list (federation.maxToolsPerUpstream,
+// federation.maxToolListBytes).
+type listLimits struct {
+	maxTools int
+	maxBytes int64
+}
+
+// maxListPages bounds the pages of one list: a server that keeps
+// returning cursors for empty pages would loop forever.
+const maxListPages = 1000
+
 // listTools fetches the whole tool list, following NextCursor, under one
-// requestTimeoutMs deadline per page.
-func (c *conn) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+// requestTimeoutMs deadline per page. The limits are checked while
+// paging: the bytes as they are read, so an answer over the budget is not
+// read to its end, and the tools after each page. Over either, the list
+// is refused whole rather than cut: a subset would depend on the server's
+// order, change without notice, and hide the problem from the operator.
+func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ex := (&exchange{}).withBudget(lim.maxBytes, "tool list", cancel)
+	ctx = withExchange(ctx, ex)
 	var tools []*mcp.Tool
 	cursor := ""
 	for page := 0; ; page++ {
-		if page > 1000 {
-			// A server that keeps returning cursors would loop forever.
+		if page > maxListPages {
 			return nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
-				Err: errors.New("more than 1000 pages")})
+				Err: &failure{kind: errLimit, msg: fmt.Sprintf("more than %d pages", maxListPages)}})
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+		rctx, rcancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
 		res, err := c.session.ListTools(rctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			err = c.requestError(rctx, "tools/list", err)
+			err = c.requestError(rctx, ex, "tools/list", err)
 		}
-		cancel()
+		rcancel()
 		if err != nil {
 			return nil, err
 		}
 		tools = append(tools, res.Tools...)
+		if len(tools) > lim.maxTools {
+			return nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
+				Err: &failure{kind: errLimit, msg: fmt.Sprintf("the server lists more than %d tools (federation.maxToolsPerUpstream)", lim.maxTools)}})
+		}
 		if res.NextCursor == "" {
 			return tools, nil
 		}
@@ -245,19 +397,25 @@ func (c *conn) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 }
 
 // countResources counts the server's resources when it advertises any;
-// 0 otherwise. A failure is reported but does not fail discovery.
-func (c *conn) countResources(ctx context.Context) (int, error) {
+// 0 otherwise. A failure is reported but does not fail discovery. The
+// pages count against the same byte budget as the tool list: they are
+// only counted, but still downloaded.
+func (c *conn) countResources(ctx context.Context, lim listLimits) (int, error) {
 	if c.init == nil || c.init.Capabilities == nil || c.init.Capabilities.Resources == nil {
 		return 0, nil
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ex := (&exchange{}).withBudget(lim.maxBytes, "resource list", cancel)
+	ctx = withExchange(ctx, ex)
 	n, cursor := 0, ""
-	for page := 0; page <= 1000; page++ {
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
+	for page := 0; page <= maxListPages; page++ {
+		rctx, rcancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
 		res, err := c.session.ListResources(rctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			err = c.requestError(rctx, "resources/list", err)
+			err = c.requestError(rctx, ex, "resources/list", err)
 		}
-		cancel()
+		rcancel()
 		if err != nil {
 			return n, err
 		}
@@ -274,8 +432,9 @@ func (c *conn) countResources(ctx context.Context) (int, error) {
 func (c *conn) ping(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
 	defer cancel()
-	if err := c.session.Ping(rctx, nil); err != nil {
-		return c.requestError(rctx, "ping", err)
+	ex := &exchange{}
+	if err := c.session.Ping(withExchange(rctx, ex), nil); err != nil {
+		return c.requestError(rctx, ex, "ping", err)
 	}
 	return nil
 }
@@ -289,9 +448,10 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (Cal
 	if len(args) > 0 {
 		params.Arguments = args
 	}
-	res, err := c.session.CallTool(rctx, params)
+	ex := &exchange{call: true}
+	res, err := c.session.CallTool(withExchange(rctx, ex), params)
 	if err != nil {
-		return CallResult{}, c.requestError(rctx, "tools/call "+name, err)
+		return CallResult{}, c.requestError(rctx, ex, "tools/call "+name, err)
 	}
 	return toCallResult(res)
 }

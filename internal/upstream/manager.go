@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,22 @@ const (
 	DefaultGracePeriod    = 60 * time.Second
 	DefaultSyncInterval   = 10 * time.Second
 	DefaultDebounce       = 250 * time.Millisecond
+	// DefaultMaxToolsPerServer is ten times the largest tool lists of
+	// real servers (GitHub's server, every toolset on, has about a
+	// hundred); model APIs cap a request at a few hundred tools anyway.
+	DefaultMaxToolsPerServer = 1000
+	// DefaultMaxToolListBytes: a thousand tools of 8 KiB each, schema
+	// included; real tool lists are a few hundred KiB.
+	DefaultMaxToolListBytes = 8 << 20
+)
+
+// Settings of the dialer of every upstream connection: net/http's own.
+const (
+	dialTimeout   = 30 * time.Second
+	dialKeepAlive = 30 * time.Second
+	// maxResponseHeaderBytes bounds the head of an upstream's answer
+	// (net/http's default is 10 MiB).
+	maxResponseHeaderBytes = 64 << 10
 )
 
 // Options configure a Manager.
@@ -50,9 +67,17 @@ type Options struct {
 	OnToolsChanged func()
 	ClientName     string
 	ClientVersion  string
-	// HTTPClient is the base client (nil: a default one); each server's
-	// headers are added to it.
-	HTTPClient *http.Client
+	// DeploymentID names this deployment, every replica of it, to the
+	// upstreams; it is how a federation loop is recognised (see
+	// HeaderVia). Empty: a random id, this process alone.
+	DeploymentID string
+	// MaxToolsPerServer and MaxToolListBytes bound one server's tool list
+	// (zero: the defaults); over either, the server is in error.
+	MaxToolsPerServer int
+	MaxToolListBytes  int64
+	// DeniedNetworks: no connection to an upstream may reach an address
+	// in them, whatever its URL or a redirect names.
+	DeniedNetworks []netip.Prefix
 	// Metrics, when set, receives the state metrics.
 	Metrics prometheus.Registerer
 	Log     zerolog.Logger
@@ -79,6 +104,10 @@ type Manager struct {
 	log     zerolog.Logger
 	metrics *metrics
 	backoff backoffFunc
+	client  *http.Client // the base of every session's client
+	// reach is the HeaderDeployments value: this deployment and those
+	// behind the upstreams whose tools it offers (see reachHeader).
+	reach atomic.Pointer[[]string]
 
 	ctx    context.Context // background work; cancelled by Close
 	cancel context.CancelFunc
@@ -119,12 +148,15 @@ type server struct {
 	relisting, relist atomic.Bool
 
 	// Guarded by Manager.mu.
-	status  Status
-	conn    *conn
-	tools   []Tool // last discovered tools (kept through the grace period)
-	nextTry time.Time
-	grace   *time.Timer
-	removed bool
+	status Status
+	conn   *conn
+	tools  []Tool // last discovered tools (kept through the grace period)
+	// deployments are those the server's answers named at the last
+	// discovery (HeaderDeployments): where its tools come from.
+	deployments []string
+	nextTry     time.Time
+	grace       *time.Timer
+	removed     bool
 }
 
 // NewManager validates the options. Declared configurations are checked
@@ -137,8 +169,17 @@ func NewManager(opts Options) (*Manager, error) {
 	opts.GracePeriod = orDefault(opts.GracePeriod, DefaultGracePeriod)
 	opts.SyncInterval = orDefault(opts.SyncInterval, DefaultSyncInterval)
 	opts.Debounce = orDefault(opts.Debounce, DefaultDebounce)
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Transport: pooledTransport()}
+	if opts.DeploymentID == "" {
+		opts.DeploymentID = RandomDeploymentID()
+	}
+	if !ValidDeploymentID(opts.DeploymentID) {
+		return nil, fmt.Errorf("upstream: deployment id %q: use 1 to %d characters of [A-Za-z0-9._-]", opts.DeploymentID, maxDeploymentIDLen)
+	}
+	if opts.MaxToolsPerServer <= 0 {
+		opts.MaxToolsPerServer = DefaultMaxToolsPerServer
+	}
+	if opts.MaxToolListBytes <= 0 {
+		opts.MaxToolListBytes = DefaultMaxToolListBytes
 	}
 	if opts.ClientName == "" {
 		opts.ClientName = "mcp-runtime"
@@ -157,11 +198,15 @@ func NewManager(opts Options) (*Manager, error) {
 		opts: opts, log: opts.Log, metrics: met, backoff: opts.backoff,
 		changed: make(chan struct{}, 1),
 		servers: make(map[string]*server),
+		client:  &http.Client{Transport: pooledTransport(opts.DeniedNetworks)},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	seen := map[string]int{}
 	for i, c := range opts.Declared {
 		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("upstreams[%d].%w", i, err)
+		}
+		if err := c.CheckNetworks(opts.DeniedNetworks); err != nil {
 			return nil, fmt.Errorf("upstreams[%d].%w", i, err)
 		}
 		if j, dup := seen[c.ID]; dup {
@@ -171,6 +216,7 @@ func NewManager(opts Options) (*Manager, error) {
 		m.servers[c.ID] = newServer(c, SourceConfig, 0)
 	}
 	m.toolsFP = fingerprint(nil)
+	m.reach.Store(&[]string{opts.DeploymentID})
 	return m, nil
 }
 
@@ -309,12 +355,15 @@ func (m *Manager) offeredLocked(s *server, now time.Time) bool {
 func (m *Manager) recomputeLocked() {
 	now := time.Now()
 	var tools []Tool
+	var behind [][]string
 	for _, s := range m.servers {
 		if m.offeredLocked(s, now) {
 			tools = append(tools, s.tools...)
+			behind = append(behind, s.deployments)
 		}
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
+	m.reach.Store(ptr(reachHeader(m.opts.DeploymentID, behind)))
 	fp := fingerprint(tools)
 	if fp == m.toolsFP {
 		return
@@ -416,6 +465,8 @@ func statusLocked(s *server) Status {
 	return st
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func clonePtr[T any](p *T) *T {
 	if p == nil {
 		return nil
@@ -425,13 +476,29 @@ func clonePtr[T any](p *T) *T {
 }
 
 // pooledTransport is http.DefaultTransport with room to keep a connection
-// per concurrent call open. The default keeps two idle connections per
-// host, so under 16 concurrent proxied calls most requests opened a new
-// TCP connection and the gateway ran at a sixth of the upstream's
-// throughput (BENCHMARKS.md, "Gateway hop").
-func pooledTransport() *http.Transport {
+// per concurrent call open, and a dialer that refuses the denied
+// networks. The default keeps two idle connections per host, so under 16
+// concurrent proxied calls most requests opened a new TCP connection and
+// the gateway ran at a sixth of the upstream's throughput (BENCHMARKS.md,
+// "Gateway hop").
+//
+// Through an HTTP proxy (HTTPS_PROXY and friends) the proxy dials, not
+// us: then only URLs and redirects naming a denied IP address are
+// refused, and the proxy's own egress rules must do the rest.
+func pooledTransport(denied deniedNetworks) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
+	t.DialContext = newDialer(denied).DialContext
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	return t
 }
+
+// DeploymentID is this deployment's id (Options.DeploymentID).
+func (m *Manager) DeploymentID() string { return m.opts.DeploymentID }
+
+// Deployments is the HeaderDeployments value for an answer to another
+// deployment: this one and those behind the upstreams whose tools it
+// offers. The slice is shared and must not be modified; it is shaped for
+// http.Header.
+func (m *Manager) Deployments() []string { return *m.reach.Load() }

@@ -21,7 +21,8 @@ func TestHeadersStayWithTheirHost(t *testing.T) {
 		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/steal", http.StatusTemporaryRedirect)
 	}))
 	defer up.Close()
-	c := httpClientFor(&http.Client{}, Config{URL: up.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer upstream-secret"}}, 1<<20)
+	c := httpClientFor(&http.Client{}, Config{URL: up.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer upstream-secret"}},
+		dialParams{maxBody: 1 << 20, deployment: "test"}, &probe{})
 	resp, err := c.Post(up.URL+"/mcp", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

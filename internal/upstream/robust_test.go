@@ -279,6 +279,49 @@ func TestUpdateKeepsRedactedHeaders(t *testing.T) {
 	}
 }
 
+// Moving a server to another origin needs the header values again; a new
+// path on the same origin keeps them.
+func TestUpdateToAnotherOriginNeedsHeaderValues(t *testing.T) {
+	m := testManager(t, Options{})
+	first := cfg("a", "http://127.0.0.1:1/mcp")
+	first.Headers = map[string]string{"Authorization": "Bearer t0ken", "X-Key": "k"}
+	if _, err := m.Create(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	redacted := map[string]string{"Authorization": RedactedValue, "X-Key": RedactedValue}
+	tests := []struct {
+		name, url string
+		headers   map[string]string
+		field     string // "" when accepted
+	}{
+		{"another port", "http://127.0.0.1:2/mcp", redacted, "headers"},
+		{"another host", "http://localhost:1/mcp", redacted, "headers"},
+		{"another scheme", "https://127.0.0.1:1/mcp", redacted, "headers"},
+		{"one placeholder left", "http://127.0.0.1:2/mcp", map[string]string{"Authorization": "Bearer new", "X-Key": RedactedValue}, "headers.X-Key"},
+		{"another path", "http://127.0.0.1:1/other?x=1", redacted, ""},
+		{"the same origin spelt otherwise", "HTTP://127.0.0.1:1/mcp", redacted, ""},
+		{"another origin with the values", "http://127.0.0.1:2/mcp", map[string]string{"Authorization": "Bearer new"}, ""},
+	}
+	for _, tt := range tests {
+		if _, err := m.Update(ctx(t), "a", first); err != nil { // from the first origin each time
+			t.Fatal(err)
+		}
+		next := cfg("a", tt.url)
+		next.Headers = tt.headers
+		_, err := m.Update(ctx(t), "a", next)
+		var fe *FieldError
+		switch {
+		case tt.field == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field || !strings.Contains(fe.Reason, "send the value")):
+			t.Errorf("%s: err = %v, want a FieldError on %s", tt.name, err, tt.field)
+		}
+	}
+	if got := origin("http://[::1]/mcp"); got != "http://[::1]:80" {
+		t.Errorf("origin of an IPv6 URL: %q", got)
+	}
+}
+
 func TestReservedIDsRefused(t *testing.T) {
 	for _, id := range []string{"memory", "session", "agent", "trace", "runtime"} {
 		var fe *FieldError
@@ -367,7 +410,7 @@ func TestCappedBody(t *testing.T) {
 		{"123456", 5, errResponseTooLarge},
 	}
 	for _, tt := range tests {
-		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(tt.body)), left: tt.max}
+		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(tt.body)), max: tt.max, left: tt.max, ctx: context.Background(), probe: &probe{}}
 		got, err := io.ReadAll(b)
 		if !errors.Is(err, tt.wantErr) || (err == nil && string(got) != tt.body) {
 			t.Errorf("body %q max %d: got %q, %v", tt.body, tt.max, got, err)

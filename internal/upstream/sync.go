@@ -56,6 +56,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		return res
 	}
 	c := s.conn
+	listed := c // the session this discovery started on, if any
 	if c != nil && !force && s.status.State == StateConnected {
 		res.State, res.ToolCount, res.Cached = StateConnected, len(s.tools), true
 		m.mu.Unlock()
@@ -72,6 +73,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		problems  []ToolProblem
 		resources int
 	)
+	lim := listLimits{maxTools: m.opts.MaxToolsPerServer, maxBytes: m.opts.MaxToolListBytes}
 	n, err := retry(ctx, attempts, m.backoff, func(ctx context.Context) error {
 		if c == nil {
 			nc, err := dial(ctx, s.cfg, m.dialParams(s))
@@ -80,7 +82,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 			}
 			c = nc
 		}
-		list, err := c.listTools(ctx)
+		list, err := c.listTools(ctx, lim)
 		if err != nil {
 			if broken(err) {
 				// The next attempt starts from a new session.
@@ -92,7 +94,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		}
 		tools, problems = convertTools(s.cfg, list)
 		var rerr error
-		if resources, rerr = c.countResources(ctx); rerr != nil {
+		if resources, rerr = c.countResources(ctx, lim); rerr != nil {
 			m.log.Warn().Str("server", s.cfg.ID).Err(rerr).Msg("counting upstream resources")
 		}
 		return nil
@@ -118,6 +120,12 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		res.State = StateDisabled
 		return res
 	}
+	if c != nil && c == listed && s.conn != c {
+		// A failed ping or call dropped the session while this listed its
+		// tools: a closed session must not be put back in service.
+		err, c = &Error{Kind: ErrInvocationFailed, Server: s.cfg.ID, Op: "tools/list", url: s.cfg.URL,
+			Err: failed("the session was dropped while its tools were listed", nil)}, nil
+	}
 	if old := s.conn; old != nil && old != c {
 		toClose = append(toClose, old)
 	}
@@ -138,7 +146,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 	for _, p := range problems {
 		m.log.Warn().Str("server", s.cfg.ID).Str("tool", p.Name).Str("reason", p.Reason).Msg("upstream tool left out")
 	}
-	s.tools = tools
+	s.tools, s.deployments = tools, c.probe.ids()
 	m.stopGraceLocked(s)
 	st := &s.status
 	// INV-MCP-ECO-200: a success clears the error and the failure count.
@@ -162,8 +170,9 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 func (m *Manager) dialParams(s *server) dialParams {
 	id := s.cfg.ID
 	return dialParams{
-		base: m.opts.HTTPClient, maxBody: m.opts.maxResponseBytes,
+		base: m.client, maxBody: m.opts.maxResponseBytes,
 		clientName: m.opts.ClientName, clientVersion: m.opts.ClientVersion,
+		deployment: m.opts.DeploymentID, denied: m.opts.DeniedNetworks,
 		// By id: an update that keeps the session (replaceLocked) puts it
 		// under a new *server.
 		onToolsChanged: func() { m.listChanged(id) },
@@ -212,12 +221,11 @@ func (m *Manager) listChanged(id string) {
 // Sessions the manager closes itself are ignored.
 func (m *Manager) watchLocked(id string, c *conn) {
 	m.goBackgroundLocked(func() {
-		err := c.session.Wait()
+		// Wait's error is the SDK's, which quotes the peer and the
+		// socket: the session's probe says why in words of ours.
+		_ = c.session.Wait()
 		if c.closed.Load() {
 			return
-		}
-		if err == nil {
-			err = errors.New("the server ended the session")
 		}
 		m.mu.Lock()
 		s := m.servers[id]
@@ -226,7 +234,7 @@ func (m *Manager) watchLocked(id string, c *conn) {
 			return
 		}
 		m.dropConn(s, c, &Error{Kind: ErrInvocationFailed, Server: id, Op: "session", url: c.cfg.URL,
-			Err: fmt.Errorf("connection lost: %w", err)})
+			Err: c.probe.connectionLost()})
 	})
 }
 
@@ -249,7 +257,12 @@ func (m *Manager) failLocked(s *server, err error) {
 	st.LastError = err.Error()
 	st.ConsecutiveFailures++
 	s.nextTry = now.Add(m.reconnectDelay(st.ConsecutiveFailures))
-	if len(s.tools) > 0 && st.StaleToolsUntil == nil && s.status.State == StateConnected {
+	if errors.Is(err, errLoop) {
+		// Tools that come back through this deployment are not kept for
+		// a grace period: offering them is what feeds the loop.
+		m.stopGraceLocked(s)
+		st.StaleToolsUntil = nil
+	} else if len(s.tools) > 0 && st.StaleToolsUntil == nil && s.status.State == StateConnected {
 		until := now.Add(m.opts.GracePeriod)
 		st.StaleToolsUntil = &until
 		m.startGraceLocked(s)
