@@ -489,7 +489,7 @@ func pooledTransport(denied deniedNetworks) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
-	t.DialContext = newDialer(denied).DialContext
+	t.DialContext = dialClientFirst(newDialer(denied).DialContext)
 	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	return t
 }
