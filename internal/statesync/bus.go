@@ -38,7 +38,9 @@ func (b *LocalBus) Publish(_ context.Context, tenant, uri string) {
 	b.published.Add(1)
 	n, err := b.d.ResourceUpdated(tenant, uri)
 	if err != nil {
-		b.log.Warn().Err(err).Str("uri", uri).Msg("resource update not delivered")
+		// Not the URI: it holds what a tool call named (a memory key),
+		// which the log never carries.
+		b.log.Warn().Err(err).Msg("resource update not delivered")
 		return
 	}
 	b.delivered.Add(int64(n))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
@@ -242,7 +244,7 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
 	default:
-		t.log.Debug().Str("session", sess.id).Str("method", msg.Method).Msg("ignored unknown notification")
+		t.log.Debug().Str("session", sess.id).Str("method", logging.Field(msg.Method)).Msg("ignored unknown notification")
 	}
 	return nil
 }
@@ -374,7 +376,7 @@ func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess 
 func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *requestLog) (out []byte) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.log.Error().Interface("panic", v).Str("method", req.Method).Bytes("stack", debug.Stack()).Msg("panic in handler")
+			t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("method", logging.Field(req.Method)).Bytes("stack", debug.Stack()).Msg("panic in handler")
 			rec.rpcCode = protocol.CodeInternalError
 			out = protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		}
@@ -384,7 +386,7 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	if err != nil {
 		var perr *protocol.Error
 		if !errors.As(err, &perr) {
-			t.log.Error().Err(err).Str("method", req.Method).Msg("handler failed")
+			t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Msg("handler failed")
 			perr = protocol.Errorf(protocol.CodeInternalError, "internal error")
 		}
 		rec.rpcCode = perr.Code
@@ -392,7 +394,7 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	}
 	out, err = protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
 	if err != nil {
-		t.log.Error().Err(err).Str("method", req.Method).Str("tool", req.Tool).Msg("encode result")
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", req.Tool).Msg("encode result")
 		rec.rpcCode = protocol.CodeInternalError
 		return protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
 	}

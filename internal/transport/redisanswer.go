@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -232,6 +233,6 @@ func (m *redisSessions) onCancel(c sessionChange) {
 	s := m.byID[c.ID]
 	m.mu.RUnlock()
 	if s != nil && s.cancelRequest(protocol.ID(c.Req)) {
-		m.log.Debug().Str("session", c.ID).Str("id", c.Req).Msg("transport: request cancelled from another replica")
+		m.log.Debug().Str("session", c.ID).Str("id", logging.Field(c.Req)).Msg("transport: request cancelled from another replica")
 	}
 }

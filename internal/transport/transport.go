@@ -204,7 +204,7 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if t.shared != nil {
 		data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
 		if err != nil {
-			return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+			return 0, fmt.Errorf("encode resource update: %w", err)
 		}
 		t.shared.resourceUpdated(tenantID, uri, data)
 		return 0, nil
@@ -220,7 +220,7 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 		}
 	})
 	if err != nil {
-		return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+		return 0, fmt.Errorf("encode resource update: %w", err)
 	}
 	return n, nil
 }
