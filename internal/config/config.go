@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -121,6 +122,14 @@ type Transport struct {
 	// cap, the default, since in auth mode none every caller is one
 	// principal); over it initialize gets 429.
 	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
+	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
+	// params.clientInfo and params.capabilities (JSON bytes), and
+	// MaxInitializeDepth how deeply either nests: a client session keeps
+	// them for its life, in memory and in Redis. Over a bound, initialize
+	// gets -32602 naming the member and the limit.
+	MaxClientInfoBytes   int `yaml:"maxClientInfoBytes"`
+	MaxCapabilitiesBytes int `yaml:"maxCapabilitiesBytes"`
+	MaxInitializeDepth   int `yaml:"maxInitializeDepth"`
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica; a GET that would open one more gets 429.
 	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
@@ -148,6 +157,10 @@ func Default() Config {
 			PageSize:             100,
 			MaxSessions:          10_000,
 			MaxStreamsPerSession: 32,
+			// From the transport, which knows what real clients send.
+			MaxClientInfoBytes:   transport.DefaultMaxClientInfoBytes,
+			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes,
+			MaxInitializeDepth:   transport.DefaultMaxInitializeDepth,
 		},
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // env returns a getenv over m.
@@ -51,6 +52,7 @@ transport:
   writeTimeoutMs: 6000
   pageSize: 50
   maxSessions: 500
+  maxClientInfoBytes: 2048
 shutdownGraceMs: 0
 `
 
@@ -86,6 +88,8 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
 			MaxSessions:          500, MaxStreamsPerSession: 32,
+			MaxClientInfoBytes:   2048,
+			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes, MaxInitializeDepth: transport.DefaultMaxInitializeDepth,
 		},
 		ShutdownGraceMs: 0,
 		Timeouts:        defaultTimeouts(),

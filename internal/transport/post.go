@@ -183,7 +183,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 }
 
 func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, rec *requestLog) {
-	params, result, perr := t.srv.Initialize(msg.Params)
+	perr := t.checkInitialize(msg.Params)
+	var params *protocol.InitializeParams
+	var result *protocol.InitializeResult
+	if perr == nil {
+		params, result, perr = t.srv.Initialize(msg.Params)
+	}
 	if perr != nil {
 		rec.status, rec.rpcCode = http.StatusOK, perr.Code
 		writeError(w, rec.status, msg.ID, perr)

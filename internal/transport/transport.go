@@ -37,6 +37,15 @@ type Options struct {
 	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
 	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
 	MaxSessionsPerPrincipal int
+	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
+	// params.clientInfo and params.capabilities (JSON bytes), and
+	// MaxInitializeDepth their nesting: a client session keeps them for
+	// its life, in memory and in Redis. Over a bound, initialize gets
+	// -32602 naming the member and the limit. 0 means the default
+	// (DefaultMaxClientInfoBytes, …).
+	MaxClientInfoBytes   int
+	MaxCapabilitiesBytes int
+	MaxInitializeDepth   int
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica (issue 8, point 4): a GET that would open one
 	// more gets 429. POST responses that stream count, but are bounded by
@@ -114,6 +123,9 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	opts.MaxClientInfoBytes = cmp.Or(max(opts.MaxClientInfoBytes, 0), DefaultMaxClientInfoBytes)
+	opts.MaxCapabilitiesBytes = cmp.Or(max(opts.MaxCapabilitiesBytes, 0), DefaultMaxCapabilitiesBytes)
+	opts.MaxInitializeDepth = cmp.Or(max(opts.MaxInitializeDepth, 0), DefaultMaxInitializeDepth)
 	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
 		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
 	}

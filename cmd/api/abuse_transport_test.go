@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+)
+
+// Abuse of the transport: what a client sends that a client session
+// keeps (initialize's params), how many sessions one caller may hold,
+// what a client's responses make the replicas do, and what a request
+// makes the server write to its log.
+
+// answer is one POST's outcome, its body read.
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// post sends body to url as a client of session sid (none when "") with
+// token (none when "") and extra headers, and reads the answer.
+func post(t *testing.T, url, sid, token, body string, headers ...string) answer {
+	t.Helper()
+	h := map[string]string{"MCP-Protocol-Version": "2025-11-25"}
+	if sid != "" {
+		h["Mcp-Session-Id"] = sid
+	}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		h[headers[i]] = headers[i+1]
+	}
+	resp := rawPost(t, url, body, h)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// initializeBody is an initialize request with the given clientInfo and
+// capabilities (JSON).
+func initializeBody(clientInfo, capabilities string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` +
+		capabilities + `,"clientInfo":` + clientInfo + `}}`
+}
+
+// sessionHashes counts the client sessions Redis holds.
+func sessionHashes(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	keys, err := rdb.Keys(context.Background(), "mcp-runtime:cs:{*}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
+
+// redisURL starts a Redis of the test's own and returns its URL and a
+// client of it.
+func redisURL(t *testing.T) (string, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return "redis://" + srv.Addr() + "/0", rdb
+}
+
+// A client session keeps initialize's clientInfo and capabilities for
+// its life, in memory and in the Redis session hash. Fifty initializes
+// with a 3.9 MB clientInfo took the resident set from 41 to 359 MB: now
+// each is -32602 naming the member and its limit, and nothing of it is
+// kept, here or in Redis. The same for capabilities, by size and by
+// depth. A clientInfo at the limit is accepted, and runtime_info does not
+// echo it.
+func TestAbuse_OversizedInitializeParamsRefused(t *testing.T) {
+	cfg := config.Default()
+	var rdb *redis.Client
+	cfg.RedisURL, rdb = redisURL(t)
+	url, _ := startServer(t, cfg)
+
+	huge := `{"name":"` + strings.Repeat("x", 3_900_000) + `","version":"1"}`
+	deep := strings.Repeat(`{"x":`, 50) + `{}` + strings.Repeat(`}`, 50)
+	refusals := []struct {
+		name, clientInfo, capabilities, want string
+		times                                int
+	}{
+		{"3.9 MB clientInfo", huge, `{}`, "params.clientInfo is 3900025 bytes, over the limit of 4096 (transport.maxClientInfoBytes)", 50},
+		{"3.9 MB capabilities", `{"name":"c","version":"1"}`, `{"experimental":` + huge + `}`, "params.capabilities is 3900042 bytes, over the limit of 16384 (transport.maxCapabilitiesBytes)", 10},
+		{"capabilities 51 deep", `{"name":"c","version":"1"}`, `{"experimental":` + deep + `}`, "params.capabilities nests 52 levels deep, over the limit of 10 (transport.maxInitializeDepth)", 10},
+	}
+	underAttack(t, url, "", func() {
+		before := sessionHashes(t, rdb)
+		for _, r := range refusals {
+			body := initializeBody(r.clientInfo, r.capabilities)
+			for i := range r.times {
+				a := post(t, url, "", "", body)
+				var msg struct {
+					Error struct {
+						Code    int
+						Message string
+					}
+				}
+				_ = json.Unmarshal([]byte(a.body), &msg)
+				if a.status != http.StatusOK || msg.Error.Code != -32602 || !strings.Contains(msg.Error.Message, r.want) {
+					t.Fatalf("%s, attempt %d: %d %.300s; want -32602 saying %q", r.name, i, a.status, a.body, r.want)
+				}
+				if sid := a.header.Get("Mcp-Session-Id"); sid != "" {
+					t.Fatalf("%s: a refused initialize got a client session", r.name)
+				}
+			}
+		}
+		if after := sessionHashes(t, rdb); after != before {
+			t.Errorf("Redis holds %d client sessions after the refused initializes, %d before", after, before)
+		}
+	})
+
+	// At the limit: accepted, and what runtime_info says of the session
+	// does not carry it.
+	name := strings.Repeat("n", 4096-len(`{"name":"","version":"1"}`))
+	a := post(t, url, "", "", initializeBody(`{"name":"`+name+`","version":"1"}`, `{}`))
+	sid := a.header.Get("Mcp-Session-Id")
+	if a.status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize with a clientInfo of 4096 bytes: %d %.300s", a.status, a.body)
+	}
+	info := post(t, url, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"runtime_info","arguments":{}}}`)
+	if info.status != http.StatusOK || !strings.Contains(info.body, `"clientSessions"`) || strings.Contains(info.body, "nnnn") {
+		t.Errorf("runtime_info: %d %.500s; want the server's description without the client's", info.status, info.body)
+	}
+}
