@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 )
@@ -137,4 +140,82 @@ func TestAbuse_OversizedInitializeParamsRefused(t *testing.T) {
 	if info.status != http.StatusOK || !strings.Contains(info.body, `"clientSessions"`) || strings.Contains(info.body, "nnnn") {
 		t.Errorf("runtime_info: %d %.500s; want the server's description without the client's", info.status, info.body)
 	}
+}
+
+// apiKey is a configured API key and its secret.
+func apiKey(id, tenant string) (auth.APIKey, string) {
+	secret := "key-" + id + "-0123456789abcdef"
+	sum := sha256.Sum256([]byte(secret))
+	return auth.APIKey{ID: id, SHA256: hex.EncodeToString(sum[:]), Tenant: tenant}, secret
+}
+
+// With the defaults, one tenant opened 81 of 100 client sessions and kept
+// them alive with pings, and everyone else got 503 for 30 minutes. With
+// authentication on, a principal now holds at most a tenth of
+// transport.maxSessions by default, and a tenant at most
+// transport.maxSessionsPerTenant, across replicas: past its share
+// initialize is 429 naming the cap, while another principal of another
+// tenant still connects, and a DELETE gives a place back.
+func TestAbuse_OnePrincipalCannotTakeEverySession(t *testing.T) {
+	cfg := config.Default()
+	cfg.RedisURL, _ = redisURL(t)
+	cfg.Auth.Mode = auth.ModeAPIKey
+	cfg.Transport.MaxSessions = 30 // a tenth: 3 per principal, by default
+	cfg.Transport.MaxSessionsPerTenant = 4
+	keys := map[string]string{}
+	for _, k := range [][2]string{{"attacker", "t1"}, {"colleague", "t1"}, {"other", "t2"}, {"bystander", "t3"}} {
+		key, secret := apiKey(k[0], k[1])
+		cfg.Auth.APIKeys = append(cfg.Auth.APIKeys, key)
+		keys[k[0]] = secret
+	}
+	urlA, _ := startServer(t, cfg)
+	urlB, _ := startServer(t, cfg)
+	replicas := []string{urlA, urlB}
+
+	initialize := func(who string, i int) answer {
+		return post(t, replicas[i%2], "", keys[who], initializeBody(`{"name":"`+who+`","version":"1"}`, `{}`))
+	}
+	refused := func(a answer, key string) bool {
+		return a.status == http.StatusTooManyRequests && a.header.Get("Retry-After") != "" &&
+			strings.Contains(a.body, key) && a.header.Get("Mcp-Session-Id") == ""
+	}
+	underAttack(t, urlA, keys["bystander"], func() {
+		var held []string
+		for i := range 20 { // its whole share, then a flood
+			a := initialize("attacker", i)
+			switch {
+			case i < 3 && a.status == http.StatusOK:
+				held = append(held, a.header.Get("Mcp-Session-Id"))
+			case i >= 3 && refused(a, "transport.maxSessionsPerPrincipal"):
+			default:
+				t.Fatalf("attacker's initialize %d: %d %.300s", i, a.status, a.body)
+			}
+		}
+		// The attacker's tenant has one place left, taken by a colleague.
+		if a := initialize("colleague", 0); a.status != http.StatusOK {
+			t.Fatalf("colleague's first initialize: %d %.300s", a.status, a.body)
+		}
+		if a := initialize("colleague", 1); !refused(a, "transport.maxSessionsPerTenant") {
+			t.Fatalf("colleague's second initialize: %d %.300s; want 429 naming transport.maxSessionsPerTenant", a.status, a.body)
+		}
+		// Another principal, of another tenant, connects on either
+		// replica and works.
+		for _, url := range replicas {
+			cs := connectAs(t, url, keys["other"], nil)
+			mustSucceed(t, call(t, cs, "runtime_echo", map[string]any{"text": "still served"}), "another principal's call")
+		}
+		// A DELETE, on the other replica than the one that made the
+		// session, gives the attacker's place back.
+		req, _ := http.NewRequest(http.MethodDelete, urlB, nil)
+		req.Header.Set("Mcp-Session-Id", held[0])
+		req.Header.Set("Authorization", "Bearer "+keys["attacker"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		if a := initialize("attacker", 0); a.status != http.StatusOK {
+			t.Fatalf("attacker's initialize after a DELETE: %d %.300s", a.status, a.body)
+		}
+	})
 }

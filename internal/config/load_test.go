@@ -52,6 +52,7 @@ transport:
   writeTimeoutMs: 6000
   pageSize: 50
   maxSessions: 500
+  maxSessionsPerTenant: 200
   maxClientInfoBytes: 2048
 shutdownGraceMs: 0
 `
@@ -88,7 +89,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
 			MaxSessions:          500, MaxStreamsPerSession: 32,
-			MaxClientInfoBytes:   2048,
+			MaxSessionsPerTenant: 200, MaxClientInfoBytes: 2048,
 			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes, MaxInitializeDepth: transport.DefaultMaxInitializeDepth,
 		},
 		ShutdownGraceMs: 0,

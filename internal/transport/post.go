@@ -203,12 +203,18 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Principal:    principalID(r),
 		index:        t.subs,
 	})
-	if errors.Is(err, ErrPrincipalSessions) {
+	if share := t.shareSpent(err); share != nil {
 		// The caller's own share is spent: its problem, not the server's.
 		rec.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "5")
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
-			"too many client sessions: this principal holds %d; end one with DELETE or let one idle out", t.opts.MaxSessionsPerPrincipal))
+		writeError(w, rec.status, msg.ID, share)
+		return
+	}
+	if errors.Is(err, ErrTooManySessions) {
+		rec.status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInternalError,
+			"too many client sessions: this server holds %d, its limit (transport.maxSessions); retry later", t.opts.MaxSessions))
 		return
 	}
 	if err != nil {
@@ -227,6 +233,25 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 	rec.session, rec.status = sess.id, http.StatusOK
 	w.Header().Set(headerSessionID, sess.id)
 	writeJSON(w, rec.status, protocol.AppendResult(nil, msg.ID, out))
+}
+
+// shareSpent is the answer to a session refused because its principal or
+// its tenant holds its share of sessions, naming the cap and the key that
+// sets it; nil for any other error.
+func (t *Transport) shareSpent(err error) *protocol.Error {
+	var who, key string
+	var limit int
+	switch {
+	case errors.Is(err, ErrPrincipalSessions):
+		who, key, limit = "this principal", "transport.maxSessionsPerPrincipal", t.opts.MaxSessionsPerPrincipal
+	case errors.Is(err, ErrTenantSessions):
+		who, key, limit = "this principal's tenant", "transport.maxSessionsPerTenant", t.opts.MaxSessionsPerTenant
+	default:
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeInvalidRequest,
+		"too many client sessions: %s holds %d, its limit (%s); end one with DELETE or let one idle out", who, limit, key).
+		WithData(map[string]any{"limit": limit, "key": key})
 }
 
 // notification handles a client notification. An error means it had to

@@ -37,6 +37,10 @@ type Options struct {
 	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
 	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
 	MaxSessionsPerPrincipal int
+	// MaxSessionsPerTenant caps the client sessions of one tenant, all
+	// its principals together; 0 means no cap. Over it, initialize gets
+	// 429. With Redis both caps hold across replicas.
+	MaxSessionsPerTenant int
 	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
 	// params.clientInfo and params.capabilities (JSON bytes), and
 	// MaxInitializeDepth their nesting: a client session keeps them for
@@ -153,7 +157,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		t.shared = newRedisSessions(ctx, opts, now, t.subs)
 		t.sessions = t.shared
 	default:
-		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, opts.MaxSessionsPerPrincipal, now)
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now)
 	}
 	return t, nil
 }
