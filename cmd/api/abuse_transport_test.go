@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -57,6 +58,17 @@ func post(t *testing.T, url, sid, token, body string, headers ...string) answer 
 func initializeBody(clientInfo, capabilities string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` +
 		capabilities + `,"clientInfo":` + clientInfo + `}}`
+}
+
+// openSession initializes a client session through url and returns its id.
+func openSession(t *testing.T, url, token string) string {
+	t.Helper()
+	a := post(t, url, "", token, initializeBody(`{"name":"c","version":"1"}`, `{"sampling":{}}`))
+	sid := a.header.Get("Mcp-Session-Id")
+	if a.status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %.300s", a.status, a.body)
+	}
+	return sid
 }
 
 // sessionHashes counts the client sessions Redis holds.
@@ -218,4 +230,70 @@ func TestAbuse_OnePrincipalCannotTakeEverySession(t *testing.T) {
 			t.Fatalf("attacker's initialize after a DELETE: %d %.300s", a.status, a.body)
 		}
 	})
+}
+
+// A JSON-RPC response POSTed for no pending server-to-client request was
+// answered 202 and broadcast to every replica over Redis pub/sub, 1 MB at
+// a time. Now it is still answered 202 (basic/transports: a response the
+// server takes; a late answer is no client fault) but nothing is
+// published or stored, whichever replica it reaches and whatever its id;
+// a response over transport.maxClientResponseBytes is 413 naming the
+// limit.
+func TestAbuse_UnsolicitedClientResponsesNotForwarded(t *testing.T) {
+	cfg := config.Default()
+	var rdb *redis.Client
+	cfg.RedisURL, rdb = redisURL(t)
+	urlA, _ := startServer(t, cfg)
+	urlB, _ := startServer(t, cfg)
+	sid := openSession(t, urlA, "")
+
+	// Everything published on the sessions channel from now on.
+	ctx := context.Background()
+	sub := rdb.Subscribe(ctx, "mcp-runtime:sessions")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription is confirmed
+		t.Fatal(err)
+	}
+	big := strings.Repeat("r", 1_000_000)
+	underAttack(t, urlA, "", func() {
+		for _, url := range []string{urlA, urlB} {
+			for _, id := range []string{`"s123"`, `"s1"`, `"x"`, `7`} {
+				for range 3 {
+					body := `{"jsonrpc":"2.0","id":` + id + `,"result":{"role":"assistant","content":{"type":"text","text":"` + big + `"},"model":"m"}}`
+					if a := post(t, url, sid, "", body); a.status != http.StatusAccepted || a.body != "" {
+						t.Fatalf("unsolicited response %s: %d %.300s; want 202 with no body", id, a.status, a.body)
+					}
+				}
+			}
+			tooLarge := `{"jsonrpc":"2.0","id":"s5","result":{"text":"` + strings.Repeat("r", 2_000_000) + `"}}`
+			if a := post(t, url, sid, "", tooLarge); a.status != http.StatusRequestEntityTooLarge || !strings.Contains(a.body, "transport.maxClientResponseBytes") {
+				t.Fatalf("a 2 MB response: %d %.300s; want 413 naming transport.maxClientResponseBytes", a.status, a.body)
+			}
+		}
+	})
+
+	// A change every replica must hear, published after all of the above:
+	// once it arrives, everything published before it has.
+	if a := post(t, urlB, sid, "", `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`); a.status != http.StatusOK {
+		t.Fatalf("logging/setLevel: %d %.300s", a.status, a.body)
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m, err := sub.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the sessions channel: %v", err)
+		}
+		var c struct{ Op string }
+		_ = json.Unmarshal([]byte(m.Payload), &c)
+		if c.Op == "level" {
+			break
+		}
+		if c.Op == "answer" || len(m.Payload) > 4096 {
+			t.Fatalf("published on the sessions channel: %.200s (%d bytes)", m.Payload, len(m.Payload))
+		}
+	}
+	if keys, err := rdb.Keys(ctx, "mcp-runtime:cs:{"+sid+"}:a:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("mailboxes stored for unsolicited responses: %v %v", keys, err)
+	}
 }

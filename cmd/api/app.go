@@ -122,6 +122,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		MaxClientInfoBytes:      cfg.Transport.MaxClientInfoBytes,
 		MaxCapabilitiesBytes:    cfg.Transport.MaxCapabilitiesBytes,
 		MaxInitializeDepth:      cfg.Transport.MaxInitializeDepth,
+		MaxClientResponseBytes:  cfg.Transport.MaxClientResponseBytes,
 		ReadBodyTimeout:         cfg.Transport.ReadBodyTimeout(),
 		WriteTimeout:            cfg.Transport.WriteTimeout(),
 		Logger:                  logger,

@@ -135,6 +135,10 @@ type Transport struct {
 	MaxClientInfoBytes   int `yaml:"maxClientInfoBytes"`
 	MaxCapabilitiesBytes int `yaml:"maxCapabilitiesBytes"`
 	MaxInitializeDepth   int `yaml:"maxInitializeDepth"`
+	// MaxClientResponseBytes bounds a client's response to a
+	// server-to-client request (sampling, elicitation, roots/list); a
+	// larger one gets 413 and the request waiting for it fails.
+	MaxClientResponseBytes int `yaml:"maxClientResponseBytes"`
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica; a GET that would open one more gets 429.
 	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
@@ -163,9 +167,10 @@ func Default() Config {
 			MaxSessions:          10_000,
 			MaxStreamsPerSession: 32,
 			// From the transport, which knows what real clients send.
-			MaxClientInfoBytes:   transport.DefaultMaxClientInfoBytes,
-			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes,
-			MaxInitializeDepth:   transport.DefaultMaxInitializeDepth,
+			MaxClientInfoBytes:     transport.DefaultMaxClientInfoBytes,
+			MaxCapabilitiesBytes:   transport.DefaultMaxCapabilitiesBytes,
+			MaxInitializeDepth:     transport.DefaultMaxInitializeDepth,
+			MaxClientResponseBytes: transport.DefaultMaxClientResponseBytes,
 		},
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.

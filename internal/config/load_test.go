@@ -54,6 +54,7 @@ transport:
   maxSessions: 500
   maxSessionsPerTenant: 200
   maxClientInfoBytes: 2048
+  maxClientResponseBytes: 65536
 shutdownGraceMs: 0
 `
 
@@ -89,7 +90,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
 			MaxSessions:          500, MaxStreamsPerSession: 32,
-			MaxSessionsPerTenant: 200, MaxClientInfoBytes: 2048,
+			MaxSessionsPerTenant: 200, MaxClientInfoBytes: 2048, MaxClientResponseBytes: 65536,
 			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes, MaxInitializeDepth: transport.DefaultMaxInitializeDepth,
 		},
 		ShutdownGraceMs: 0,

@@ -22,6 +22,11 @@ const (
 	// The deepest real capability, tasks.requests.sampling.createMessage,
 	// is 5 levels down.
 	DefaultMaxInitializeDepth = 10
+	// A client's answer to sampling carries one model message, which may
+	// be an image or audio as base64; elicitation a form's fields;
+	// roots/list a list of URIs. 1 MiB holds a sizeable image, and is the
+	// most a mailbox of a pending request holds in Redis (redisanswer.go).
+	DefaultMaxClientResponseBytes = 1 << 20
 )
 
 // checkInitialize refuses initialize params whose clientInfo or

@@ -79,19 +79,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = http.StatusAccepted
 		w.WriteHeader(rec.status)
 	case protocol.KindResponse:
-		switch {
-		case sess.deliver(msg):
-		case sess.shared != nil:
-			// The request may wait on another replica (issue 7, point 4).
-			if err := sess.shared.forwardAnswer(r.Context(), sess, msg, body); err != nil {
-				retryLater(w, rec, "cannot route the response now: %v", err)
-				return
-			}
-		default:
-			t.log.Warn().Str("session", sess.id).Str("id", msg.ID.String()).Msg("response to no pending server-to-client request")
-		}
-		rec.status = http.StatusAccepted
-		w.WriteHeader(rec.status)
+		t.clientResponse(w, r, sess, msg, body, rec)
 	default:
 		t.request(w, r, sess, msg, sseOK, rec)
 	}
@@ -277,6 +265,49 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 		t.log.Debug().Str("session", sess.id).Str("method", logging.Field(msg.Method)).Msg("ignored unknown notification")
 	}
 	return nil
+}
+
+// clientResponse takes a client's response to a server-to-client request
+// (sampling, elicitation, roots/list) to the handler waiting for it: on
+// this replica, or, for a shared session, on the replica whose mailbox
+// for the id waits in Redis (redisanswer.go). A response nothing waits
+// for is accepted (202, as basic/transports has it for a response the
+// server takes) and dropped, as the official SDKs' servers do: it may be
+// a late answer to a request the server stopped waiting for, which is no
+// fault of the client's, and some clients end the whole connection on an
+// error status to a POST that is not a call. Nothing of it is kept or
+// published, so sending them costs the server nothing. A response over
+// MaxClientResponseBytes is refused with 413 naming the limit, and the
+// request waiting for it, if any, fails at once with that reason instead
+// of waiting until its timeout.
+func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, body []byte, rec *requestLog) {
+	size, limit := len(body), t.opts.MaxClientResponseBytes
+	var refused *protocol.Error
+	if size > limit {
+		refused = protocol.Errorf(protocol.CodeInvalidRequest,
+			"the client's response is %d bytes, over the limit of %d (transport.maxClientResponseBytes)", size, limit)
+		// What reaches the waiting request is the reason, not the response.
+		msg = &protocol.Message{Kind: protocol.KindResponse, ID: msg.ID, Error: refused}
+		body = protocol.AppendError(nil, msg.ID, refused)
+	}
+	var err error
+	switch {
+	case sess.deliver(msg):
+	case sess.shared != nil:
+		err = sess.shared.forwardAnswer(r.Context(), sess, msg, body)
+	default:
+		t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+	}
+	switch {
+	case refused != nil:
+		rec.status = http.StatusRequestEntityTooLarge
+		writeError(w, rec.status, nil, refused.WithData(map[string]any{"limit": limit, "actual": size}))
+	case err != nil:
+		retryLater(w, rec, "cannot route the response now: %v", err)
+	default:
+		rec.status = http.StatusAccepted
+		w.WriteHeader(rec.status)
+	}
 }
 
 // request runs one request. The handler runs on this goroutine, and a

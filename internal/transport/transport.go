@@ -50,6 +50,11 @@ type Options struct {
 	MaxClientInfoBytes   int
 	MaxCapabilitiesBytes int
 	MaxInitializeDepth   int
+	// MaxClientResponseBytes bounds a client's response to a
+	// server-to-client request (JSON bytes): a larger one gets 413, and
+	// the request waiting for it fails at once. 0 means
+	// DefaultMaxClientResponseBytes.
+	MaxClientResponseBytes int
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica (issue 8, point 4): a GET that would open one
 	// more gets 429. POST responses that stream count, but are bounded by
@@ -130,6 +135,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	opts.MaxClientInfoBytes = cmp.Or(max(opts.MaxClientInfoBytes, 0), DefaultMaxClientInfoBytes)
 	opts.MaxCapabilitiesBytes = cmp.Or(max(opts.MaxCapabilitiesBytes, 0), DefaultMaxCapabilitiesBytes)
 	opts.MaxInitializeDepth = cmp.Or(max(opts.MaxInitializeDepth, 0), DefaultMaxInitializeDepth)
+	opts.MaxClientResponseBytes = cmp.Or(max(opts.MaxClientResponseBytes, 0), DefaultMaxClientResponseBytes)
 	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
 		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
 	}
