@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -295,5 +296,98 @@ func TestAbuse_UnsolicitedClientResponsesNotForwarded(t *testing.T) {
 	}
 	if keys, err := rdb.Keys(ctx, "mcp-runtime:cs:{"+sid+"}:a:*").Result(); err != nil || len(keys) != 0 {
 		t.Errorf("mailboxes stored for unsolicited responses: %v %v", keys, err)
+	}
+}
+
+// A 1 MB method name produced a 1 MB log line, and the raw id and
+// Last-Event-ID were logged the same way. Every field a log line takes
+// from a request is now bounded, at debug level too, and no tool
+// argument, key or value, is logged.
+func TestAbuse_LogsBoundedAndFreeOfArguments(t *testing.T) {
+	cfg := config.Default()
+	cfg.LogLevel = "debug"
+	cfg.Admin.Token = "admin-token-0123456789"
+	url, logs := startServer(t, cfg)
+	base := strings.TrimSuffix(url, "/mcp")
+	mega := strings.Repeat("m", 1<<20)
+	header := strings.Repeat("h", 28<<10)
+	const secretKey, secretValue = "SECRETKEYNAME7f3a", "SECRETVALUE9c1e"
+
+	underAttack(t, url, "", func() {
+		sid := openSession(t, url, "")
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"` + mega + `"}`,        // without a session
+			`{"jsonrpc":"2.0","id":"` + mega + `","method":"ping"}`,   // a 1 MB id
+			`{"jsonrpc":"2.0","method":"notifications/` + mega + `"}`, // an unknown notification (debug)
+			`{"jsonrpc":"2.0","id":"` + mega + `","result":{}}`,       // an unsolicited response (debug)
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + mega + `"}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + mega + `","arguments":{}}}`, // a huge tool name
+		} {
+			post(t, url, "", "", body)
+			post(t, url, sid, "", body)
+		}
+		// Tool arguments with a secret key and value: a call that
+		// succeeds, one the schema refuses, one over the request limits.
+		for _, args := range []string{
+			`{"key":"k","value":{"` + secretKey + `":"` + secretValue + `"}}`,
+			`{"key":"k","value":{"` + secretKey + `":"` + secretValue + `"},"` + secretKey + `":1}`,
+			`{"key":"k","value":{"` + secretKey + `":[` + strings.Repeat(`"`+secretValue+`",`, 200) + `1]}}`,
+		} {
+			post(t, url, sid, "", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_store","arguments":`+args+`}}`)
+		}
+		post(t, url, sid, "", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"runtime_echo","arguments":{"text":"`+secretValue+`"}}}`)
+		// Headers and URIs of the client's choosing, each under the
+		// server's 64 KiB limit on a request's headers.
+		get := func(target string, headers ...string) {
+			req, _ := http.NewRequest(http.MethodGet, target, nil)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			for i := 0; i+1 < len(headers); i += 2 {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("GET %.60s: %v", target, err)
+			}
+			resp.Body.Close() // a stream that opened is cut at once
+		}
+		get(url, "Mcp-Session-Id", sid, "Last-Event-ID", header, "User-Agent", header)
+		get(url+"?"+header, "Mcp-Session-Id", sid)
+		get(base+"/admin/upstreams/"+header, "Authorization", "Bearer wrong", "User-Agent", header)
+		post(t, url, sid, "", `{"jsonrpc":"2.0","id":"last-line","method":"ping"}`, "User-Agent", header)
+	})
+
+	// Every line the attack makes is written: each line below is one
+	// the attack was sure to cause.
+	waitFor(t, func() bool {
+		all := logs.String()
+		return strings.Count(all, `"method":"GET"`) >= 2 && strings.Contains(all, "resume: unknown stream") &&
+			strings.Contains(all, "admin API: wrong bearer token") && strings.Contains(all, `"id":"last-line"`)
+	})
+	all := logs.String()
+	sc := bufio.NewScanner(strings.NewReader(all))
+	sc.Buffer(nil, 8<<20)
+	lines, bounded := 0, 0
+	for sc.Scan() {
+		line := sc.Text()
+		lines++
+		if len(line) > 4096 {
+			t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
+		}
+		if strings.Contains(line, "…(1048576 bytes)") {
+			bounded++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read the log: %v", err)
+	}
+	for _, secret := range []string{secretKey, secretValue} {
+		if strings.Contains(all, secret) {
+			t.Errorf("a tool argument (%s) is in the log", secret)
+		}
+	}
+	// The values were logged, bounded, not left out.
+	if bounded == 0 {
+		t.Errorf("no log line carries a bounded 1 MB value; %d lines", lines)
 	}
 }
