@@ -39,10 +39,10 @@ import (
 // delivers it at once, without a read. The client's POST gets 202 only
 // once Redis took the response, 503 with Retry-After otherwise. A slot
 // holds one response: a second one is dropped, as on one replica. A
-// response for an id with no slot is neither stored nor published: no
-// replica waits for it (the request ended, or never was), and publishing
-// it would let any client make every replica receive megabytes it never
-// asked for. The one such response that some replica does wait for is
+// response for an id with no slot is neither stored nor published, nor
+// even sent to Redis (an EXISTS asks first): no replica waits for it (the
+// request ended, or never was), and publishing it would let any client
+// make every replica receive megabytes it never asked for. The one such response that some replica does wait for is
 // one whose slot that replica could not write while Redis was
 // unreachable; its handler then waits until its timeout, as it would
 // for a client that never answered.
@@ -117,16 +117,23 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 		return fmt.Errorf("encode client response %s: %w", msg.ID, err)
 	}
 	head = append(head[:len(head)-1], `,"m":`...)
+	key := m.answerKey(s.id, msg.ID)
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	n, err := scriptForward.Run(ctx, m.rdb, []string{m.answerKey(s.id, msg.ID)}, m.ttlMs(), m.channel, head, body, "}").Int()
+	// First ask whether a mailbox waits, so that a response nothing
+	// waits for never crosses to Redis: only its id does. A mailbox that
+	// goes between the two calls is the script's to notice.
+	n, err := m.rdb.Exists(ctx, key).Result()
+	if err == nil && n == 1 {
+		n, err = scriptForward.Run(ctx, m.rdb, []string{key}, m.ttlMs(), m.channel, head, body, "}").Int64()
+	}
 	if err != nil {
 		m.failed(err)
 		return fmt.Errorf("forward client response %s to the waiting replica: %w", msg.ID, err)
 	}
 	m.ok()
 	if n != 1 {
-		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int("outcome", n).Msg("transport: client response no replica waits for; dropped")
+		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
 	}
 	return nil
 }
