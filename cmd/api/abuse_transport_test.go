@@ -82,14 +82,20 @@ func sessionHashes(t *testing.T, rdb *redis.Client) int {
 	return len(keys)
 }
 
-// redisURL starts a Redis of the test's own and returns its URL and a
-// client of it.
-func redisURL(t *testing.T) (string, *redis.Client) {
+// withRedis is the default configuration with a Redis of the test's own,
+// and a client of it. Each Redis call may take 500 ms, as in the
+// transport's tests, rather than production's 50: the machine running
+// the tests may stall a call for longer, and Redis's latency is not what
+// these tests measure.
+func withRedis(t *testing.T) (config.Config, *redis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return "redis://" + srv.Addr() + "/0", rdb
+	cfg := config.Default()
+	cfg.RedisURL = "redis://" + srv.Addr() + "/0"
+	cfg.Redis.TimeoutMs = 500
+	return cfg, rdb
 }
 
 // A client session keeps initialize's clientInfo and capabilities for
@@ -100,9 +106,7 @@ func redisURL(t *testing.T) (string, *redis.Client) {
 // depth. A clientInfo at the limit is accepted, and runtime_info does not
 // echo it.
 func TestAbuse_OversizedInitializeParamsRefused(t *testing.T) {
-	cfg := config.Default()
-	var rdb *redis.Client
-	cfg.RedisURL, rdb = redisURL(t)
+	cfg, rdb := withRedis(t)
 	url, _ := startServer(t, cfg)
 
 	huge := `{"name":"` + strings.Repeat("x", 3_900_000) + `","version":"1"}`
@@ -112,8 +116,8 @@ func TestAbuse_OversizedInitializeParamsRefused(t *testing.T) {
 		times                                int
 	}{
 		{"3.9 MB clientInfo", huge, `{}`, "params.clientInfo is 3900025 bytes, over the limit of 4096 (transport.maxClientInfoBytes)", 50},
-		{"3.9 MB capabilities", `{"name":"c","version":"1"}`, `{"experimental":` + huge + `}`, "params.capabilities is 3900042 bytes, over the limit of 16384 (transport.maxCapabilitiesBytes)", 10},
-		{"capabilities 51 deep", `{"name":"c","version":"1"}`, `{"experimental":` + deep + `}`, "params.capabilities nests 52 levels deep, over the limit of 10 (transport.maxInitializeDepth)", 10},
+		{"3.9 MB capabilities", `{"name":"c","version":"1"}`, `{"experimental":` + huge + `}`, "params.capabilities is 3900042 bytes, over the limit of 16384 (transport.maxCapabilitiesBytes)", 5},
+		{"capabilities 51 deep", `{"name":"c","version":"1"}`, `{"experimental":` + deep + `}`, "params.capabilities nests 52 levels deep, over the limit of 10 (transport.maxInitializeDepth)", 5},
 	}
 	underAttack(t, url, "", func() {
 		before := sessionHashes(t, rdb)
@@ -170,8 +174,7 @@ func apiKey(id, tenant string) (auth.APIKey, string) {
 // initialize is 429 naming the cap, while another principal of another
 // tenant still connects, and a DELETE gives a place back.
 func TestAbuse_OnePrincipalCannotTakeEverySession(t *testing.T) {
-	cfg := config.Default()
-	cfg.RedisURL, _ = redisURL(t)
+	cfg, _ := withRedis(t)
 	cfg.Auth.Mode = auth.ModeAPIKey
 	cfg.Transport.MaxSessions = 30 // a tenth: 3 per principal, by default
 	cfg.Transport.MaxSessionsPerTenant = 4
@@ -241,9 +244,7 @@ func TestAbuse_OnePrincipalCannotTakeEverySession(t *testing.T) {
 // a response over transport.maxClientResponseBytes is 413 naming the
 // limit.
 func TestAbuse_UnsolicitedClientResponsesNotForwarded(t *testing.T) {
-	cfg := config.Default()
-	var rdb *redis.Client
-	cfg.RedisURL, rdb = redisURL(t)
+	cfg, rdb := withRedis(t)
 	urlA, _ := startServer(t, cfg)
 	urlB, _ := startServer(t, cfg)
 	sid := openSession(t, urlA, "")
