@@ -3,11 +3,13 @@ package admin
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"runtime/debug"
 	"strings"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 )
 
 // realm names the protection space in WWW-Authenticate (RFC 9110 §11.6.1).
@@ -41,7 +43,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		// The token itself is never logged, wrong or right.
-		a.log.Warn().Str("method", r.Method).Str("path", r.URL.Path).
+		a.log.Warn().Str("method", logging.Field(r.Method)).Str("path", logging.Field(r.URL.Path)).
 			Str("remote", r.RemoteAddr).Msg("admin API: wrong bearer token")
 		w.Header().Set("WWW-Authenticate", realm+`, error="invalid_token"`)
 		a.problem(w, r, http.StatusUnauthorized, "the bearer token is not valid", "")
@@ -70,7 +72,7 @@ func (a *API) admitPrincipal(w http.ResponseWriter, r *http.Request, next http.H
 		return
 	}
 	if !p.Admin {
-		a.log.Warn().Str("principal", p.ID).Str("method", r.Method).Str("path", r.URL.Path).
+		a.log.Warn().Str("principal", p.ID).Str("method", logging.Field(r.Method)).Str("path", logging.Field(r.URL.Path)).
 			Str("remote", r.RemoteAddr).Msg("admin API: principal is not an admin")
 		w.Header().Set("WWW-Authenticate", realm+`, error="insufficient_scope"`)
 		a.problem(w, r, http.StatusForbidden,
@@ -100,7 +102,7 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				a.log.Error().Interface("panic", v).Str("method", r.Method).Str("path", r.URL.Path).
+				a.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("method", logging.Field(r.Method)).Str("path", logging.Field(r.URL.Path)).
 					Bytes("stack", debug.Stack()).Msg("panic in admin handler")
 				a.problem(w, r, http.StatusInternalServerError, internalDetail, "")
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -71,7 +72,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, id string, err error)
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		// The client went away: nobody reads an answer, and it is no
 		// server failure worth an error in the log.
-		a.log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Msg("admin: client gone before the answer")
+		a.log.Debug().Str("method", logging.Field(r.Method)).Str("path", logging.Field(r.URL.Path)).Msg("admin: client gone before the answer")
 		a.problem(w, r, statusClientClosed, "the request was cancelled", "")
 	case errors.As(err, &rerr):
 		a.problem(w, r, rerr.status, rerr.detail, rerr.field)
@@ -92,13 +93,13 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, id string, err error)
 	case errors.Is(err, upstream.ErrConnectionTimeout):
 		// The upstream's failure, not ours: a gateway status, and the
 		// cause (which may carry its URL) in the log only.
-		a.log.Warn().Err(err).Str("upstream", id).Str("path", r.URL.Path).Msg("admin: upstream timed out")
+		a.log.Warn().Err(err).Str("upstream", id).Str("path", logging.Field(r.URL.Path)).Msg("admin: upstream timed out")
 		a.problem(w, r, http.StatusGatewayTimeout, fmt.Sprintf("upstream server %q did not answer in time; see lastError in its status", id), "")
 	case errors.Is(err, upstream.ErrInvocationFailed):
-		a.log.Warn().Err(err).Str("upstream", id).Str("path", r.URL.Path).Msg("admin: upstream request failed")
+		a.log.Warn().Err(err).Str("upstream", id).Str("path", logging.Field(r.URL.Path)).Msg("admin: upstream request failed")
 		a.problem(w, r, http.StatusBadGateway, fmt.Sprintf("upstream server %q failed; see lastError in its status", id), "")
 	default:
-		a.log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("admin request failed")
+		a.log.Error().Err(err).Str("method", logging.Field(r.Method)).Str("path", logging.Field(r.URL.Path)).Msg("admin request failed")
 		a.problem(w, r, http.StatusInternalServerError, internalDetail, "")
 	}
 }

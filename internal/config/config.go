@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -117,10 +118,27 @@ type Transport struct {
 	// MaxSessions caps the client sessions held at once, so a client that
 	// never ends its sessions cannot exhaust memory.
 	MaxSessions int `yaml:"maxSessions"`
-	// MaxSessionsPerPrincipal caps one principal's client sessions (0: no
-	// cap, the default, since in auth mode none every caller is one
-	// principal); over it initialize gets 429.
+	// MaxSessionsPerPrincipal caps one principal's client sessions; over
+	// it initialize gets 429. 0, the default, means a tenth of
+	// MaxSessions when requests are authenticated and no cap in auth mode
+	// none; see [Config.SessionsPerPrincipal].
 	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
+	// MaxSessionsPerTenant caps the client sessions of one tenant, all its
+	// principals together (0: no cap, the default); over it initialize
+	// gets 429.
+	MaxSessionsPerTenant int `yaml:"maxSessionsPerTenant"`
+	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
+	// params.clientInfo and params.capabilities (JSON bytes), and
+	// MaxInitializeDepth how deeply either nests: a client session keeps
+	// them for its life, in memory and in Redis. Over a bound, initialize
+	// gets -32602 naming the member and the limit.
+	MaxClientInfoBytes   int `yaml:"maxClientInfoBytes"`
+	MaxCapabilitiesBytes int `yaml:"maxCapabilitiesBytes"`
+	MaxInitializeDepth   int `yaml:"maxInitializeDepth"`
+	// MaxClientResponseBytes bounds a client's response to a
+	// server-to-client request (sampling, elicitation, roots/list); a
+	// larger one gets 413 and the request waiting for it fails.
+	MaxClientResponseBytes int `yaml:"maxClientResponseBytes"`
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica; a GET that would open one more gets 429.
 	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
@@ -148,6 +166,11 @@ func Default() Config {
 			PageSize:             100,
 			MaxSessions:          10_000,
 			MaxStreamsPerSession: 32,
+			// From the transport, which knows what real clients send.
+			MaxClientInfoBytes:     transport.DefaultMaxClientInfoBytes,
+			MaxCapabilitiesBytes:   transport.DefaultMaxCapabilitiesBytes,
+			MaxInitializeDepth:     transport.DefaultMaxInitializeDepth,
+			MaxClientResponseBytes: transport.DefaultMaxClientResponseBytes,
 		},
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.
@@ -164,6 +187,21 @@ func Default() Config {
 		Auth:            auth.Default(),
 		TLS:             defaultTLS(),
 	}
+}
+
+// SessionsPerPrincipal is the per-principal cap of client sessions the
+// transport enforces: transport.maxSessionsPerPrincipal when set, and
+// otherwise a tenth of transport.maxSessions (at least 1) when requests
+// are authenticated, so that no one caller can take every session while
+// a deployment still serves many callers each running many agents. In
+// auth mode none every caller is the one anonymous principal, and a cap
+// would be the whole deployment's: there is none by default (README,
+// Limits).
+func (c Config) SessionsPerPrincipal() int {
+	if n := c.Transport.MaxSessionsPerPrincipal; n > 0 || c.Auth.Mode == auth.ModeNone {
+		return n
+	}
+	return max(c.Transport.MaxSessions/10, 1)
 }
 
 // ShutdownGrace returns ShutdownGraceMs as a duration.

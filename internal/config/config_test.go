@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -88,6 +90,12 @@ func TestValidateNamesKey(t *testing.T) {
 		{"pageSize zero", func(c *Config) { c.Transport.PageSize = 0 }, "transport.pageSize", "0"},
 		{"pageSize huge", func(c *Config) { c.Transport.PageSize = 1001 }, "transport.pageSize", "1001"},
 		{"maxSessions", func(c *Config) { c.Transport.MaxSessions = 0 }, "transport.maxSessions", "0"},
+		{"maxSessionsPerPrincipal over maxSessions", func(c *Config) { c.Transport.MaxSessionsPerPrincipal = 10_001 }, "transport.maxSessionsPerPrincipal", "10001"},
+		{"maxSessionsPerTenant", func(c *Config) { c.Transport.MaxSessionsPerTenant = -1 }, "transport.maxSessionsPerTenant", "-1"},
+		{"maxClientInfoBytes", func(c *Config) { c.Transport.MaxClientInfoBytes = 63 }, "transport.maxClientInfoBytes", "63"},
+		{"maxCapabilitiesBytes", func(c *Config) { c.Transport.MaxCapabilitiesBytes = 0 }, "transport.maxCapabilitiesBytes", "0"},
+		{"maxInitializeDepth", func(c *Config) { c.Transport.MaxInitializeDepth = 1001 }, "transport.maxInitializeDepth", "1001"},
+		{"maxClientResponseBytes", func(c *Config) { c.Transport.MaxClientResponseBytes = 1<<30 + 1 }, "transport.maxClientResponseBytes", "1073741825"},
 		{"shutdownGraceMs", func(c *Config) { c.ShutdownGraceMs = -1 }, "shutdownGraceMs", "-1"},
 	}
 	for _, tc := range tests {
@@ -131,7 +139,8 @@ func TestValidateAcceptsEdges(t *testing.T) {
 		{"separator 3 chars", func(c *Config) { c.ToolNameSeparator = "_-9" }},
 		{"minimums", func(c *Config) {
 			c.Transport = Transport{MaxBodyBytes: 1, SessionIdleTimeoutMs: 1000, KeepAliveIntervalMs: 100,
-				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1}
+				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1,
+				MaxClientInfoBytes: 64, MaxCapabilitiesBytes: 64, MaxInitializeDepth: 2, MaxClientResponseBytes: 1024}
 			c.ShutdownGraceMs = 0
 		}},
 		{"maximums", func(c *Config) {
@@ -179,5 +188,29 @@ func TestFieldErrorNamesOverrides(t *testing.T) {
 	c.Listen = "bad"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "MCP_ADDR") || !strings.Contains(err.Error(), "-addr") {
 		t.Errorf("Validate() = %v, want it to mention MCP_ADDR and -addr", err)
+	}
+}
+
+// The per-principal share of client sessions: the configured cap, or by
+// default a tenth of maxSessions with authentication on and none in auth
+// mode none, where every caller is one principal.
+func TestSessionsPerPrincipal(t *testing.T) {
+	for _, tc := range []struct {
+		mode             string
+		maxSessions, set int
+		want             int
+	}{
+		{auth.ModeNone, 10_000, 0, 0},
+		{auth.ModeAPIKey, 10_000, 0, 1000},
+		{auth.ModeOAuth, 100, 0, 10},
+		{auth.ModeAPIKey, 5, 0, 1},
+		{auth.ModeAPIKey, 10_000, 50, 50},
+		{auth.ModeNone, 10_000, 50, 50},
+	} {
+		c := Default()
+		c.Auth.Mode, c.Transport.MaxSessions, c.Transport.MaxSessionsPerPrincipal = tc.mode, tc.maxSessions, tc.set
+		if got := c.SessionsPerPrincipal(); got != tc.want {
+			t.Errorf("mode %s, maxSessions %d, maxSessionsPerPrincipal %d: %d, want %d", tc.mode, tc.maxSessions, tc.set, got, tc.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // env returns a getenv over m.
@@ -51,6 +52,9 @@ transport:
   writeTimeoutMs: 6000
   pageSize: 50
   maxSessions: 500
+  maxSessionsPerTenant: 200
+  maxClientInfoBytes: 2048
+  maxClientResponseBytes: 65536
 shutdownGraceMs: 0
 `
 
@@ -86,6 +90,8 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
 			MaxSessions:          500, MaxStreamsPerSession: 32,
+			MaxSessionsPerTenant: 200, MaxClientInfoBytes: 2048, MaxClientResponseBytes: 65536,
+			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes, MaxInitializeDepth: transport.DefaultMaxInitializeDepth,
 		},
 		ShutdownGraceMs: 0,
 		Timeouts:        defaultTimeouts(),

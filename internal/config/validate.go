@@ -130,7 +130,14 @@ func (c Config) Validate() error {
 	intRange("transport.pageSize", int64(t.PageSize), 1, 1000, "1 to 1000")
 	intRange("transport.maxSessions", int64(t.MaxSessions), 1, math.MaxInt64, "at least 1")
 	intRange("transport.maxStreamsPerSession", int64(t.MaxStreamsPerSession), 0, 1024, "0 (no cap) to 1024")
-	intRange("transport.maxSessionsPerPrincipal", int64(t.MaxSessionsPerPrincipal), 0, int64(t.MaxSessions), "0 (no cap) to transport.maxSessions")
+	intRange("transport.maxSessionsPerPrincipal", int64(t.MaxSessionsPerPrincipal), 0, int64(t.MaxSessions),
+		"0 (a tenth of transport.maxSessions with auth on, no cap in auth mode none) to transport.maxSessions")
+	intRange("transport.maxSessionsPerTenant", int64(t.MaxSessionsPerTenant), 0, math.MaxInt64, "0 (no cap) or more")
+	// The body limit applies first, so a bound above it is no error.
+	intRange("transport.maxClientInfoBytes", int64(t.MaxClientInfoBytes), 64, maxBodyBytes, fmt.Sprintf("64 to %d", maxBodyBytes))
+	intRange("transport.maxCapabilitiesBytes", int64(t.MaxCapabilitiesBytes), 64, maxBodyBytes, fmt.Sprintf("64 to %d", maxBodyBytes))
+	intRange("transport.maxInitializeDepth", int64(t.MaxInitializeDepth), 2, 1000, "2 to 1000")
+	intRange("transport.maxClientResponseBytes", int64(t.MaxClientResponseBytes), 1024, maxBodyBytes, fmt.Sprintf("1024 to %d", maxBodyBytes))
 	intRange("shutdownGraceMs", c.ShutdownGraceMs, 0, maxDurationMs,
 		fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 

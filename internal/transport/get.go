@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -63,7 +64,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			// Not an id this server issues: serve the standalone stream.
-			t.log.Info().Str("session", sess.id).Str("lastEventId", last).Msg("resume: unknown stream; opening the standalone stream")
+			t.log.Info().Str("session", sess.id).Str("lastEventId", logging.Field(last)).Msg("resume: unknown stream; opening the standalone stream")
 		}
 	}
 	if st.remote != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
@@ -77,19 +79,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		rec.status = http.StatusAccepted
 		w.WriteHeader(rec.status)
 	case protocol.KindResponse:
-		switch {
-		case sess.deliver(msg):
-		case sess.shared != nil:
-			// The request may wait on another replica (issue 7, point 4).
-			if err := sess.shared.forwardAnswer(r.Context(), sess, msg, body); err != nil {
-				retryLater(w, rec, "cannot route the response now: %v", err)
-				return
-			}
-		default:
-			t.log.Warn().Str("session", sess.id).Str("id", msg.ID.String()).Msg("response to no pending server-to-client request")
-		}
-		rec.status = http.StatusAccepted
-		w.WriteHeader(rec.status)
+		t.clientResponse(w, r, sess, msg, body, rec)
 	default:
 		t.request(w, r, sess, msg, sseOK, rec)
 	}
@@ -181,7 +171,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 }
 
 func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, rec *requestLog) {
-	params, result, perr := t.srv.Initialize(msg.Params)
+	perr := t.checkInitialize(msg.Params)
+	var params *protocol.InitializeParams
+	var result *protocol.InitializeResult
+	if perr == nil {
+		params, result, perr = t.srv.Initialize(msg.Params)
+	}
 	if perr != nil {
 		rec.status, rec.rpcCode = http.StatusOK, perr.Code
 		writeError(w, rec.status, msg.ID, perr)
@@ -196,12 +191,18 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Principal:    principalID(r),
 		index:        t.subs,
 	})
-	if errors.Is(err, ErrPrincipalSessions) {
+	if share := t.shareSpent(err); share != nil {
 		// The caller's own share is spent: its problem, not the server's.
 		rec.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "5")
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
-			"too many client sessions: this principal holds %d; end one with DELETE or let one idle out", t.opts.MaxSessionsPerPrincipal))
+		writeError(w, rec.status, msg.ID, share)
+		return
+	}
+	if errors.Is(err, ErrTooManySessions) {
+		rec.status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInternalError,
+			"too many client sessions: this server holds %d, its limit (transport.maxSessions); retry later", t.opts.MaxSessions))
 		return
 	}
 	if err != nil {
@@ -220,6 +221,25 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 	rec.session, rec.status = sess.id, http.StatusOK
 	w.Header().Set(headerSessionID, sess.id)
 	writeJSON(w, rec.status, protocol.AppendResult(nil, msg.ID, out))
+}
+
+// shareSpent is the answer to a session refused because its principal or
+// its tenant holds its share of sessions, naming the cap and the key that
+// sets it; nil for any other error.
+func (t *Transport) shareSpent(err error) *protocol.Error {
+	var who, key string
+	var limit int
+	switch {
+	case errors.Is(err, ErrPrincipalSessions):
+		who, key, limit = "this principal", "transport.maxSessionsPerPrincipal", t.opts.MaxSessionsPerPrincipal
+	case errors.Is(err, ErrTenantSessions):
+		who, key, limit = "this principal's tenant", "transport.maxSessionsPerTenant", t.opts.MaxSessionsPerTenant
+	default:
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeInvalidRequest,
+		"too many client sessions: %s holds %d, its limit (%s); end one with DELETE or let one idle out", who, limit, key).
+		WithData(map[string]any{"limit": limit, "key": key})
 }
 
 // notification handles a client notification. An error means it had to
@@ -242,9 +262,52 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
 	default:
-		t.log.Debug().Str("session", sess.id).Str("method", msg.Method).Msg("ignored unknown notification")
+		t.log.Debug().Str("session", sess.id).Str("method", logging.Field(msg.Method)).Msg("ignored unknown notification")
 	}
 	return nil
+}
+
+// clientResponse takes a client's response to a server-to-client request
+// (sampling, elicitation, roots/list) to the handler waiting for it: on
+// this replica, or, for a shared session, on the replica whose mailbox
+// for the id waits in Redis (redisanswer.go). A response nothing waits
+// for is accepted (202, as basic/transports has it for a response the
+// server takes) and dropped, as the official SDKs' servers do: it may be
+// a late answer to a request the server stopped waiting for, which is no
+// fault of the client's, and some clients end the whole connection on an
+// error status to a POST that is not a call. Nothing of it is kept or
+// published, so sending them costs the server nothing. A response over
+// MaxClientResponseBytes is refused with 413 naming the limit, and the
+// request waiting for it, if any, fails at once with that reason instead
+// of waiting until its timeout.
+func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, body []byte, rec *requestLog) {
+	size, limit := len(body), t.opts.MaxClientResponseBytes
+	var refused *protocol.Error
+	if size > limit {
+		refused = protocol.Errorf(protocol.CodeInvalidRequest,
+			"the client's response is %d bytes, over the limit of %d (transport.maxClientResponseBytes)", size, limit)
+		// What reaches the waiting request is the reason, not the response.
+		msg = &protocol.Message{Kind: protocol.KindResponse, ID: msg.ID, Error: refused}
+		body = protocol.AppendError(nil, msg.ID, refused)
+	}
+	var err error
+	switch {
+	case sess.deliver(msg):
+	case sess.shared != nil:
+		err = sess.shared.forwardAnswer(r.Context(), sess, msg, body)
+	default:
+		t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+	}
+	switch {
+	case refused != nil:
+		rec.status = http.StatusRequestEntityTooLarge
+		writeError(w, rec.status, nil, refused.WithData(map[string]any{"limit": limit, "actual": size}))
+	case err != nil:
+		retryLater(w, rec, "cannot route the response now: %v", err)
+	default:
+		rec.status = http.StatusAccepted
+		w.WriteHeader(rec.status)
+	}
 }
 
 // request runs one request. The handler runs on this goroutine, and a
@@ -374,7 +437,7 @@ func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess 
 func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *requestLog) (out []byte) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.log.Error().Interface("panic", v).Str("method", req.Method).Bytes("stack", debug.Stack()).Msg("panic in handler")
+			t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("method", logging.Field(req.Method)).Bytes("stack", debug.Stack()).Msg("panic in handler")
 			rec.rpcCode = protocol.CodeInternalError
 			out = protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		}
@@ -384,7 +447,7 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	if err != nil {
 		var perr *protocol.Error
 		if !errors.As(err, &perr) {
-			t.log.Error().Err(err).Str("method", req.Method).Msg("handler failed")
+			t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Msg("handler failed")
 			perr = protocol.Errorf(protocol.CodeInternalError, "internal error")
 		}
 		rec.rpcCode = perr.Code
@@ -392,7 +455,7 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	}
 	out, err = protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
 	if err != nil {
-		t.log.Error().Err(err).Str("method", req.Method).Str("tool", req.Tool).Msg("encode result")
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", req.Tool).Msg("encode result")
 		rec.rpcCode = protocol.CodeInternalError
 		return protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
 	}

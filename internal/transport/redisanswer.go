@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -38,10 +39,13 @@ import (
 // delivers it at once, without a read. The client's POST gets 202 only
 // once Redis took the response, 503 with Retry-After otherwise. A slot
 // holds one response: a second one is dropped, as on one replica. A
-// response for an id with no slot (the request ended, or its replica
-// could not write the slot while Redis was unreachable) is only
-// published, best effort, as before: storing it would keep what nobody
-// may ever read.
+// response for an id with no slot is neither stored nor published, nor
+// even sent to Redis (an EXISTS asks first): no replica waits for it (the
+// request ended, or never was), and publishing it would let any client
+// make every replica receive megabytes it never asked for. The one such response that some replica does wait for is
+// one whose slot that replica could not write while Redis was
+// unreachable; its handler then waits until its timeout, as it would
+// for a client that never answered.
 
 // opAnswer carries a client's response to a server-to-client request.
 const opAnswer = "answer"
@@ -58,16 +62,18 @@ if not v then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return v`)
-	// scriptForward: KEYS answer slot; ARGV ttl, channel, wake message,
-	// response. 1: stored and published; 0: no slot, only published; 2:
-	// answered already, dropped.
+	// scriptForward: KEYS answer slot; ARGV ttl, channel, the wake
+	// message's head, the response, the wake message's tail (the message
+	// is head..response..tail, so the response crosses to Redis once). 1:
+	// stored and published; 0: no slot, nothing done; 2: answered
+	// already, dropped.
 	scriptForward = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
-if v and v ~= '' then return 2 end
-if v then redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1]) end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-if v then return 1 end
-return 0`)
+if not v then return 0 end
+if v ~= '' then return 2 end
+redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3] .. ARGV[4] .. ARGV[5])
+return 1`)
 )
 
 // answerKey is the mailbox of server-to-client request id (of the form
@@ -77,10 +83,11 @@ func (m *redisSessions) answerKey(sid string, id protocol.ID) string {
 }
 
 // isOutgoingID reports whether id has the form of the ids this server
-// gives its server-to-client requests ("s<n>", see ClientSession.expect),
-// so that only those are routed.
+// gives its server-to-client requests ("s<n>", n an int64; see
+// ClientSession.expect), so that only those are routed.
 func isOutgoingID(id protocol.ID) bool {
-	if len(id) < 4 || id[0] != '"' || id[1] != 's' || id[len(id)-1] != '"' {
+	const maxDigits = 19 // math.MaxInt64
+	if len(id) < 4 || len(id) > 3+maxDigits || id[0] != '"' || id[1] != 's' || id[len(id)-1] != '"' {
 		return false
 	}
 	for _, c := range id[2 : len(id)-1] {
@@ -93,8 +100,9 @@ func isOutgoingID(id protocol.ID) bool {
 
 // forwardAnswer hands on a client's response that no request of this
 // replica waits for, so that the replica whose handler waits gets it:
-// stored in the request's mailbox and published. An error means Redis did
-// not take it: the client must send it again.
+// stored in the request's mailbox and published, if the mailbox waits;
+// otherwise nothing is done. An error means Redis could not say: the
+// client must send it again.
 func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg *protocol.Message, body []byte) error {
 	if !isOutgoingID(msg.ID) {
 		return nil // not one of ours: no replica waits for it
@@ -102,20 +110,30 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 	if err := m.skipping(); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opAnswer, Msg: body})
+	// The wake message is sessionChange with Msg, the response, last:
+	// its JSON up to that member is the head, "}" the tail.
+	head, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opAnswer})
 	if err != nil {
 		return fmt.Errorf("encode client response %s: %w", msg.ID, err)
 	}
+	head = append(head[:len(head)-1], `,"m":`...)
+	key := m.answerKey(s.id, msg.ID)
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	n, err := scriptForward.Run(ctx, m.rdb, []string{m.answerKey(s.id, msg.ID)}, m.ttlMs(), m.channel, payload, body).Int()
+	// First ask whether a mailbox waits, so that a response nothing
+	// waits for never crosses to Redis: only its id does. A mailbox that
+	// goes between the two calls is the script's to notice.
+	n, err := m.rdb.Exists(ctx, key).Result()
+	if err == nil && n == 1 {
+		n, err = scriptForward.Run(ctx, m.rdb, []string{key}, m.ttlMs(), m.channel, head, body, "}").Int64()
+	}
 	if err != nil {
 		m.failed(err)
 		return fmt.Errorf("forward client response %s to the waiting replica: %w", msg.ID, err)
 	}
 	m.ok()
 	if n != 1 {
-		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int("outcome", n).Msg("transport: client response no replica records waiting for")
+		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
 	}
 	return nil
 }
@@ -232,6 +250,6 @@ func (m *redisSessions) onCancel(c sessionChange) {
 	s := m.byID[c.ID]
 	m.mu.RUnlock()
 	if s != nil && s.cancelRequest(protocol.ID(c.Req)) {
-		m.log.Debug().Str("session", c.ID).Str("id", c.Req).Msg("transport: request cancelled from another replica")
+		m.log.Debug().Str("session", c.ID).Str("id", logging.Field(c.Req)).Msg("transport: request cancelled from another replica")
 	}
 }

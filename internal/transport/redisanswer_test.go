@@ -114,6 +114,37 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	})
 }
 
+// A client's response over MaxClientResponseBytes is refused with 413
+// naming the limit, and the request waiting for it fails at once with
+// that reason, on the replica it reached or through Redis on the other;
+// its handler does not wait until its timeout for an answer that came.
+func TestClientResponse_TooLargeFailsTheRequest(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	small := func(o *Options) { o.MaxClientResponseBytes = 2048 }
+	a, b := replica(t, rdb, prefix, small), replica(t, rdb, prefix, small)
+	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	for i, answerOn := range []*harness{a, b} {
+		ps := a.postSSE(t, sid, toolCall(i, "sample", map[string]any{"prompt": "hi"}, nil))
+		_, m := ps.nextMessage(t)
+		if m.Method != protocol.MethodSamplingCreateMessage {
+			t.Fatalf("want a sampling request, got %+v", m)
+		}
+		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":%q},"model":"m"}}`,
+			m.ID, strings.Repeat("x", 4096))
+		r := answerOn.post(t, sid, []byte(answer))
+		if r.Status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.Body), "transport.maxClientResponseBytes") {
+			t.Fatalf("answer %d: %s, want 413 naming transport.maxClientResponseBytes", i, r)
+		}
+		ev, _ := ps.nextMessage(t)
+		text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), fmt.Sprint(i)))
+		if !isErr || !strings.Contains(text, "over the limit of 2048") || strings.Contains(text, "xxxx") {
+			t.Fatalf("tool result %q isError=%v, want the refusal, not the response", text, isErr)
+		}
+		ps.waitEnd(t)
+	}
+}
+
 func TestIsOutgoingID(t *testing.T) {
 	for id, want := range map[string]bool{
 		`"s1"`: true, `"s1099511627776"`: true, `"s"`: false, `"x1"`: false, `"s1a"`: false, `1`: false, `"s-1"`: false,

@@ -76,7 +76,9 @@ func (m *redisSessions) resourceUpdated(tenant, uri string, data []byte) {
 	default:
 		m.dropped.Add(1)
 		if m.logDropped.Add(1) == 1 {
-			m.log.Error().Str("uri", uri).Msg("transport: shared-session log queue full; dropping resource updates")
+			// Not the URI: it holds what a tool call named (a memory
+			// key), which the log never carries.
+			m.log.Error().Msg("transport: shared-session log queue full; dropping resource updates")
 		}
 	}
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // scriptPrincipalAdd reserves a place for a new client session among the
-// principal's (issue 8, point 4), across replicas: KEYS the principal's
-// sorted set of session ids scored by expiry; ARGV now (ms), the cap, the
-// id, the idle timeout (ms). Members whose session would have expired by
-// now are dropped first, so a session that idled out frees its place
-// without anyone deleting it. 1 if reserved, 0 if the principal is at
-// its cap.
+// sessions a principal or a tenant holds, across replicas: KEYS the
+// sorted set of their session ids scored by expiry; ARGV now (ms), the
+// cap, the id, the idle timeout (ms). Members whose session would have
+// expired by now are dropped first, so a session that idled out frees
+// its place without anyone deleting it. 1 if reserved, 0 if the set is
+// at its cap.
 var scriptPrincipalAdd = redis.NewScript(`
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -24,47 +25,98 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
 
-// principalKey is the sorted set of a principal's sessions. The id is
-// hashed: a principal id may hold any character, braces included, which
-// would change the key's Cluster slot.
-func (m *redisSessions) principalKey(principal string) string {
-	sum := sha256.Sum256([]byte(principal))
-	return m.prefix + "pp:" + hex.EncodeToString(sum[:16])
+// capSet is one sorted set of sessions that has a cap: the principal's
+// or the tenant's.
+type capSet struct {
+	key   string
+	limit int
+	full  error // what Create returns when the set is at its cap
 }
 
-// reserve takes a place for session id among principal's; ErrPrincipalSessions
-// when there is none. Without a cap it does nothing.
-func (m *redisSessions) reserve(ctx context.Context, principal, id string) error {
-	if m.perPrincipal <= 0 {
+// capSets lists the capped sets a session of principal in tenant counts
+// in: the principal's first, so that a principal over both caps is told
+// of its own.
+func (m *redisSessions) capSets(principal, tenant string) []capSet {
+	var sets []capSet
+	if m.caps.perPrincipal > 0 {
+		sets = append(sets, capSet{m.capKey("pp:", principal), m.caps.perPrincipal, ErrPrincipalSessions})
+	}
+	if m.caps.perTenant > 0 {
+		sets = append(sets, capSet{m.capKey("pt:", tenant), m.caps.perTenant, ErrTenantSessions})
+	}
+	return sets
+}
+
+// capKey is the sorted set of a principal's ("pp:") or a tenant's ("pt:")
+// sessions. The name is hashed: it may hold any character, braces
+// included, which would change the key's Cluster slot.
+func (m *redisSessions) capKey(kind, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return m.prefix + kind + hex.EncodeToString(sum[:16])
+}
+
+// reserve takes a place for session id among principal's and tenant's;
+// ErrPrincipalSessions or ErrTenantSessions when one has none, and then
+// the place taken in the other is given back. Without caps it does
+// nothing. The sets are in different Cluster slots, so each has its own
+// script, in one pipeline.
+func (m *redisSessions) reserve(ctx context.Context, principal, tenant, id string) error {
+	sets := m.capSets(principal, tenant)
+	if len(sets) == 0 {
 		return nil
 	}
-	ok, err := scriptPrincipalAdd.Run(ctx, m.rdb, []string{m.principalKey(principal)},
-		m.now().UnixMilli(), m.perPrincipal, id, m.ttlMs()).Int()
+	now := m.now().UnixMilli()
+	cmds := make([]*redis.Cmd, len(sets))
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range sets {
+			cmds[i] = scriptPrincipalAdd.Eval(ctx, p, []string{c.key}, now, c.limit, id, m.ttlMs())
+		}
+		return nil
+	})
+	for i, c := range sets {
+		if ok, cerr := cmds[i].Int(); cerr == nil && ok == 0 && err == nil {
+			err = c.full
+		}
+	}
 	if err != nil {
-		return err
+		m.giveBack(sets, id)
 	}
-	if ok == 0 {
-		return ErrPrincipalSessions
+	return err
+}
+
+// giveBack removes a session that will not be created from the sets it
+// may have been reserved in, best effort: one left behind counts until
+// its score, the idle timeout, passes.
+func (m *redisSessions) giveBack(sets []capSet, id string) {
+	// Not the request's context: it may be what ran out.
+	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
+	defer cancel()
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range sets {
+			p.ZRem(ctx, c.key, id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		m.log.Debug().Err(err).Msg("transport: a refused client session's place not given back; it frees itself at the idle timeout")
 	}
-	return nil
 }
 
 // keepPlace, queued with a session's TTL refresh, moves its expiry in the
-// principal's set along with it. It adds the member if it is missing, so
-// the count heals after Redis lost its data (issue 7, point 6); a session
-// deleted meanwhile elsewhere is at worst counted until its idle timeout.
+// sets that count it along with it. It adds the member if it is missing,
+// so the count heals after Redis lost its data; a
+// session deleted meanwhile elsewhere is at worst counted until its idle
+// timeout.
 func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, s *ClientSession, now time.Time) {
-	if m.perPrincipal <= 0 {
-		return
+	for _, c := range m.capSets(s.principal, s.tenant) {
+		p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+		p.PExpire(ctx, c.key, m.idle)
 	}
-	key := m.principalKey(s.principal)
-	p.ZAdd(ctx, key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
-	p.PExpire(ctx, key, m.idle)
 }
 
-// release gives up a session's place, queued with its DELETE.
+// release gives up a session's places, queued with its DELETE.
 func (m *redisSessions) release(ctx context.Context, p redis.Pipeliner, s *ClientSession) {
-	if m.perPrincipal > 0 {
-		p.ZRem(ctx, m.principalKey(s.principal), s.id)
+	for _, c := range m.capSets(s.principal, s.tenant) {
+		p.ZRem(ctx, c.key, s.id)
 	}
 }

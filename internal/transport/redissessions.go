@@ -64,14 +64,14 @@ type redisSessions struct {
 	channel string
 	idle    time.Duration
 	limit   int
-	// perPrincipal caps one principal's sessions across replicas; 0 means
-	// no cap (redisprincipal.go).
-	perPrincipal int
-	logSize      int
-	timeout      time.Duration
-	now          func() time.Time
-	log          zerolog.Logger
-	tune         redisTuning
+	// caps bound one principal's and one tenant's sessions across
+	// replicas (redisprincipal.go).
+	caps    sessionCaps
+	logSize int
+	timeout time.Duration
+	now     func() time.Time
+	log     zerolog.Logger
+	tune    redisTuning
 	// self names this replica in the home field and on the channel.
 	self string
 	// index is the transport's subscription index, which copies built
@@ -194,7 +194,7 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
 		parent: parent, rdb: o.Redis, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
-		idle: o.SessionIdleTimeout, limit: o.MaxSessions, perPrincipal: o.MaxSessionsPerPrincipal, logSize: o.EventLogSize, timeout: o.RedisTimeout,
+		idle: o.SessionIdleTimeout, limit: o.MaxSessions, caps: capsOf(o), logSize: o.EventLogSize, timeout: o.RedisTimeout,
 		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
 		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
@@ -332,9 +332,9 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	if err := m.reserve(ctx, in.Principal, id); err != nil {
+	if err := m.reserve(ctx, s.principal, s.tenant, id); err != nil {
 		s.terminate()
-		if errors.Is(err, ErrPrincipalSessions) {
+		if errors.Is(err, ErrPrincipalSessions) || errors.Is(err, ErrTenantSessions) {
 			return nil, err
 		}
 		m.failed(err)
@@ -348,6 +348,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	if err != nil {
 		s.terminate()
 		m.failed(err)
+		m.giveBack(m.capSets(s.principal, s.tenant), id)
 		return nil, fmt.Errorf("store client session in redis: %w", err)
 	}
 	m.ok()

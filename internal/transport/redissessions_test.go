@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -363,36 +362,13 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	})
 }
 
-// A principal's share of client sessions holds across replicas (issue 8,
-// point 4): two on A and B use it up, a third on either is 429, another
-// principal is unaffected, and a DELETE frees a place everywhere.
-func TestRedisSessions_PerPrincipalCapAcrossReplicas(t *testing.T) {
+// A principal's and a tenant's share of client sessions hold across
+// replicas: sessions made on A and B count together, other tenants are
+// unaffected, and a DELETE frees a place everywhere.
+func TestRedisSessions_PerPrincipalAndTenantCapsAcrossReplicas(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	capTwo := func(o *Options) { o.MaxSessionsPerPrincipal = 2 }
-	a, b := replica(t, rdb, prefix, capTwo), replica(t, rdb, prefix, capTwo)
-	create := func(h *harness, principal string) (*ClientSession, error) {
-		return h.tr.Sessions().Create(context.Background(), SessionInit{Version: "2025-11-25", Principal: principal, EventLogSize: 8})
-	}
-	first, err := create(a, "apikey:ci")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := create(b, "apikey:ci"); err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []*harness{a, b} {
-		if _, err := create(h, "apikey:ci"); !errors.Is(err, ErrPrincipalSessions) {
-			t.Fatalf("third session of one principal: %v, want ErrPrincipalSessions", err)
-		}
-	}
-	if _, err := create(b, "apikey:other"); err != nil {
-		t.Fatalf("another principal: %v", err)
-	}
-	if err := a.tr.Sessions().Delete(context.Background(), first.id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := create(b, "apikey:ci"); err != nil {
-		t.Fatalf("after DELETE on A freed a place: %v", err)
-	}
+	caps := func(o *Options) { o.MaxSessionsPerPrincipal, o.MaxSessionsPerTenant = 2, 3 }
+	a, b := replica(t, rdb, prefix, caps), replica(t, rdb, prefix, caps)
+	sessionCapSteps(t, a.tr.Sessions(), b.tr.Sessions())
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -36,7 +37,10 @@ func (t *Transport) finishLog(rec *requestLog) {
 }
 
 // logRequest writes the line: method, tool, client session, status,
-// duration and JSON-RPC id; never arguments or results.
+// duration and JSON-RPC id; never arguments or results. The method and
+// the id are the client's to choose, up to the body limit, so they are
+// bounded (logging.Field): one request must not write a line of
+// megabytes. The session id and the tool name are the server's own.
 func (t *Transport) logRequest(rec *requestLog) {
 	lvl := t.log.Info()
 	if rec.status >= http.StatusInternalServerError || rec.rpcCode == protocol.CodeInternalError {
@@ -45,13 +49,17 @@ func (t *Transport) logRequest(rec *requestLog) {
 	if !lvl.Enabled() {
 		return
 	}
-	lvl = lvl.Str("method", rec.method).Int("status", rec.status).
+	lvl = lvl.Str("method", logging.Field(rec.method)).Int("status", rec.status).
 		Float64("durationMs", float64(t.now().Sub(rec.start).Microseconds())/1000)
 	if rec.session != "" {
 		lvl = lvl.Str("session", rec.session)
 	}
-	if !rec.id.IsZero() {
-		lvl = lvl.RawJSON("id", rec.id)
+	switch {
+	case rec.id.IsZero():
+	case len(rec.id) <= logging.MaxField:
+		lvl = lvl.RawJSON("id", rec.id) // valid JSON: Decode checked it
+	default:
+		lvl = lvl.Str("id", logging.Field(string(rec.id)))
 	}
 	if rec.tool != "" {
 		lvl = lvl.Str("tool", rec.tool).Bool("toolError", rec.toolError)

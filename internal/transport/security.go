@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -98,7 +99,7 @@ func (t *Transport) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				t.log.Error().Interface("panic", v).Str("path", r.URL.Path).Msg("panic serving request")
+				t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("path", logging.Field(r.URL.Path)).Msg("panic serving request")
 				writeError(w, http.StatusInternalServerError, nil, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 			}
 		}()

@@ -17,8 +17,19 @@ var (
 	// ErrPrincipalSessions: the principal holds its share of sessions
 	// already (issue 8, point 4); it should end one (DELETE) or wait.
 	ErrPrincipalSessions = errors.New("too many client sessions for this principal")
-	ErrClosed            = errors.New("session store closed")
+	// ErrTenantSessions: the principal's tenant, all its principals
+	// together, holds its share already.
+	ErrTenantSessions = errors.New("too many client sessions for this tenant")
+	ErrClosed         = errors.New("session store closed")
 )
+
+// sessionCaps are the shares of client sessions one principal and one
+// tenant may hold; 0 means no cap.
+type sessionCaps struct{ perPrincipal, perTenant int }
+
+func capsOf(o Options) sessionCaps {
+	return sessionCaps{perPrincipal: o.MaxSessionsPerPrincipal, perTenant: o.MaxSessionsPerTenant}
+}
 
 // SessionStore finds client sessions by id. The in-memory store is the
 // default; the scale-out work adds a shared one behind the same interface.
@@ -41,23 +52,23 @@ type memorySessions struct {
 	parent context.Context
 	idle   time.Duration
 	limit  int
-	// perPrincipal caps one principal's sessions; 0 means no cap.
-	perPrincipal int
-	now          func() time.Time
+	caps   sessionCaps
+	now    func() time.Time
 
-	mu     sync.RWMutex
-	byID   map[string]*ClientSession
-	owned  map[string]int // sessions per principal id
-	closed bool
+	mu       sync.RWMutex
+	byID     map[string]*ClientSession
+	owned    map[string]int // sessions per principal id
+	byTenant map[string]int // sessions per tenant
+	closed   bool
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newMemorySessions(parent context.Context, idle time.Duration, limit, perPrincipal int, now func() time.Time) *memorySessions {
+func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time) *memorySessions {
 	m := &memorySessions{
-		parent: parent, idle: idle, limit: limit, perPrincipal: perPrincipal, now: now,
-		byID: map[string]*ClientSession{}, owned: map[string]int{},
+		parent: parent, idle: idle, limit: limit, caps: caps, now: now,
+		byID: map[string]*ClientSession{}, owned: map[string]int{}, byTenant: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go m.sweep(min(max(idle/4, 10*time.Millisecond), time.Minute))
@@ -108,12 +119,17 @@ func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSessi
 		s.terminate()
 		return nil, ErrTooManySessions
 	}
-	if m.perPrincipal > 0 && m.owned[in.Principal] >= m.perPrincipal {
+	if m.caps.perPrincipal > 0 && m.owned[s.principal] >= m.caps.perPrincipal {
 		s.terminate()
 		return nil, ErrPrincipalSessions
 	}
+	if m.caps.perTenant > 0 && m.byTenant[s.tenant] >= m.caps.perTenant {
+		s.terminate()
+		return nil, ErrTenantSessions
+	}
 	m.byID[id] = s
-	m.owned[in.Principal]++
+	m.owned[s.principal]++
+	m.byTenant[s.tenant]++
 	return s, nil
 }
 
@@ -132,9 +148,8 @@ func (m *memorySessions) Delete(_ context.Context, id string) error {
 	s := m.byID[id]
 	if s != nil {
 		delete(m.byID, id)
-		if m.owned[s.principal]--; m.owned[s.principal] <= 0 {
-			delete(m.owned, s.principal)
-		}
+		uncount(m.owned, s.principal)
+		uncount(m.byTenant, s.tenant)
 	}
 	m.mu.Unlock()
 	if s == nil {
@@ -142,6 +157,13 @@ func (m *memorySessions) Delete(_ context.Context, id string) error {
 	}
 	s.terminate()
 	return nil
+}
+
+// uncount takes one session off key's count, forgetting a key with none.
+func uncount(counts map[string]int, key string) {
+	if counts[key]--; counts[key] <= 0 {
+		delete(counts, key)
+	}
 }
 
 func (m *memorySessions) Each(fn func(*ClientSession) bool) { eachSession(&m.mu, m.byID, fn) }
@@ -177,7 +199,7 @@ func (m *memorySessions) Close() {
 	<-m.done
 	m.mu.Lock()
 	all := m.byID
-	m.byID, m.owned = map[string]*ClientSession{}, map[string]int{}
+	m.byID, m.owned, m.byTenant = map[string]*ClientSession{}, map[string]int{}, map[string]int{}
 	m.closed = true
 	m.mu.Unlock()
 	for _, s := range all {

@@ -262,7 +262,7 @@ func (s *sessionEndingStore) Get(ctx context.Context, id string) (*ClientSession
 func TestSession_EndedDuringLookupIs404(t *testing.T) {
 	var store *sessionEndingStore
 	h := newHarness(t, withOpts(func(o *Options) {
-		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, 0, time.Now)}
+		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, sessionCaps{}, time.Now)}
 		o.Sessions = store
 	}))
 	for _, tc := range []struct {
@@ -719,32 +719,61 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 }
 
 // One principal cannot hold more than its share of client sessions (issue
-// 8, point 4); other principals are unaffected, and ending a session
-// frees its place.
-func TestMemorySessions_PerPrincipalCap(t *testing.T) {
-	m := newMemorySessions(context.Background(), time.Minute, 100, 2, time.Now)
+// 8, point 4), nor one tenant, all its principals together; other
+// principals and tenants are unaffected, and ending a session frees its
+// place.
+func TestMemorySessions_PerPrincipalAndTenantCaps(t *testing.T) {
+	m := newMemorySessions(context.Background(), time.Minute, 100, sessionCaps{perPrincipal: 2, perTenant: 3}, time.Now)
 	defer m.Close()
+	sessionCapSteps(t, m)
+}
+
+// sessionCapSteps drives a store whose caps are 2 per principal and 3 per
+// tenant: a principal's third session is refused, then its tenant's
+// fourth, whoever asks; another tenant is unaffected; a DELETE frees a
+// place in both.
+func sessionCapSteps(t *testing.T, stores ...SessionStore) {
+	t.Helper()
 	ctx := context.Background()
-	create := func(principal string) (*ClientSession, error) {
-		return m.Create(ctx, SessionInit{Version: "2025-11-25", Principal: principal, EventLogSize: 8})
+	n := 0
+	create := func(principal, tenant string) (*ClientSession, error) {
+		n++ // alternate between the stores (replicas)
+		return stores[n%len(stores)].Create(ctx, SessionInit{Version: "2025-11-25", Principal: principal, Tenant: tenant, EventLogSize: 8})
 	}
-	first, err := create("apikey:a")
+	first, err := create("apikey:a", "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create("apikey:a"); err != nil {
+	steps := []struct {
+		principal, tenant string
+		want              error
+	}{
+		{"apikey:a", "t1", nil},
+		{"apikey:a", "t1", ErrPrincipalSessions},
+		{"apikey:a", "t1", ErrPrincipalSessions},
+		{"apikey:b", "t1", nil},
+		{"apikey:b", "t1", ErrTenantSessions},
+		{"apikey:c", "t1", ErrTenantSessions},
+		{"apikey:d", "t2", nil},
+		{"apikey:d", "t2", nil},
+	}
+	for i, st := range steps {
+		if _, err := create(st.principal, st.tenant); !errors.Is(err, st.want) || (st.want == nil) != (err == nil) {
+			t.Fatalf("step %d: %s in %s: %v, want %v", i, st.principal, st.tenant, err, st.want)
+		}
+	}
+	// DELETE, as the transport serves it: the session looked up, then
+	// ended (on the other replica than the one that made it).
+	if _, err := stores[0].Get(ctx, first.id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create("apikey:a"); !errors.Is(err, ErrPrincipalSessions) {
-		t.Fatalf("third session of one principal: %v, want ErrPrincipalSessions", err)
-	}
-	if _, err := create("apikey:b"); err != nil {
-		t.Fatalf("another principal: %v", err)
-	}
-	if err := m.Delete(ctx, first.id); err != nil {
+	if err := stores[0].Delete(ctx, first.id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create("apikey:a"); err != nil {
-		t.Fatalf("after DELETE freed a place: %v", err)
+	if _, err := create("apikey:b", "t1"); err != nil {
+		t.Fatalf("after DELETE freed a place in the tenant: %v", err)
+	}
+	if _, err := create("apikey:a", "t1"); !errors.Is(err, ErrTenantSessions) {
+		t.Fatalf("the principal's freed place taken by another of its tenant: %v, want ErrTenantSessions", err)
 	}
 }

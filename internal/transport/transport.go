@@ -37,6 +37,24 @@ type Options struct {
 	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
 	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
 	MaxSessionsPerPrincipal int
+	// MaxSessionsPerTenant caps the client sessions of one tenant, all
+	// its principals together; 0 means no cap. Over it, initialize gets
+	// 429. With Redis both caps hold across replicas.
+	MaxSessionsPerTenant int
+	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
+	// params.clientInfo and params.capabilities (JSON bytes), and
+	// MaxInitializeDepth their nesting: a client session keeps them for
+	// its life, in memory and in Redis. Over a bound, initialize gets
+	// -32602 naming the member and the limit. 0 means the default
+	// (DefaultMaxClientInfoBytes, …).
+	MaxClientInfoBytes   int
+	MaxCapabilitiesBytes int
+	MaxInitializeDepth   int
+	// MaxClientResponseBytes bounds a client's response to a
+	// server-to-client request (JSON bytes): a larger one gets 413, and
+	// the request waiting for it fails at once. 0 means
+	// DefaultMaxClientResponseBytes.
+	MaxClientResponseBytes int
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica (issue 8, point 4): a GET that would open one
 	// more gets 429. POST responses that stream count, but are bounded by
@@ -114,6 +132,10 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 30 * time.Second
 	}
+	opts.MaxClientInfoBytes = cmp.Or(max(opts.MaxClientInfoBytes, 0), DefaultMaxClientInfoBytes)
+	opts.MaxCapabilitiesBytes = cmp.Or(max(opts.MaxCapabilitiesBytes, 0), DefaultMaxCapabilitiesBytes)
+	opts.MaxInitializeDepth = cmp.Or(max(opts.MaxInitializeDepth, 0), DefaultMaxInitializeDepth)
+	opts.MaxClientResponseBytes = cmp.Or(max(opts.MaxClientResponseBytes, 0), DefaultMaxClientResponseBytes)
 	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
 		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
 	}
@@ -141,7 +163,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		t.shared = newRedisSessions(ctx, opts, now, t.subs)
 		t.sessions = t.shared
 	default:
-		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, opts.MaxSessionsPerPrincipal, now)
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now)
 	}
 	return t, nil
 }
@@ -204,7 +226,7 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if t.shared != nil {
 		data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
 		if err != nil {
-			return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+			return 0, fmt.Errorf("encode resource update: %w", err)
 		}
 		t.shared.resourceUpdated(tenantID, uri, data)
 		return 0, nil
@@ -220,7 +242,7 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 		}
 	})
 	if err != nil {
-		return 0, fmt.Errorf("encode resource update for %s: %w", uri, err)
+		return 0, fmt.Errorf("encode resource update: %w", err)
 	}
 	return n, nil
 }

@@ -123,8 +123,12 @@ func (p *Policy) rejectViolations(in Input) *response.Error {
 	// names the first maxReported in full and counts the rest.
 	shown := in.Violations[:min(len(in.Violations), maxReported)]
 	parts := make([]string, 0, len(shown)+1)
+	// The log gets the codes and sizes only: a path is made of the
+	// argument's keys, and no tool argument, key or value, is logged.
+	codes := make([]string, 0, len(shown))
 	for _, v := range shown {
 		parts = append(parts, fmt.Sprintf("%s: %s (%d, max %d)", pathOrRoot(v.Path), v.Code, v.Actual, v.Limit))
+		codes = append(codes, fmt.Sprintf("%s (%d, max %d)", v.Code, v.Actual, v.Limit))
 	}
 	if more := len(in.Violations) - len(shown); more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more", more))
@@ -134,8 +138,8 @@ func (p *Policy) rejectViolations(in Input) *response.Error {
 	} else {
 		p.rejectedSize.Add(1)
 	}
-	p.log.Warn().Str("gate", "array-size-check").Str("tool", in.Tool).Str("violations", strings.Join(parts, "; ")).
-		Msg("guard: rejected: request limits exceeded")
+	p.log.Warn().Str("gate", "array-size-check").Str("tool", in.Tool).Int("violationCount", len(in.Violations)).
+		Str("violations", strings.Join(codes, "; ")).Msg("guard: rejected: request limits exceeded")
 	return response.NewError(code, "request limits exceeded: %s; reduce sizes or paginate", strings.Join(parts, "; ")).
 		WithContext("violations", shown).WithContext("violationCount", len(in.Violations))
 }
