@@ -16,9 +16,11 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/admin"
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
@@ -39,6 +41,8 @@ type app struct {
 	state     *state
 	fed       *federation
 	certs     *tlscert.Reloader // nil: plain HTTP
+	// conns caps the open connections; set by serveOn before it serves.
+	conns *connlimit.Listener
 }
 
 func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
@@ -177,6 +181,8 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
+	// First, so that no route, not even a 404, waits for ever for a body.
+	r.Use(transport.BodyDeadline(cfg.Transport.ReadBodyTimeout()))
 	r.Use(securityHeaders(cfg.TLS.Enabled()))
 	tr.Mount(r, "/mcp")
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
@@ -199,7 +205,18 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)
+	if err := met.connections(a.connStats); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	return a, nil
+}
+
+// connStats are the connection cap's counters (zero until serveOn).
+func (a *app) connStats() connlimit.Stats {
+	if a.conns == nil {
+		return connlimit.Stats{}
+	}
+	return a.conns.Stats()
 }
 
 func isLoopback(host string) bool {
@@ -217,25 +234,48 @@ func isLoopback(host string) bool {
 func (a *app) serve(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
-		_ = a.state.close(context.Background())
-		for _, c := range a.closers {
-			c()
-		}
-		a.logs.Close()
+		a.abandon()
 		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
 	}
 	return a.serveOn(ctx, ln)
 }
 
+// abandon stops what newApp started, for an app that will not serve.
+func (a *app) abandon() {
+	_ = a.state.close(context.Background())
+	for _, c := range a.closers {
+		c()
+	}
+	a.logs.Close()
+}
+
 // serveOn serves on ln until ctx ends; see serve.
 func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
+	// The connection cap (transport.maxConnections). Over TLS a refused
+	// connection is closed without an answer: plain bytes would mean
+	// nothing to a client expecting a handshake.
+	var refusal []byte
+	if a.certs == nil {
+		refusal = connlimit.ServiceUnavailable(string(protocol.AppendError(nil, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+			"server busy: %d connections are open, the limit of transport.maxConnections; retry shortly", a.cfg.Transport.MaxConnections))))
+	}
+	conns, err := connlimit.New(ln, connlimit.Options{Max: a.cfg.Transport.MaxConnections, Refusal: refusal})
+	if err != nil {
+		ln.Close()
+		a.abandon()
+		return fmt.Errorf("transport.maxConnections: %w", err)
+	}
 	defer a.logs.Close()
+	a.conns, ln = conns, conns
 	hs := &http.Server{
 		Handler:           a.router,
 		ReadHeaderTimeout: a.cfg.Transport.ReadHeaderTimeout(),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         conns.ConnState,
 		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
+		// No ReadTimeout either, for the same reason: the body deadline
+		// (transport.BodyDeadline) and the listener bound the waits.
 	}
 	serve := func() error { return hs.Serve(ln) }
 	scheme := "http"
@@ -265,7 +305,11 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(grace) }()
 	a.transport.CloseStreams(1000)
-	err := <-shut
+	// Shutdown waits for connections to go idle: one waiting for a body
+	// that never comes would hold it up until its deadline, past the
+	// grace period. Requests being handled are not touched.
+	conns.Drain()
+	err = <-shut
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
@@ -130,4 +131,23 @@ func pressureValue(l cache.PressureLevel) float64 {
 		return 3
 	}
 	return 0
+}
+
+// connections registers the connection cap's metrics (transport.maxConnections).
+func (m *metrics) connections(stats func() connlimit.Stats) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_connections_open", Help: "HTTP connections open now."},
+			func() float64 { return float64(stats().Open) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_evicted_total",
+			Help: "Connections closed at transport.maxConnections to make room for a new one, because they had waited longest for their client."},
+			func() float64 { return float64(stats().Evicted) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_refused_total",
+			Help: "New connections refused at transport.maxConnections because every open one was busy."},
+			func() float64 { return float64(stats().Refused) }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -88,6 +88,7 @@ func TestValidateNamesKey(t *testing.T) {
 		{"pageSize zero", func(c *Config) { c.Transport.PageSize = 0 }, "transport.pageSize", "0"},
 		{"pageSize huge", func(c *Config) { c.Transport.PageSize = 1001 }, "transport.pageSize", "1001"},
 		{"maxSessions", func(c *Config) { c.Transport.MaxSessions = 0 }, "transport.maxSessions", "0"},
+		{"maxConnections zero", func(c *Config) { c.Transport.MaxConnections = 0 }, "transport.maxConnections", "0"},
 		{"shutdownGraceMs", func(c *Config) { c.ShutdownGraceMs = -1 }, "shutdownGraceMs", "-1"},
 	}
 	for _, tc := range tests {
@@ -131,7 +132,8 @@ func TestValidateAcceptsEdges(t *testing.T) {
 		{"separator 3 chars", func(c *Config) { c.ToolNameSeparator = "_-9" }},
 		{"minimums", func(c *Config) {
 			c.Transport = Transport{MaxBodyBytes: 1, SessionIdleTimeoutMs: 1000, KeepAliveIntervalMs: 100,
-				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1}
+				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1,
+				MaxConnections: 1}
 			c.ShutdownGraceMs = 0
 		}},
 		{"maximums", func(c *Config) {

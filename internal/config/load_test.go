@@ -85,7 +85,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			ReadBodyTimeoutMs:    5000,
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
-			MaxSessions:          500, MaxStreamsPerSession: 32,
+			MaxSessions:          500, MaxStreamsPerSession: 32, MaxConnections: 4096,
 		},
 		ShutdownGraceMs: 0,
 		Timeouts:        defaultTimeouts(),

@@ -130,6 +130,7 @@ func (c Config) Validate() error {
 	intRange("transport.pageSize", int64(t.PageSize), 1, 1000, "1 to 1000")
 	intRange("transport.maxSessions", int64(t.MaxSessions), 1, math.MaxInt64, "at least 1")
 	intRange("transport.maxStreamsPerSession", int64(t.MaxStreamsPerSession), 0, 1024, "0 (no cap) to 1024")
+	intRange("transport.maxConnections", int64(t.MaxConnections), 1, 1_000_000, "1 to 1000000")
 	intRange("transport.maxSessionsPerPrincipal", int64(t.MaxSessionsPerPrincipal), 0, int64(t.MaxSessions), "0 (no cap) to transport.maxSessions")
 	intRange("shutdownGraceMs", c.ShutdownGraceMs, 0, maxDurationMs,
 		fmt.Sprintf("0 to %d milliseconds", maxDurationMs))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -31,12 +32,14 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	defer t.finishLog(rec)
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && !mediaTypeIs(ct, "application/json") {
+		unwantedBody(w, r)
 		rec.status = http.StatusUnsupportedMediaType
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported Content-Type %q: send application/json", ct))
 		return
 	}
 	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
 	if !jsonOK && !sseOK {
+		unwantedBody(w, r)
 		rec.status = http.StatusNotAcceptable
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
 		return
@@ -45,7 +48,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	if perr != nil {
 		// The rest of the body is not wanted: close the connection rather
 		// than let net/http wait to drain what a stalled client never sends.
-		w.Header().Set("Connection", "close")
+		unwantedBody(w, r)
 		rec.status = status
 		writeError(w, status, nil, perr)
 		return
@@ -127,6 +130,15 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 		b = b[:len(b)+n]
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if t.draining.Load() {
+				// Shutdown stopped waiting (connlimit.Listener.Drain).
+				w.Header().Set("Retry-After", "1")
+				return nil, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeInternalError, "the server is shutting down; retry the request")
+			}
+			return nil, http.StatusRequestTimeout, protocol.Errorf(protocol.CodeInvalidRequest,
+				"the request body did not arrive within transport.readBodyTimeoutMs (%d ms)", t.opts.ReadBodyTimeout.Milliseconds())
 		}
 		if err != nil {
 			return nil, http.StatusBadRequest, protocol.Errorf(protocol.CodeParseError, "read request body: %v", err)

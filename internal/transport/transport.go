@@ -173,7 +173,8 @@ func (t *Transport) cors() func(http.Handler) http.Handler {
 	})
 }
 
-func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	unwantedBody(w, r)
 	w.Header().Set("Allow", "GET, POST, DELETE")
 	writeError(w, http.StatusMethodNotAllowed, nil, protocol.Errorf(protocol.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE"))
 }

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+)
+
+// hangGuard bounds how long a test waits for the server to do something
+// it must do at once or by a deadline far shorter than this: a test that
+// hits it has found a hang, not a slow machine.
+const hangGuard = 20 * time.Second
+
+// hostOf is the host:port of an http:// URL.
+func hostOf(t *testing.T, url string) string {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// stalledPost opens a connection and sends the headers of a POST to /mcp
+// that declares a 1000-byte body, then nothing: the client that never
+// sends its body. extra is more header lines ("Name: value\r\n").
+func stalledPost(t *testing.T, host, extra string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n%s\r\n", host, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// answerThenClose reads what the server sends on c until it closes the
+// connection and returns it; it fails the test if the server does not
+// close it.
+func answerThenClose(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(hangGuard))
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("the server neither answered nor closed the connection (got %q): %v", b, err)
+	}
+	return string(b)
+}
+
+// statusLine is the first line of a raw HTTP response.
+func statusLine(resp string) string {
+	line, _, _ := strings.Cut(resp, "\r\n")
+	return line
+}
+
+// serverConns counts the goroutines serving an HTTP connection in this
+// process (net/http's per-connection goroutine).
+func serverConns() int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return strings.Count(b.String(), "net/http.(*conn).serve(")
+}
+
+// awaitServerConns waits until at most n connections are being served.
+func awaitServerConns(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for serverConns() > n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still served, want at most %d as before the attack", serverConns(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// apikeyConfig is apikey mode with one configured key, the bystander's.
+func apikeyConfig(key string) config.Config {
+	cfg := config.Default()
+	cfg.Auth.Mode = auth.ModeAPIKey
+	cfg.Auth.APIKeys = []auth.APIKey{{ID: "bystander", SHA256: keyHash(key)}}
+	return cfg
+}
+
+// Clients that send the headers of a request with a body and then
+// nothing: without valid credentials they get their 401 at once and the
+// connection is closed, though the body deadline is an hour away; with
+// valid credentials the server waits for the body only until
+// transport.readBodyTimeoutMs, then answers 408 naming it and closes the
+// connection. Either way every connection goes, with its goroutine,
+// while a well-behaved client keeps being served.
+func TestAbuse_StalledBodiesAreAnsweredAndClosed(t *testing.T) {
+	const key = "bystander-key"
+	t.Run("unauthenticated", func(t *testing.T) {
+		cfg := apikeyConfig(key)
+		cfg.Transport.ReadBodyTimeoutMs = time.Hour.Milliseconds()
+		url, _ := runServer(t, cfg, io.Discard)
+		host := hostOf(t, url)
+		underAttack(t, url, key, func() {
+			before := serverConns()
+			var conns []net.Conn
+			for i := range 20 {
+				extra := ""
+				if i%2 == 1 {
+					extra = "Authorization: Bearer not-a-key\r\n"
+				}
+				conns = append(conns, stalledPost(t, host, extra))
+			}
+			for i, c := range conns {
+				resp := answerThenClose(t, c)
+				if statusLine(resp) != "HTTP/1.1 401 Unauthorized" || !strings.Contains(resp, "Www-Authenticate: Bearer") {
+					t.Errorf("connection %d: got %q, want a 401 with its challenge", i, resp)
+				}
+			}
+			awaitServerConns(t, before)
+		})
+	})
+	t.Run("authenticated", func(t *testing.T) {
+		cfg := apikeyConfig(key)
+		cfg.Transport.ReadBodyTimeoutMs = 200
+		url, _ := runServer(t, cfg, io.Discard)
+		host := hostOf(t, url)
+		underAttack(t, url, key, func() {
+			before := serverConns()
+			var conns []net.Conn
+			for range 20 {
+				conns = append(conns, stalledPost(t, host, "Authorization: Bearer "+key+"\r\n"))
+			}
+			for i, c := range conns {
+				resp := answerThenClose(t, c)
+				if statusLine(resp) != "HTTP/1.1 408 Request Timeout" || !strings.Contains(resp, "transport.readBodyTimeoutMs (200 ms)") {
+					t.Errorf("connection %d: got %q, want a 408 naming transport.readBodyTimeoutMs", i, resp)
+				}
+			}
+			awaitServerConns(t, before)
+		})
+	})
+}
+
+// SIGTERM while clients hold connections waiting for bodies they never
+// send, for headers they never finish, and idle between requests: the
+// shutdown does not wait for any of them (their deadlines are an hour
+// away, and so is the grace period), ends without an error, and every
+// connection is answered or closed.
+func TestAbuse_ShutdownWithStalledConnections(t *testing.T) {
+	const key = "bystander-key"
+	cfg := apikeyConfig(key)
+	cfg.Transport.ReadBodyTimeoutMs = time.Hour.Milliseconds()
+	cfg.Transport.ReadHeaderTimeoutMs = time.Hour.Milliseconds()
+	cfg.ShutdownGraceMs = time.Hour.Milliseconds()
+	idle := serverConns()
+	url, stop := runServer(t, cfg, io.Discard)
+	host := hostOf(t, url)
+	var conns []net.Conn
+	for range 10 {
+		conns = append(conns, stalledPost(t, host, "Authorization: Bearer "+key+"\r\n"))
+	}
+	for range 5 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_, _ = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", host) // headers never finished
+		conns = append(conns, c)
+	}
+	for range 5 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_, _ = fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /healthz: %v %v", resp, err)
+		}
+		conns = append(conns, c) // idle, kept alive
+	}
+
+	stop() // fails the test if the shutdown errs or hangs
+	for i, c := range conns {
+		// A body being waited for is answered 503 (shutting down); a
+		// request whose headers were still being read when the shutdown
+		// began, and an idle connection, are closed without a word.
+		if resp := answerThenClose(t, c); resp != "" && (i >= 10 || statusLine(resp) != "HTTP/1.1 503 Service Unavailable") {
+			t.Errorf("connection %d: got %q", i, resp)
+		}
+	}
+	awaitServerConns(t, idle)
+}
+
+// rawRequest opens a connection, sends req (a whole HTTP/1.1 request,
+// with the Host header added) and returns the connection and the
+// response's head; the body is left unread.
+func rawRequest(t *testing.T, host, req string) (net.Conn, *http.Response) {
+	t.Helper()
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	line, rest, _ := strings.Cut(req, "\r\n")
+	if _, err := fmt.Fprintf(c, "%s\r\nHost: %s\r\n%s", line, host, rest); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(hangGuard))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c, resp
+}
+
+// openStream initializes a client session and opens its GET stream on a
+// connection of its own, which stays busy while the stream lasts.
+func openStream(t *testing.T, host string) net.Conn {
+	t.Helper()
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"holder","version":"1"}}}`
+	c, resp := rawRequest(t, host, fmt.Sprintf("POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(init), init))
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s", resp.Status)
+	}
+	answerThenClose(t, c) // Connection: close: its place is free again
+	c, resp = rawRequest(t, host, "GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: "+sid+
+		"\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %s", resp.Status)
+	}
+	return c
+}
+
+// awaitOpen waits until the server counts n open connections.
+func awaitOpen(t *testing.T, a *app, n int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for a.connStats().Open != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", a.connStats().Open, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// transport.maxConnections holds, and an attacker holding every place
+// does not lock a well-behaved client out. With every place taken by
+// busy connections (SSE streams), a new connection is answered 503
+// naming the limit. With the places taken by connections that send
+// nothing (headers never finished), a new connection is refused only
+// until they have waited a second, then takes the place of the one that
+// waited longest, which is closed. The bystander, whose connection never
+// waits that long, is served throughout.
+func TestAbuse_ConnectionCapMakesRoomForClients(t *testing.T) {
+	const max = 12
+	cfg := config.Default()
+	cfg.Transport.MaxConnections = max
+	cfg.Transport.ReadHeaderTimeoutMs = time.Hour.Milliseconds()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, url, _ := serveApp(t, cfg, io.Discard, ln)
+	host := hostOf(t, url)
+	underAttack(t, url, "", func() {
+		before := serverConns()
+		held := a.connStats().Open // the bystander's
+		var streams []net.Conn
+		for range max - held {
+			streams = append(streams, openStream(t, host))
+		}
+		awaitOpen(t, a, max)
+		for i := range 3 {
+			c, resp := rawRequest(t, host, "GET /healthz HTTP/1.1\r\n\r\n")
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+				!strings.Contains(string(body), "transport.maxConnections") {
+				t.Fatalf("connection %d over the cap: %s %q, want 503 naming transport.maxConnections", i, resp.Status, body)
+			}
+			_ = c.Close()
+		}
+		if s := a.connStats(); s.Refused != 3 || s.Evicted != 0 {
+			t.Fatalf("with every place busy: %+v, want 3 refused and none evicted", s)
+		}
+		for _, c := range streams {
+			_ = c.Close()
+		}
+		awaitOpen(t, a, held)
+
+		var stalled []net.Conn
+		for range max - held {
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			_, _ = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", host)
+			stalled = append(stalled, c)
+			awaitOpen(t, a, held+len(stalled)) // in order: the first waits longest
+		}
+		// Refused until the stalled connections have waited a second,
+		// then admitted in the place of the first.
+		deadline := time.Now().Add(hangGuard)
+		for {
+			c, resp := rawRequest(t, host, "GET /healthz HTTP/1.1\r\n\r\n")
+			_ = c.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Fatalf("a new connection while the places are held by stalled ones: %s", resp.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := answerThenClose(t, stalled[0]); got != "" {
+			t.Errorf("the longest-stalled connection got %q, want it closed", got)
+		}
+		if s := a.connStats(); s.Evicted != 1 {
+			t.Errorf("stats %+v, want one connection evicted", s)
+		}
+		for _, c := range stalled {
+			_ = c.Close()
+		}
+		awaitServerConns(t, before)
+	})
+}
