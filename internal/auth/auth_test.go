@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -145,9 +146,13 @@ func TestOAuthKeyRotation(t *testing.T) {
 func TestOAuthKeysUnavailableIs503(t *testing.T) {
 	is := authtest.NewIssuer(t, "k1")
 	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
-	_, _ = a.Authenticate(request("Bearer " + sign(t, claims(), "bogus", authtest.NewKey(t))))
-	is.Rotate("k2")
-	tok := is.Token(claims(), "k2")
+	k2 := authtest.NewKey(t)
+	tok := sign(t, claims(), "k2", k2)
+	bogus := sign(t, claims(), "bogus", authtest.NewKey(t))
+	// Within jwksMinRefreshMs (1 s) of each other: the keys are made
+	// beforehand, since making one can take longer than that under -race.
+	_, _ = a.Authenticate(request("Bearer " + bogus))
+	is.Publish(map[string]*rsa.PrivateKey{"k2": k2})
 	_, f := a.Authenticate(request("Bearer " + tok))
 	if f == nil || f.Status != http.StatusServiceUnavailable {
 		t.Fatalf("new key while the budget is spent: %v, want 503", f)
