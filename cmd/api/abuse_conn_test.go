@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	neturl "net/url"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,5 +343,147 @@ func TestAbuse_ConnectionCapMakesRoomForClients(t *testing.T) {
 			_ = c.Close()
 		}
 		awaitServerConns(t, before)
+	})
+}
+
+// metric reads one unlabelled sample from the server's /metrics.
+func metric(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
+}
+
+// floodTokens sends n requests with made-up bearer tokens, from the
+// loopback addresses srcs in turn, eight at a time, and counts the
+// answers by status. Every 429 and 503 must say when to retry. They are
+// GETs of the MCP endpoint, which authenticate as POSTs do: without a
+// body, a refused request keeps its connection (a POST's is closed, see
+// transport.unwantedBody), so this is 4,000 guesses, not also 4,000
+// connections, whose goroutines the race detector would keep memory for.
+func floodTokens(t *testing.T, url string, srcs []string, n int) map[int]int {
+	return flood(t, url, srcs, n, rand.Text)
+}
+
+// flood sends n GETs of url from the loopback addresses srcs in turn,
+// eight at a time, each with the bearer token token returns (none if
+// nil), and counts the answers by status.
+func flood(t *testing.T, url string, srcs []string, n int, token func() string) map[int]int {
+	t.Helper()
+	clients := make([]*http.Client, len(srcs))
+	for i, src := range srcs {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 8}
+		defer tr.CloseIdleConnections() // the attacker goes
+		clients[i] = &http.Client{Transport: tr}
+	}
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("Accept", "text/event-stream")
+				if token != nil {
+					req.Header.Set("Authorization", "Bearer "+token())
+				}
+				resp, err := clients[i%len(clients)].Do(req)
+				if err != nil {
+					t.Errorf("request %d: %v", i, err)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) &&
+					resp.Header.Get("Retry-After") == "" {
+					t.Errorf("request %d: %s without Retry-After", i, resp.Status)
+				}
+				mu.Lock()
+				statuses[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return statuses
+}
+
+// 4,000 made-up API keys against apikey mode on PostgreSQL (before the
+// fix: answered at about 1,000/s, about 2,000 PostgreSQL transactions).
+// From one address — the bystander's own — the budget of failed
+// authentications (rateLimits.unauthenticated, on by default) lets 30
+// through and then 2 a second: the rest are 429 with Retry-After without
+// a lookup. From 100 addresses, each within its own budget, the lookups
+// of unknown keys are still held to auth.apiKeyLookupsPerSecond (100 a
+// second, a burst of 100), the rest 503 with Retry-After. Store lookups
+// are counted by the server (mcp_auth_key_lookups_total: every call of
+// the lookup is one query). The bystander authenticates with a key
+// created through the admin API, from the address that spent its budget,
+// and is served throughout.
+func TestAbuse_UnknownKeysCannotReachTheDatabase(t *testing.T) {
+	cfg := pgConfig(t)
+	cfg.Auth.Mode = auth.ModeAPIKey
+	cfg.Admin.Token = "admin-secret"
+	unauth, perSecond := cfg.RateLimits.Unauthenticated, float64(cfg.Auth.APIKeyLookupsPerSecond)
+	url, _ := runServer(t, cfg, io.Discard)
+	code, body := adminDo(t, strings.TrimSuffix(url, "/mcp"), http.MethodPost, "/admin/apikeys", "admin-secret", `{"id":"bystander","tenant":"team-b"}`)
+	var created struct{ Key string }
+	if err := json.Unmarshal([]byte(body), &created); err != nil || code != http.StatusCreated {
+		t.Fatalf("create key: %d %s", code, body)
+	}
+	srcs := make([]string, 100)
+	for i := range srcs {
+		srcs[i] = fmt.Sprintf("127.0.1.%d", i+1)
+	}
+	// The same traffic, harmless, first: under -race the race runtime's
+	// own memory grows with the first few thousand requests a process
+	// serves, whatever they are, and stays (it is not the server's);
+	// the resident set before the attack must include it.
+	flood(t, strings.TrimSuffix(url, "/mcp")+"/healthz", append(srcs, "127.0.0.1"), 4000, nil)
+	underAttack(t, url, created.Key, func() {
+		lookups := metric(t, url, "mcp_auth_key_lookups_total")
+		start := time.Now()
+		statuses := floodTokens(t, url, []string{"127.0.0.1"}, 2000)
+		elapsed := time.Since(start).Seconds()
+		got := metric(t, url, "mcp_auth_key_lookups_total") - lookups
+		// The bystander's key is looked up again when its cached answer
+		// expires, every 5 s.
+		bound := float64(unauth.Burst) + unauth.PerSecond*elapsed + 1 + elapsed/5
+		t.Logf("one address: %v in %.1fs, %.0f lookups (bound %.0f)", statuses, elapsed, got, bound)
+		if got > bound || statuses[http.StatusTooManyRequests] == 0 || statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests] != 2000 {
+			t.Errorf("2000 made-up keys from one address: %v and %.0f store lookups, want 401 then 429 and at most %.0f lookups", statuses, got, bound)
+		}
+
+		lookups = metric(t, url, "mcp_auth_key_lookups_total")
+		start = time.Now()
+		statuses = floodTokens(t, url, srcs, 2000)
+		elapsed = time.Since(start).Seconds()
+		got = metric(t, url, "mcp_auth_key_lookups_total") - lookups
+		bound = perSecond + perSecond*elapsed + 1 + elapsed/5
+		t.Logf("%d addresses: %v in %.1fs, %.0f lookups (bound %.0f)", len(srcs), statuses, elapsed, got, bound)
+		if got > bound || statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests]+statuses[http.StatusServiceUnavailable] != 2000 {
+			t.Errorf("2000 made-up keys from %d addresses: %v and %.0f store lookups, want 401, 429 or 503 and at most %.0f lookups",
+				len(srcs), statuses, got, bound)
+		}
 	})
 }

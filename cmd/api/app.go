@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
@@ -90,6 +91,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, err
 	}
 	authOpts := auth.Options{Log: logger.With().Str("component", "auth").Logger()}
+	if !cfg.RateLimits.Unauthenticated.Off() {
+		authOpts.Failures = ratelimit.NewAddresses(cfg.RateLimits.Unauthenticated, 0, nil)
+	}
 	if cfg.Auth.Mode == auth.ModeAPIKey {
 		authOpts.Keys = storedKeys(st.backend)
 		if len(cfg.Auth.APIKeys) == 0 && cfg.Admin.Token == "" {
@@ -206,6 +210,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)
 	if err := met.connections(a.connStats); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	if err := met.auth(authn.Stats); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return a, nil

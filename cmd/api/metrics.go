@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
@@ -112,12 +113,7 @@ func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.
 		counter("mcp_traces_written_total", "Traces written to the store.", func() float64 { return float64(st.recorder.Stats().Written) }),
 		gauge("mcp_trace_queue_length", "Traces waiting to be written.", func() float64 { return float64(st.recorder.Stats().Queued) }),
 	}
-	for _, c := range list {
-		if err := m.reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return m.register(list...)
 }
 
 // pressureValue is a cache pressure level as a number for a gauge.
@@ -135,7 +131,7 @@ func pressureValue(l cache.PressureLevel) float64 {
 
 // connections registers the connection cap's metrics (transport.maxConnections).
 func (m *metrics) connections(stats func() connlimit.Stats) error {
-	for _, c := range []prometheus.Collector{
+	return m.register(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_connections_open", Help: "HTTP connections open now."},
 			func() float64 { return float64(stats().Open) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_evicted_total",
@@ -144,7 +140,28 @@ func (m *metrics) connections(stats func() connlimit.Stats) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_refused_total",
 			Help: "New connections refused at transport.maxConnections because every open one was busy."},
 			func() float64 { return float64(stats().Refused) }),
-	} {
+	)
+}
+
+// auth registers the authenticator's metrics: what reached the store, and
+// what the failure and lookup budgets turned away.
+func (m *metrics) auth(stats func() auth.Stats) error {
+	return m.register(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_key_lookups_total",
+			Help: "Lookups of API keys created through the admin API that reached the store."},
+			func() float64 { return float64(stats().KeyLookups) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_key_lookups_deferred_total",
+			Help: "Lookups of unknown API keys refused (503) because auth.apiKeyLookupsPerSecond was spent."},
+			func() float64 { return float64(stats().LookupsDeferred) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_address_limited_total",
+			Help: "Requests refused (429) because their address had spent rateLimits.unauthenticated."},
+			func() float64 { return float64(stats().AddressLimited) }),
+	)
+}
+
+// register registers every collector.
+func (m *metrics) register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {
 			return err
 		}

@@ -40,6 +40,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		`mcp_cache_pressure_level 0`,
 		`mcp_redis_degradations_total 0`,
 		`mcp_trace_queue_dropped_total 0`,
+		`mcp_connections_open [1-9]`,
+		`mcp_connections_refused_total 0`,
+		`mcp_auth_key_lookups_total 0`,
+		`mcp_auth_address_limited_total 0`,
 		`go_goroutines \d`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want).MatchString(text) {

@@ -52,10 +52,15 @@ func newOAuthVerifier(ctx context.Context, cfg Config, opts Options) (*oauthVeri
 	return &oauthVerifier{keys: keys, parser: parser, cfg: cfg.OAuth, resource: cfg.Resource, verified: newTokenCache(now)}, nil
 }
 
-// verify checks token and returns its principal.
-func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *Failure) {
+// verify checks token and returns its principal. A token not verified
+// before is checked only if admit allows it (nil), at a cost to the
+// caller's budget of failures.
+func (v *oauthVerifier) verify(ctx context.Context, token string, admit func() *Failure) (Principal, *Failure) {
 	if p, ok := v.verified.get(token, func(kid string) bool { return v.keys.has(ctx, kid) }); ok {
 		return p, nil
+	}
+	if f := admit(); f != nil {
+		return Principal{}, f
 	}
 	claims := jwt.MapClaims{}
 	parsed, err := v.parser.ParseWithClaims(token, claims, v.keys.keyfunc(ctx))

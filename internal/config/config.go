@@ -169,6 +169,7 @@ func Default() Config {
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
 		Auth:            auth.Default(),
+		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 	}
 }

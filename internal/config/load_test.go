@@ -98,6 +98,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
 		Auth:            auth.Default(),
+		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 	}
 	for _, tc := range []struct {
