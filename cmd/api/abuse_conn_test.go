@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/auth/authtest"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 )
 
@@ -484,6 +487,39 @@ func TestAbuse_UnknownKeysCannotReachTheDatabase(t *testing.T) {
 		if got > bound || statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests]+statuses[http.StatusServiceUnavailable] != 2000 {
 			t.Errorf("2000 made-up keys from %d addresses: %v and %.0f store lookups, want 401, 429 or 503 and at most %.0f lookups",
 				len(srcs), statuses, got, bound)
+		}
+	})
+}
+
+// Tokens the issuer signed but whose header requires an extension in
+// crit (RFC 7515 §4.1.11; this server understands none) are refused with
+// a challenge that says so, every time (they are not cached); the same
+// claims without crit are accepted. A bystander with a valid token is
+// served throughout.
+func TestAbuse_CriticalJWTExtensionsRefused(t *testing.T) {
+	url, is := oauthIssuerServer(t, io.Discard)
+	claims := func(sub string) jwt.MapClaims {
+		return authtest.Claims("https://issuer.test", url, sub, "team-a", "mcp:tools")
+	}
+	bystander := is.Token(claims("bystander"), "k1")
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	underAttack(t, url, bystander, func() {
+		crit := authtest.SignHeader(t, claims("attacker"), map[string]any{"kid": "k1", "crit": []any{"urn:example:pop"}, "urn:example:pop": true}, is.Key("k1"))
+		for i := range 20 {
+			tok := crit
+			if i%2 == 1 { // and ones never seen, with an extension of their own
+				tok = authtest.SignHeader(t, claims(fmt.Sprintf("attacker-%d", i)), map[string]any{"kid": "k1", "crit": []any{"b64"}, "b64": false}, is.Key("k1"))
+			}
+			resp := rawPost(t, url, init, map[string]string{"Authorization": "Bearer " + tok})
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "(crit)") {
+				t.Fatalf("token %d with crit: %s %q, want 401 naming crit", i, resp.Status, resp.Header.Get("WWW-Authenticate"))
+			}
+		}
+		resp := rawPost(t, url, init, map[string]string{"Authorization": "Bearer " + is.Token(claims("attacker"), "k1")})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the same claims without crit: %s", resp.Status)
 		}
 	})
 }

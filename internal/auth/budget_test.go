@@ -220,6 +220,46 @@ func TestFailureBudgetOAuth(t *testing.T) {
 	}
 }
 
+// auth.oauth.requireAccessTokenType accepts only typ at+jwt (RFC 9068
+// §2.1), with or without "application/", in any case; off, typ is not
+// looked at.
+func TestOAuthAccessTokenType(t *testing.T) {
+	is := authtest.NewIssuer(t, "k1")
+	cfg := oauthConfig(is.JWKSURL())
+	cfg.OAuth.RequireAccessTokenType = true
+	strict := newAuthenticator(t, cfg)
+	lax := newAuthenticator(t, oauthConfig(is.JWKSURL()))
+	for _, tc := range []struct {
+		typ    string
+		strict bool // accepted with the setting on
+	}{
+		{"at+jwt", true},
+		{"AT+JWT", true},
+		{"application/at+jwt", true},
+		{"Application/At+Jwt", true},
+		{"JWT", false},
+		{"", false}, // no typ at all
+		{"at+jwt2", false},
+		{"application/jwt", false},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			c := claims()
+			c["jti"] = tc.typ // a distinct token per case: verified tokens are cached
+			tok := authtest.SignHeader(t, c, map[string]any{"kid": "k1", "typ": tc.typ}, is.Key("k1"))
+			_, f := strict.Authenticate(request("Bearer " + tok))
+			if tc.strict != (f == nil) {
+				t.Errorf("with requireAccessTokenType: %v", f)
+			}
+			if f != nil && (f.Status != http.StatusUnauthorized || f.Description != "the token is not a JWT access token: its typ is not at+jwt (RFC 9068)") {
+				t.Errorf("refusal %+v", f)
+			}
+			if _, f := lax.Authenticate(request("Bearer " + tok)); f != nil {
+				t.Errorf("without requireAccessTokenType: %v", f)
+			}
+		})
+	}
+}
+
 func hashOf(secret string) string {
 	d := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(d[:])

@@ -81,6 +81,11 @@ type OAuth struct {
 	// JWKSMinRefreshMs bounds the fetches unknown kids cause, so a flood
 	// of made-up kids cannot turn into a flood of requests to the issuer.
 	JWKSMinRefreshMs int64 `yaml:"jwksMinRefreshMs"`
+	// RequireAccessTokenType refuses tokens whose header typ is not
+	// at+jwt (RFC 9068 §2.1), so an ID token or another JWT the issuer
+	// signs cannot be used as an access token. Off by default: many
+	// issuers send typ JWT, or none.
+	RequireAccessTokenType bool `yaml:"requireAccessTokenType"`
 }
 
 // Default is auth off, with the oauth settings a deployment usually keeps.

@@ -53,6 +53,7 @@ func TestLoadUnauthenticatedBounds(t *testing.T) {
 	path := writeConfig(t, `
 auth:
   apiKeyLookupsPerSecond: 7
+  oauth: {requireAccessTokenType: true}
 rateLimits:
   unauthenticated: {perSecond: 0.5, burst: 4}
 `)
@@ -60,7 +61,7 @@ rateLimits:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Auth.APIKeyLookupsPerSecond != 7 ||
+	if cfg.Auth.APIKeyLookupsPerSecond != 7 || !cfg.Auth.OAuth.RequireAccessTokenType ||
 		cfg.RateLimits.Unauthenticated.PerSecond != 0.5 || cfg.RateLimits.Unauthenticated.Burst != 4 {
 		t.Errorf("loaded auth %+v, rateLimits %+v", cfg.Auth, cfg.RateLimits)
 	}
