@@ -93,6 +93,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	authOpts := auth.Options{Log: logger.With().Str("component", "auth").Logger()}
 	if !cfg.RateLimits.Unauthenticated.Off() {
 		authOpts.Failures = ratelimit.NewAddresses(cfg.RateLimits.Unauthenticated, 0, nil)
+		if proxies, _ := ratelimit.ParseProxies(cfg.RateLimits.TrustedProxies); len(proxies) > 0 { // validated
+			authOpts.ClientAddress = func(r *http.Request) string {
+				return proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+			}
+		}
 	}
 	if cfg.Auth.Mode == auth.ModeAPIKey {
 		authOpts.Keys = storedKeys(st.backend)

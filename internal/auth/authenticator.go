@@ -32,6 +32,9 @@ type Options struct {
 	// Failures, if set, is the budget of failed authentications per
 	// remote address (rateLimits.unauthenticated); see Authenticate.
 	Failures FailureBudget
+	// ClientAddress, if set, is the address Failures charges for r (from
+	// a trusted proxy's X-Forwarded-For); nil means r.RemoteAddr.
+	ClientAddress func(r *http.Request) string
 }
 
 // FailureBudget limits failed authentications per remote address
@@ -66,7 +69,8 @@ type Authenticator struct {
 	stored   *keyCache // nil without Options.Keys
 	oauth    *oauthVerifier
 	failures FailureBudget // nil: no budget
-	limited  atomic.Int64  // Stats.AddressLimited
+	client   func(*http.Request) string
+	limited  atomic.Int64 // Stats.AddressLimited
 	cancel   context.CancelFunc
 	log      zerolog.Logger
 }
@@ -84,7 +88,7 @@ func New(cfg Config, opts Options) (*Authenticator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Authenticator{mode: cfg.Mode, log: opts.Log, cancel: func() {}, failures: opts.Failures}
+	a := &Authenticator{mode: cfg.Mode, log: opts.Log, cancel: func() {}, failures: opts.Failures, client: opts.ClientAddress}
 	if opts.Keys != nil {
 		now := opts.Now
 		if now == nil {
@@ -148,6 +152,9 @@ func (a *Authenticator) Stats() Stats {
 // client may share an address (a NAT, a proxy) with a flood of bad ones.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, *Failure) {
 	adm := admission{remote: r.RemoteAddr}
+	if a.client != nil && a.failures != nil {
+		adm.remote = a.client(r)
+	}
 	p, f := a.authenticate(r, &adm)
 	if a.failures != nil {
 		switch {
@@ -166,7 +173,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, *Failure) {
 	if f != nil {
 		f.realm, f.metadata, f.scope = Realm, a.metadata, a.scope
 		a.log.Debug().Int("status", f.Status).Str("error", f.Code).Str("reason", f.Description).
-			Str("remote", r.RemoteAddr).Msg("request not authenticated")
+			Str("remote", adm.remote).Msg("request not authenticated")
 	}
 	return p, f
 }

@@ -264,3 +264,38 @@ func hashOf(secret string) string {
 	d := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(d[:])
 }
+
+// Behind a trusted proxy (Options.ClientAddress), each client the proxy
+// forwards has a budget of its own: one spending its own does not make
+// another's failures 429.
+func TestFailureBudgetBehindAProxy(t *testing.T) {
+	cfg := Default()
+	cfg.Mode = ModeAPIKey
+	proxies, err := ratelimit.ParseProxies([]string{"10.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(cfg, Options{
+		Failures: ratelimit.NewAddresses(ratelimit.Rate{PerSecond: 0.01, Burst: 2}, 0, nil),
+		ClientAddress: func(r *http.Request) string {
+			return proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	via := func(client string) *http.Request {
+		r := from("10.0.0.5:3000", "made-up")
+		r.Header.Set("X-Forwarded-For", client)
+		return r
+	}
+	for i := range 3 {
+		_, f := a.Authenticate(via("198.51.100.1"))
+		if want := map[bool]int{true: http.StatusTooManyRequests, false: http.StatusUnauthorized}[i == 2]; f == nil || f.Status != want {
+			t.Fatalf("attempt %d of the first client: %v, want %d", i, f, want)
+		}
+	}
+	if _, f := a.Authenticate(via("198.51.100.2")); f == nil || f.Status != http.StatusUnauthorized {
+		t.Fatalf("another client behind the proxy: %v, want its own 401", f)
+	}
+}

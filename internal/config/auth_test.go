@@ -56,19 +56,21 @@ auth:
   oauth: {requireAccessTokenType: true}
 rateLimits:
   unauthenticated: {perSecond: 0.5, burst: 4}
+  trustedProxies: [10.0.0.0/8, "2001:db8::1"]
 `)
 	cfg, err := load([]string{"-config", path}, map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Auth.APIKeyLookupsPerSecond != 7 || !cfg.Auth.OAuth.RequireAccessTokenType ||
-		cfg.RateLimits.Unauthenticated.PerSecond != 0.5 || cfg.RateLimits.Unauthenticated.Burst != 4 {
+		cfg.RateLimits.Unauthenticated.PerSecond != 0.5 || cfg.RateLimits.Unauthenticated.Burst != 4 || len(cfg.RateLimits.TrustedProxies) != 2 {
 		t.Errorf("loaded auth %+v, rateLimits %+v", cfg.Auth, cfg.RateLimits)
 	}
 	for _, tc := range []struct{ yaml, key string }{
 		{"auth: {apiKeyLookupsPerSecond: 0}", "auth.apiKeyLookupsPerSecond"},
 		{"rateLimits: {unauthenticated: {perSecond: 1, burst: 0}}", "rateLimits.unauthenticated.burst"},
 		{"rateLimits: {unauthenticated: {perSecond: -1}}", "rateLimits.unauthenticated.perSecond"},
+		{"rateLimits: {trustedProxies: [10.0.0.0/8, ingress]}", "rateLimits.trustedProxies[1]"},
 	} {
 		_, err := load([]string{"-config", writeConfig(t, tc.yaml)}, map[string]string{})
 		if err == nil || !strings.Contains(err.Error(), tc.key) {

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
+import (
+	"fmt"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
+)
 
 // RateLimits are per-principal token buckets (issue 8, point 4), shared
 // by the replicas through Redis when REDIS_URL is set, and the budget of
@@ -22,6 +26,11 @@ type RateLimits struct {
 	// credentials known in memory still work. On by default: an honest
 	// client fails rarely (its first request, an expired token).
 	Unauthenticated ratelimit.Rate `yaml:"unauthenticated"`
+	// TrustedProxies are the reverse proxies (IP addresses or CIDR
+	// prefixes) whose X-Forwarded-For names the client for
+	// Unauthenticated. Empty, the default, trusts none: behind a proxy
+	// every client then shares the proxy's budget.
+	TrustedProxies []string `yaml:"trustedProxies"`
 }
 
 // defaultRateLimits are off per principal, on per address.
@@ -42,6 +51,9 @@ func (c Config) validateRateLimits() []error {
 		if err := l.rate.Validate(l.key); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := ratelimit.ParseProxies(c.RateLimits.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("rateLimits.trustedProxies%w", err))
 	}
 	return errs
 }

@@ -1,8 +1,10 @@
 package ratelimit
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -50,6 +52,17 @@ func NewAddresses(r Rate, max int, now func() time.Time) *Addresses {
 // that is not an IP address (a Unix socket, a test) maps to the zero
 // Addr, one bucket for all of them.
 func AddressKey(remoteAddr string) netip.Addr {
+	ip := remoteIP(remoteAddr)
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().Addr()
+	}
+	return ip
+}
+
+// remoteIP is the IP address of remoteAddr (host:port or a bare host),
+// IPv4-mapped addresses as IPv4, without a zone; the zero Addr if it is
+// not an IP address.
+func remoteIP(remoteAddr string) netip.Addr {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		host = remoteAddr
@@ -58,11 +71,7 @@ func AddressKey(remoteAddr string) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() {
-		return netip.PrefixFrom(ip, 64).Masked().Addr()
-	}
-	return ip
+	return ip.Unmap().WithZone("")
 }
 
 // Spend spends one request of remoteAddr's budget and returns zero, or,
@@ -123,4 +132,62 @@ func (a *Addresses) Len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.tats)
+}
+
+// Proxies are the addresses of reverse proxies whose X-Forwarded-For is
+// believed (rateLimits.trustedProxies). Empty, the default, believes
+// none: the header is the client's to write, and one that could choose
+// its address would choose a fresh budget each time.
+type Proxies []netip.Prefix
+
+// ParseProxies parses IP addresses and CIDR prefixes; the error names
+// the index of the bad entry.
+func ParseProxies(list []string) (Proxies, error) {
+	p := make(Proxies, 0, len(list))
+	for i, s := range list {
+		prefix, err := netip.ParsePrefix(s)
+		if err != nil {
+			ip, ierr := netip.ParseAddr(s)
+			if ierr != nil {
+				return nil, fmt.Errorf("[%d]: %q is neither an IP address nor a CIDR prefix", i, s)
+			}
+			prefix = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		p = append(p, prefix.Masked())
+	}
+	return p, nil
+}
+
+func (p Proxies) trusts(ip netip.Addr) bool {
+	for _, prefix := range p {
+		if prefix.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// Client is the address a request comes from: remoteAddr, or, when that
+// is a trusted proxy, the right-most address of forwardedFor (the
+// request's X-Forwarded-For values) that is not one — the last hop a
+// trusted proxy saw. Entries to its left are the client's own words.
+func (p Proxies) Client(remoteAddr string, forwardedFor []string) string {
+	if ip := remoteIP(remoteAddr); !ip.IsValid() || !p.trusts(ip) {
+		return remoteAddr
+	}
+	client := remoteAddr
+	for i := len(forwardedFor) - 1; i >= 0; i-- {
+		hops := strings.Split(forwardedFor[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			ip := remoteIP(strings.TrimSpace(hops[j]))
+			if !ip.IsValid() {
+				return client // not written by a trusted proxy: stop at the last that was
+			}
+			if !p.trusts(ip) {
+				return ip.String()
+			}
+			client = ip.String()
+		}
+	}
+	return client
 }

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,4 +145,37 @@ func allowed(n int, spend func() time.Duration) int {
 		}
 	}
 	return ok
+}
+
+// Behind trusted proxies the client is the right-most address of
+// X-Forwarded-For that is not a proxy; without them, or from an address
+// that is not one, the header is ignored.
+func TestProxiesClient(t *testing.T) {
+	p, err := ParseProxies([]string{"10.0.0.0/8", "2001:db8::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"direct client", "192.0.2.7:1", []string{"198.51.100.1"}, "192.0.2.7:1"},
+		{"through a proxy", "10.1.2.3:1", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"the client's own words to the left", "10.1.2.3:1", []string{"203.0.113.9, 198.51.100.1"}, "198.51.100.1"},
+		{"two proxies, two headers", "10.1.2.3:1", []string{"203.0.113.9", "198.51.100.1, 10.9.9.9"}, "198.51.100.1"},
+		{"IPv6 proxy", "[2001:db8::1]:1", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"garbage from the client", "10.1.2.3:1", []string{"not-an-ip, 10.4.4.4"}, "10.4.4.4"},
+		{"no header", "10.1.2.3:1", nil, "10.1.2.3:1"},
+	} {
+		if got := p.Client(tc.remote, tc.xff); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := (Proxies{}).Client("10.1.2.3:1", []string{"198.51.100.1"}); got != "10.1.2.3:1" {
+		t.Errorf("no trusted proxies: %s", got)
+	}
+	if _, err := ParseProxies([]string{"10.0.0.0/8", "proxy.local"}); err == nil || !strings.Contains(err.Error(), "[1]") {
+		t.Errorf("bad entry: %v", err)
+	}
 }
