@@ -22,13 +22,19 @@ import (
 func BodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Body != http.NoBody {
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			// The server's own writer, not a ResponseController: this
+			// runs first, before anything wraps it, and a controller
+			// would cost an allocation per request.
+			if d, ok := w.(readDeadliner); ok && r.Body != http.NoBody {
+				_ = d.SetReadDeadline(time.Now().Add(timeout))
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
 }
+
+// readDeadliner is net/http's ResponseWriter.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
 
 // aLongTimeAgo is a read deadline that has passed: a read fails at once.
 var aLongTimeAgo = time.Unix(1, 0)
