@@ -65,12 +65,6 @@ func (m *metrics) observeCall(c pipeline.CallRecord) {
 // components registers the metrics read from the components' own
 // counters at scrape time.
 func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.LocalBus) error {
-	counter := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
-	}
-	gauge := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
-	}
 	list := []prometheus.Collector{
 		// Client sessions and streams.
 		gauge("mcp_client_sessions", "Client sessions this replica holds (with shared sessions: its local copies).",
@@ -129,16 +123,24 @@ func pressureValue(l cache.PressureLevel) float64 {
 	return 0
 }
 
+// counter and gauge are metrics read from a component's counters when
+// Prometheus scrapes.
+func counter(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
+}
+
+func gauge(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
+}
+
 // connections registers the connection cap's metrics (transport.maxConnections).
 func (m *metrics) connections(stats func() connlimit.Stats) error {
 	return m.register(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcp_connections_open", Help: "HTTP connections open now."},
-			func() float64 { return float64(stats().Open) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_evicted_total",
-			Help: "Connections closed at transport.maxConnections to make room for a new one, because they had waited longest for their client."},
+		gauge("mcp_connections_open", "HTTP connections open now.", func() float64 { return float64(stats().Open) }),
+		counter("mcp_connections_evicted_total",
+			"Connections closed at transport.maxConnections to make room for a new one, because they had waited longest for their client.",
 			func() float64 { return float64(stats().Evicted) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_connections_refused_total",
-			Help: "New connections refused at transport.maxConnections because every open one was busy."},
+		counter("mcp_connections_refused_total", "New connections refused at transport.maxConnections because every open one was busy.",
 			func() float64 { return float64(stats().Refused) }),
 	)
 }
@@ -147,14 +149,11 @@ func (m *metrics) connections(stats func() connlimit.Stats) error {
 // what the failure and lookup budgets turned away.
 func (m *metrics) auth(stats func() auth.Stats) error {
 	return m.register(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_key_lookups_total",
-			Help: "Lookups of API keys created through the admin API that reached the store."},
+		counter("mcp_auth_key_lookups_total", "Lookups of API keys created through the admin API that reached the store.",
 			func() float64 { return float64(stats().KeyLookups) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_key_lookups_deferred_total",
-			Help: "Lookups of unknown API keys refused (503) because auth.apiKeyLookupsPerSecond was spent."},
+		counter("mcp_auth_key_lookups_deferred_total", "Lookups of unknown API keys refused (503) because auth.apiKeyLookupsPerSecond was spent.",
 			func() float64 { return float64(stats().LookupsDeferred) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcp_auth_address_limited_total",
-			Help: "Requests refused (429) because their address had spent rateLimits.unauthenticated."},
+		counter("mcp_auth_address_limited_total", "Requests refused (429) because their address had spent rateLimits.unauthenticated.",
 			func() float64 { return float64(stats().AddressLimited) }),
 	)
 }

@@ -14,24 +14,6 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 )
 
-// testClock is a settable clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // storedKeys is a KeyLookup over a map, counting its lookups, and
 // those of keys it does not have.
 type storedKeys struct {
@@ -80,15 +62,16 @@ const (
 // configured key, a stored key found before, even once its cached answer
 // expired), and another address has a budget of its own.
 func TestFailureBudgetPerAddress(t *testing.T) {
-	clk := &testClock{t: time.Unix(1_700_000_000, 0)}
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
 	store := &storedKeys{keys: map[string]StoredKey{}}
 	store.add("live", StoredKey{ID: "ci", Tenant: "team-c"})
 	store.add("never-used", StoredKey{ID: "new", Tenant: "team-c"})
 	cfg := Default()
 	cfg.Mode = ModeAPIKey
 	cfg.APIKeys = []APIKey{{ID: "configured", SHA256: hashOf("configured-key")}}
-	a, err := New(cfg, Options{Now: clk.now, Keys: store.lookup,
-		Failures: ratelimit.NewAddresses(ratelimit.Rate{PerSecond: 0.01, Burst: 3}, 0, clk.now)})
+	a, err := New(cfg, Options{Now: clock, Keys: store.lookup,
+		Failures: ratelimit.NewAddresses(ratelimit.Rate{PerSecond: 0.01, Burst: 3}, 0, clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +104,7 @@ func TestFailureBudgetPerAddress(t *testing.T) {
 			t.Errorf("valid key %s from the address over its budget: %v", token, f)
 		}
 	}
-	clk.advance(keyCacheTTL) // the stored key's answer expires: looked up again, not refused
+	now = now.Add(keyCacheTTL) // the stored key's answer expires: looked up again, not refused
 	if _, f := a.Authenticate(from(attacker, "live")); f != nil || store.count() != lookups+1 {
 		t.Errorf("stored key found before, after its cached answer expired: %v, %d lookups", f, store.count()-lookups)
 	}
@@ -138,13 +121,14 @@ func TestFailureBudgetPerAddress(t *testing.T) {
 // 503 with Retry-After (the key may be valid: never 401). A key found
 // before is looked up again when its answer expires, budget or not.
 func TestAPIKeyLookupBudget(t *testing.T) {
-	clk := &testClock{t: time.Unix(1_700_000_000, 0)}
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
 	store := &storedKeys{keys: map[string]StoredKey{}}
 	store.add("live", StoredKey{ID: "ci", Tenant: "team-c"})
 	cfg := Default()
 	cfg.Mode = ModeAPIKey
 	cfg.APIKeyLookupsPerSecond = 5
-	a, err := New(cfg, Options{Now: clk.now, Keys: store.lookup})
+	a, err := New(cfg, Options{Now: clock, Keys: store.lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,21 +145,21 @@ func TestAPIKeyLookupBudget(t *testing.T) {
 			}
 		}
 	}
-	clk.advance(keyCacheTTL - 100*time.Millisecond)
-	start := clk.now()
+	now = now.Add(keyCacheTTL - 100*time.Millisecond)
+	start := clock()
 	flood(0)
 	if store.unknown != 5 {
 		t.Fatalf("%d lookups of unknown keys at once, want the burst of 5", store.unknown)
 	}
-	clk.advance(150 * time.Millisecond) // the live key's answer expired; not a token back yet
+	now = now.Add(150 * time.Millisecond) // the live key's answer expired; not a token back yet
 	if _, f := a.Authenticate(from(neighbor, "live")); f != nil || store.lookups-store.unknown != 2 {
 		t.Fatalf("a key found before, with the lookup budget spent: %v", f)
 	}
 	for round := 1; round <= 3; round++ {
 		flood(round)
-		clk.advance(time.Second)
+		now = now.Add(time.Second)
 	}
-	elapsed := clk.now().Sub(start).Seconds()
+	elapsed := clock().Sub(start).Seconds()
 	if bound := 5 + 5*elapsed; float64(store.unknown) > bound {
 		t.Errorf("%d lookups of unknown keys in %.2fs, want at most %.0f", store.unknown, elapsed, bound)
 	}
