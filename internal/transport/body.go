@@ -36,22 +36,26 @@ func BodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 // readDeadliner is net/http's ResponseWriter.
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
 
-// aLongTimeAgo is a read deadline that has passed: a read fails at once.
-var aLongTimeAgo = time.Unix(1, 0)
+// unwantedBodyGrace is how long the body of a request answered without
+// reading it may still take to arrive: long enough for a client that is
+// sending it to finish (it then reads the answer, where closing the
+// connection under its writes would make the kernel reset it, and a
+// client that misses a 401 never refreshes its token), too short for one
+// that sends none to hold the connection.
+const unwantedBodyGrace = time.Second
 
 // unwantedBody is for an answer given without reading the request's body
-// (a refusal, an error): the connection is closed after the answer
-// instead of net/http reading the rest of the body first, which a client
-// that sends none would make it wait for until the body deadline. So a
-// 401 reaches such a client at once, and its connection ends with it.
-// HTTP/2 needs neither: an unread body there ends its stream, not the
+// (a refusal, an error): the connection is closed after the answer, and
+// net/http, which reads the rest of the body (up to 256 KiB) before it
+// closes, waits for it at most unwantedBodyGrace, or the body timeout if
+// that is shorter. So a 401 reaches a client that declared a body and
+// sent none at once, and its connection ends within the grace. HTTP/2
+// needs neither: an unread body there ends its stream, not the
 // connection.
-func unwantedBody(w http.ResponseWriter, r *http.Request) {
+func (t *Transport) unwantedBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 || r.Body == http.NoBody {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	// Whatever of the body is already buffered is still read; nothing
-	// more is waited for.
-	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
+	_ = http.NewResponseController(w).SetReadDeadline(t.now().Add(min(unwantedBodyGrace, t.opts.ReadBodyTimeout)))
 }

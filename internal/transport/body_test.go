@@ -23,11 +23,10 @@ func (refusingAuth) Authenticate(r *http.Request) (auth.Principal, *auth.Failure
 	return auth.Principal{ID: "p", Tenant: "t"}, nil
 }
 
-// Every answer given without reading the body — a refusal before it, or
-// an error while reading it — reaches a client that declared a body and
-// sent none at once, and its connection is closed: net/http does not
-// wait for the rest of the body first, for which no deadline would be
-// running (the body deadline here is an hour).
+// Every answer given without reading the body reaches a client that
+// declared a body and sent none at once, and its connection is closed
+// within unwantedBodyGrace: net/http does not wait for the rest of the
+// body for as long as the body deadline (an hour here), or for ever.
 func TestUnreadBodyClosesTheConnection(t *testing.T) {
 	guarded := newHarness(t, withOpts(func(o *Options) {
 		o.ReadBodyTimeout = time.Hour

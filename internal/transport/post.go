@@ -32,23 +32,26 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	defer t.finishLog(rec)
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && !mediaTypeIs(ct, "application/json") {
-		unwantedBody(w, r)
+		t.unwantedBody(w, r)
 		rec.status = http.StatusUnsupportedMediaType
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported Content-Type %q: send application/json", ct))
 		return
 	}
 	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
 	if !jsonOK && !sseOK {
-		unwantedBody(w, r)
+		t.unwantedBody(w, r)
 		rec.status = http.StatusNotAcceptable
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
 		return
 	}
 	body, status, perr := t.readBody(w, r)
 	if perr != nil {
-		// The rest of the body is not wanted: close the connection rather
-		// than let net/http wait to drain what a stalled client never sends.
-		unwantedBody(w, r)
+		// The rest of the body is not wanted: the connection is closed
+		// after the answer. net/http reads what is left of the body
+		// first (up to 256 KiB), within the body deadline readBody left
+		// in place, so a client still sending reads the answer, and one
+		// that stalled does not hold the connection.
+		w.Header().Set("Connection", "close")
 		rec.status = status
 		writeError(w, status, nil, perr)
 		return
@@ -105,6 +108,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *protocol.Error) {
 	limit := t.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		t.unwantedBody(w, r)
 		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
 	// A declared length sizes the buffer, but only up to 64 KiB: the
@@ -117,10 +121,10 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 	b := make([]byte, 0, size)
 	// The body must arrive in time; the deadline is lifted after it, since
 	// the response may be a long-lived stream. (http.Server.ReadTimeout
-	// would also cancel streaming requests, so it stays unset.)
+	// would also cancel streaming requests, so it stays unset.) After an
+	// error it stays: it bounds net/http's read of the rest of the body.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(t.now().Add(t.opts.ReadBodyTimeout)) // unsupported writer: no deadline
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
@@ -147,6 +151,7 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 	if int64(len(b)) > limit {
 		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, 0, nil
 }
 
