@@ -16,9 +16,12 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/admin"
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
@@ -39,6 +42,8 @@ type app struct {
 	state     *state
 	fed       *federation
 	certs     *tlscert.Reloader // nil: plain HTTP
+	// conns caps the open connections; set by serveOn before it serves.
+	conns *connlimit.Listener
 }
 
 func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
@@ -86,6 +91,14 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, err
 	}
 	authOpts := auth.Options{Log: logger.With().Str("component", "auth").Logger()}
+	if !cfg.RateLimits.Unauthenticated.Off() {
+		authOpts.Failures = ratelimit.NewAddresses(cfg.RateLimits.Unauthenticated, 0, nil)
+		if proxies, _ := ratelimit.ParseProxies(cfg.RateLimits.TrustedProxies); len(proxies) > 0 { // validated
+			authOpts.ClientAddress = func(r *http.Request) string {
+				return proxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+			}
+		}
+	}
 	if cfg.Auth.Mode == auth.ModeAPIKey {
 		authOpts.Keys = storedKeys(st.backend)
 		if len(cfg.Auth.APIKeys) == 0 && cfg.Admin.Token == "" {
@@ -183,6 +196,8 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	closers = append(closers, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
+	// First, so that no route, not even a 404, waits for ever for a body.
+	r.Use(transport.BodyDeadline(cfg.Transport.ReadBodyTimeout()))
 	r.Use(securityHeaders(cfg.TLS.Enabled()))
 	r.Group(func(r chi.Router) {
 		r.Use(fed.loopGuard) // before the transport: a looping request creates no session
@@ -208,7 +223,21 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)
+	if err := met.connections(a.connStats); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	if err := met.auth(authn.Stats); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	return a, nil
+}
+
+// connStats are the connection cap's counters (zero until serveOn).
+func (a *app) connStats() connlimit.Stats {
+	if a.conns == nil {
+		return connlimit.Stats{}
+	}
+	return a.conns.Stats()
 }
 
 func isLoopback(host string) bool {
@@ -226,25 +255,48 @@ func isLoopback(host string) bool {
 func (a *app) serve(ctx context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
-		_ = a.state.close(context.Background())
-		for _, c := range a.closers {
-			c()
-		}
-		a.logs.Close()
+		a.abandon()
 		return fmt.Errorf("listen on %s: %w", a.cfg.Listen, err)
 	}
 	return a.serveOn(ctx, ln)
 }
 
+// abandon stops what newApp started, for an app that will not serve.
+func (a *app) abandon() {
+	_ = a.state.close(context.Background())
+	for _, c := range a.closers {
+		c()
+	}
+	a.logs.Close()
+}
+
 // serveOn serves on ln until ctx ends; see serve.
 func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
+	// The connection cap (transport.maxConnections). Over TLS a refused
+	// connection is closed without an answer: plain bytes would mean
+	// nothing to a client expecting a handshake.
+	var refusal []byte
+	if a.certs == nil {
+		refusal = connlimit.ServiceUnavailable(string(protocol.AppendError(nil, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+			"server busy: %d connections are open, the limit of transport.maxConnections; retry shortly", a.cfg.Transport.MaxConnections))))
+	}
+	conns, err := connlimit.New(ln, connlimit.Options{Max: a.cfg.Transport.MaxConnections, Refusal: refusal})
+	if err != nil {
+		ln.Close()
+		a.abandon()
+		return fmt.Errorf("transport.maxConnections: %w", err)
+	}
 	defer a.logs.Close()
+	a.conns, ln = conns, conns
 	hs := &http.Server{
 		Handler:           a.router,
 		ReadHeaderTimeout: a.cfg.Transport.ReadHeaderTimeout(),
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         conns.ConnState,
 		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
+		// No ReadTimeout either, for the same reason: the body deadline
+		// (transport.BodyDeadline) and the listener bound the waits.
 	}
 	serve := func() error { return hs.Serve(ln) }
 	scheme := "http"
@@ -274,7 +326,11 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(grace) }()
 	a.transport.CloseStreams(1000)
-	err := <-shut
+	// Shutdown waits for connections to go idle: one waiting for a body
+	// that never comes would hold it up until its deadline, past the
+	// grace period. Requests being handled are not touched.
+	conns.Drain()
+	err = <-shut
 	if cerr := a.transport.Close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

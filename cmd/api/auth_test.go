@@ -70,7 +70,18 @@ func authedPing(t *testing.T, url, sid, token string) *http.Response {
 // resource URI is the server's own /mcp URL, as a deployment sets it.
 func oauthServer(t *testing.T, logs io.Writer) (url string, token func(sub, tenant, scope string) string) {
 	t.Helper()
-	is := authtest.NewIssuer(t, "k1")
+	url, is := oauthIssuerServer(t, logs)
+	token = func(sub, tenant, scope string) string {
+		return is.Token(authtest.Claims("https://issuer.test", url, sub, tenant, scope), "k1")
+	}
+	return url, token
+}
+
+// oauthIssuerServer is oauthServer returning the issuer, whose key k1
+// signs its tokens.
+func oauthIssuerServer(t *testing.T, logs io.Writer) (url string, is *authtest.Issuer) {
+	t.Helper()
+	is = authtest.NewIssuer(t, "k1")
 	cfg := config.Default()
 	cfg.Auth.Mode = auth.ModeOAuth
 	cfg.Auth.OAuth.Issuer = "https://issuer.test"
@@ -85,10 +96,7 @@ func oauthServer(t *testing.T, logs io.Writer) (url string, token func(sub, tena
 	}
 	cfg.Auth.Resource = "http://" + ln.Addr().String() + "/mcp"
 	url, _ = runServerOn(t, cfg, logs, ln)
-	token = func(sub, tenant, scope string) string {
-		return is.Token(authtest.Claims("https://issuer.test", url, sub, tenant, scope), "k1")
-	}
-	return url, token
+	return url, is
 }
 
 // Requests without a valid token get 401 with a challenge pointing at the

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
@@ -63,12 +65,6 @@ func (m *metrics) observeCall(c pipeline.CallRecord) {
 // components registers the metrics read from the components' own
 // counters at scrape time.
 func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.LocalBus) error {
-	counter := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
-	}
-	gauge := func(name, help string, v func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
-	}
 	list := []prometheus.Collector{
 		// Client sessions and streams.
 		gauge("mcp_client_sessions", "Client sessions this replica holds (with shared sessions: its local copies).",
@@ -117,12 +113,7 @@ func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.
 		gauge("mcp_traces_in_memory", "Traces the embedded store holds (0 with PostgreSQL).",
 			func() float64 { return float64(st.traceStats().Held) }),
 	}
-	for _, c := range list {
-		if err := m.reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return m.register(list...)
 }
 
 // pressureValue is a cache pressure level as a number for a gauge.
@@ -136,4 +127,49 @@ func pressureValue(l cache.PressureLevel) float64 {
 		return 3
 	}
 	return 0
+}
+
+// counter and gauge are metrics read from a component's counters when
+// Prometheus scrapes.
+func counter(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
+}
+
+func gauge(name, help string, v func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
+}
+
+// connections registers the connection cap's metrics (transport.maxConnections).
+func (m *metrics) connections(stats func() connlimit.Stats) error {
+	return m.register(
+		gauge("mcp_connections_open", "HTTP connections open now.", func() float64 { return float64(stats().Open) }),
+		counter("mcp_connections_evicted_total",
+			"Connections closed at transport.maxConnections to make room for a new one, because they had waited longest for their client.",
+			func() float64 { return float64(stats().Evicted) }),
+		counter("mcp_connections_refused_total", "New connections refused at transport.maxConnections because every open one was busy.",
+			func() float64 { return float64(stats().Refused) }),
+	)
+}
+
+// auth registers the authenticator's metrics: what reached the store, and
+// what the failure and lookup budgets turned away.
+func (m *metrics) auth(stats func() auth.Stats) error {
+	return m.register(
+		counter("mcp_auth_key_lookups_total", "Lookups of API keys created through the admin API that reached the store.",
+			func() float64 { return float64(stats().KeyLookups) }),
+		counter("mcp_auth_key_lookups_deferred_total", "Lookups of unknown API keys refused (503) because auth.apiKeyLookupsPerSecond was spent.",
+			func() float64 { return float64(stats().LookupsDeferred) }),
+		counter("mcp_auth_address_limited_total", "Requests refused (429) because their address had spent rateLimits.unauthenticated.",
+			func() float64 { return float64(stats().AddressLimited) }),
+	)
+}
+
+// register registers every collector.
+func (m *metrics) register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -43,6 +43,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		`mcp_traces_sampled_out_total 0`,
 		`mcp_traces_evicted_total 0`,
 		`mcp_traces_in_memory \d`,
+		`mcp_connections_open [1-9]`,
+		`mcp_connections_refused_total 0`,
+		`mcp_auth_key_lookups_total 0`,
+		`mcp_auth_address_limited_total 0`,
 		`go_goroutines \d`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want).MatchString(text) {

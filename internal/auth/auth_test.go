@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -66,6 +67,20 @@ func TestOAuthFailures(t *testing.T) {
 			invalid("the token has expired")},
 		{"no exp", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "exp") }), "k1", k1)}, 401,
 			invalid("the token lacks a required claim (exp)")},
+		{"no aud", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "aud") }), "k1", k1)}, 401,
+			invalid("the token lacks a required claim (aud)")},
+		{"empty aud", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["aud"] = []any{} }), "k1", k1)}, 401,
+			invalid("the token lacks a required claim (aud)")},
+		{"no iss", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "iss") }), "k1", k1)}, 401,
+			invalid("the token lacks a required claim (iss)")},
+		{"no exp, aud or iss", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "exp"); delete(c, "aud"); delete(c, "iss") }), "k1", k1)}, 401,
+			invalid("the token lacks a required claim (exp, aud, iss)")},
+		// RFC 7515 §4.1.11: an extension this server does not understand
+		// (it understands none) makes the token invalid, even well signed.
+		{"critical extension", []string{"Bearer " + authtest.SignHeader(t, claims(), map[string]any{"kid": "k1", "crit": []any{"urn:x:bound"}, "urn:x:bound": true}, k1)}, 401,
+			invalid("the token requires header extensions (crit) this server does not support")},
+		{"empty crit", []string{"Bearer " + authtest.SignHeader(t, claims(), map[string]any{"kid": "k1", "crit": []any{}}, k1)}, 401,
+			invalid("the token requires header extensions (crit) this server does not support")},
 		{"not yet valid", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() }), "k1", k1)}, 401,
 			invalid("the token is not valid yet")},
 		{"no tenant", []string{"Bearer " + sign(t, with(func(c jwt.MapClaims) { delete(c, "tenant") }), "k1", k1)}, 401,
@@ -145,9 +160,13 @@ func TestOAuthKeyRotation(t *testing.T) {
 func TestOAuthKeysUnavailableIs503(t *testing.T) {
 	is := authtest.NewIssuer(t, "k1")
 	a := newAuthenticator(t, oauthConfig(is.JWKSURL()))
-	_, _ = a.Authenticate(request("Bearer " + sign(t, claims(), "bogus", authtest.NewKey(t))))
-	is.Rotate("k2")
-	tok := is.Token(claims(), "k2")
+	k2 := authtest.NewKey(t)
+	tok := sign(t, claims(), "k2", k2)
+	bogus := sign(t, claims(), "bogus", authtest.NewKey(t))
+	// Within jwksMinRefreshMs (1 s) of each other: the keys are made
+	// beforehand, since making one can take longer than that under -race.
+	_, _ = a.Authenticate(request("Bearer " + bogus))
+	is.Publish(map[string]*rsa.PrivateKey{"k2": k2})
 	_, f := a.Authenticate(request("Bearer " + tok))
 	if f == nil || f.Status != http.StatusServiceUnavailable {
 		t.Fatalf("new key while the budget is spent: %v, want 503", f)

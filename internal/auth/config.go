@@ -29,6 +29,12 @@ type Config struct {
 	Resource string `yaml:"resource"`
 	// APIKeys are the keys apikey mode accepts.
 	APIKeys []APIKey `yaml:"apiKeys"`
+	// APIKeyLookupsPerSecond bounds, per replica, the store lookups of
+	// API keys no lookup has found before (with a burst of as many): a
+	// flood of made-up keys reaches the database at this rate at most,
+	// and a key it cannot look up now gets 503 with Retry-After. Keys
+	// found before are looked up again (every 5 s) without it.
+	APIKeyLookupsPerSecond int `yaml:"apiKeyLookupsPerSecond"`
 	// OAuth configures oauth mode.
 	OAuth OAuth `yaml:"oauth"`
 }
@@ -75,11 +81,16 @@ type OAuth struct {
 	// JWKSMinRefreshMs bounds the fetches unknown kids cause, so a flood
 	// of made-up kids cannot turn into a flood of requests to the issuer.
 	JWKSMinRefreshMs int64 `yaml:"jwksMinRefreshMs"`
+	// RequireAccessTokenType refuses tokens whose header typ is not
+	// at+jwt (RFC 9068 §2.1), so an ID token or another JWT the issuer
+	// signs cannot be used as an access token. Off by default: many
+	// issuers send typ JWT, or none.
+	RequireAccessTokenType bool `yaml:"requireAccessTokenType"`
 }
 
 // Default is auth off, with the oauth settings a deployment usually keeps.
 func Default() Config {
-	return Config{Mode: ModeNone, OAuth: OAuth{
+	return Config{Mode: ModeNone, APIKeyLookupsPerSecond: 100, OAuth: OAuth{
 		AdminScope: "mcp:admin", TenantClaim: "tenant", ClockSkewMs: 30_000,
 		JWKSRefreshIntervalMs: 3_600_000, JWKSMinRefreshMs: 10_000,
 	}}
@@ -148,6 +159,9 @@ func (c Config) Validate() error {
 		if err := absoluteURL(c.Resource, true); err != "" {
 			return bad("resource", "%s (this server's public MCP endpoint, e.g. https://mcp.example.com/mcp)", err)
 		}
+	}
+	if c.APIKeyLookupsPerSecond < 1 || c.APIKeyLookupsPerSecond > 100_000 {
+		return bad("apiKeyLookupsPerSecond", "%d: use 1 to 100000 lookups per second", c.APIKeyLookupsPerSecond)
 	}
 	seen := map[string]int{}
 	hashes := map[string]int{}

@@ -52,20 +52,37 @@ func newOAuthVerifier(ctx context.Context, cfg Config, opts Options) (*oauthVeri
 	return &oauthVerifier{keys: keys, parser: parser, cfg: cfg.OAuth, resource: cfg.Resource, verified: newTokenCache(now)}, nil
 }
 
-// verify checks token and returns its principal.
-func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *Failure) {
+// Errors of checkHeader, which reason explains.
+var (
+	errCriticalExtension = errors.New("the token requires header extensions (crit)")
+	errTokenType         = errors.New("the token's typ is not at+jwt")
+)
+
+// verify checks token and returns its principal. A token not verified
+// before is checked only if admit allows it (nil), at a cost to the
+// caller's budget of failures.
+func (v *oauthVerifier) verify(ctx context.Context, token string, admit func() *Failure) (Principal, *Failure) {
 	if p, ok := v.verified.get(token, func(kid string) bool { return v.keys.has(ctx, kid) }); ok {
 		return p, nil
 	}
+	if f := admit(); f != nil {
+		return Principal{}, f
+	}
 	claims := jwt.MapClaims{}
-	parsed, err := v.parser.ParseWithClaims(token, claims, v.keys.keyfunc(ctx))
+	keyfunc := v.keys.keyfunc(ctx)
+	parsed, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		if err := v.checkHeader(t.Header); err != nil {
+			return nil, err
+		}
+		return keyfunc(t)
+	})
 	var busy *keysUnavailable
 	if errors.As(err, &busy) {
 		return Principal{}, &Failure{Status: http.StatusServiceUnavailable, RetryAfter: busy.retryAfter,
 			Description: busy.why + "; retry shortly"}
 	}
 	if err != nil {
-		return Principal{}, unauthorized(CodeInvalidToken, v.reason(err))
+		return Principal{}, unauthorized(CodeInvalidToken, v.reason(err, claims))
 	}
 	sub, _ := claims["sub"].(string)
 	if sub == "" {
@@ -94,9 +111,35 @@ func (v *oauthVerifier) verify(ctx context.Context, token string) (Principal, *F
 	return p, nil
 }
 
+// checkHeader refuses what the JWT library does not check in a token's
+// header, before its key is looked for.
+func (v *oauthVerifier) checkHeader(h map[string]any) error {
+	// RFC 7515 §4.1.11: a recipient that does not understand every
+	// extension crit lists must reject the token. This server
+	// understands none, so a token with crit at all is refused (an empty
+	// or malformed crit is invalid too).
+	if _, ok := h["crit"]; ok {
+		return errCriticalExtension
+	}
+	if v.cfg.RequireAccessTokenType {
+		// RFC 9068 §2.1: an access token's typ is "at+jwt"; RFC 7515
+		// §4.1.9 lets the "application/" prefix be omitted, and media
+		// types compare without regard to case.
+		typ, _ := h["typ"].(string)
+		if !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") {
+			return errTokenType
+		}
+	}
+	return nil
+}
+
 // reason says why the JWT library refused a token, without the token.
-func (v *oauthVerifier) reason(err error) string {
+func (v *oauthVerifier) reason(err error, claims jwt.MapClaims) string {
 	switch {
+	case errors.Is(err, errCriticalExtension):
+		return "the token requires header extensions (crit) this server does not support"
+	case errors.Is(err, errTokenType):
+		return "the token is not a JWT access token: its typ is not at+jwt (RFC 9068)"
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "the token is not a well-formed JWT"
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
@@ -112,9 +155,29 @@ func (v *oauthVerifier) reason(err error) string {
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
 		return "the token's audience is not " + v.resource
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "the token lacks a required claim (exp)"
+		if missing := missingClaims(claims); len(missing) > 0 {
+			return "the token lacks a required claim (" + strings.Join(missing, ", ") + ")"
+		}
+		return "the token lacks a required claim"
 	}
 	return "the token is not valid"
+}
+
+// missingClaims names the claims the parser requires that claims lacks
+// (exp, and aud and iss, which it requires because they are checked); an
+// empty value counts as missing, as it does for the parser.
+func missingClaims(claims jwt.MapClaims) []string {
+	var missing []string
+	if claims["exp"] == nil {
+		missing = append(missing, "exp")
+	}
+	if aud, _ := claims.GetAudience(); len(aud) == 0 || len(aud) == 1 && aud[0] == "" {
+		missing = append(missing, "aud")
+	}
+	if iss, _ := claims.GetIssuer(); iss == "" {
+		missing = append(missing, "iss")
+	}
+	return missing
 }
 
 // tokenScopes reads the scope claim (RFC 9068 §2.2.3: one space-separated

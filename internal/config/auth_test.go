@@ -41,3 +41,40 @@ auth:
 		t.Fatalf("err = %v, want one naming auth.apiKeys[0].sha256 without the value", err)
 	}
 }
+
+// The bounds on unauthenticated traffic load from the file, are on by
+// default, and a bad value is named by its key.
+func TestLoadUnauthenticatedBounds(t *testing.T) {
+	d := Default()
+	if d.RateLimits.Unauthenticated.Off() || d.Auth.APIKeyLookupsPerSecond < 1 {
+		t.Fatalf("defaults: rateLimits.unauthenticated %+v, auth.apiKeyLookupsPerSecond %d: want both on",
+			d.RateLimits.Unauthenticated, d.Auth.APIKeyLookupsPerSecond)
+	}
+	path := writeConfig(t, `
+auth:
+  apiKeyLookupsPerSecond: 7
+  oauth: {requireAccessTokenType: true}
+rateLimits:
+  unauthenticated: {perSecond: 0.5, burst: 4}
+  trustedProxies: [10.0.0.0/8, "2001:db8::1"]
+`)
+	cfg, err := load([]string{"-config", path}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth.APIKeyLookupsPerSecond != 7 || !cfg.Auth.OAuth.RequireAccessTokenType ||
+		cfg.RateLimits.Unauthenticated.PerSecond != 0.5 || cfg.RateLimits.Unauthenticated.Burst != 4 || len(cfg.RateLimits.TrustedProxies) != 2 {
+		t.Errorf("loaded auth %+v, rateLimits %+v", cfg.Auth, cfg.RateLimits)
+	}
+	for _, tc := range []struct{ yaml, key string }{
+		{"auth: {apiKeyLookupsPerSecond: 0}", "auth.apiKeyLookupsPerSecond"},
+		{"rateLimits: {unauthenticated: {perSecond: 1, burst: 0}}", "rateLimits.unauthenticated.burst"},
+		{"rateLimits: {unauthenticated: {perSecond: -1}}", "rateLimits.unauthenticated.perSecond"},
+		{"rateLimits: {trustedProxies: [10.0.0.0/8, ingress]}", "rateLimits.trustedProxies[1]"},
+	} {
+		_, err := load([]string{"-config", writeConfig(t, tc.yaml)}, map[string]string{})
+		if err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: err = %v, want one naming %s", tc.yaml, err, tc.key)
+		}
+	}
+}

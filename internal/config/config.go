@@ -142,6 +142,12 @@ type Transport struct {
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica; a GET that would open one more gets 429.
 	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
+	// MaxConnections caps the connections held open at once. At the cap
+	// a new connection takes the place of one that has waited at least a
+	// second for its client to send (stalled requests first, then idle
+	// keep-alives); if none has, it is answered 503 and closed
+	// (internal/connlimit).
+	MaxConnections int `yaml:"maxConnections"`
 }
 
 // Default returns the configuration used when nothing overrides it. It is
@@ -171,6 +177,7 @@ func Default() Config {
 			MaxCapabilitiesBytes:   transport.DefaultMaxCapabilitiesBytes,
 			MaxInitializeDepth:     transport.DefaultMaxInitializeDepth,
 			MaxClientResponseBytes: transport.DefaultMaxClientResponseBytes,
+			MaxConnections:         4096,
 		},
 		// Below the 30 s Kubernetes terminationGracePeriodSeconds default, so
 		// the process exits on its own before the kubelet sends SIGKILL.
@@ -185,6 +192,7 @@ func Default() Config {
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
 		Auth:            auth.Default(),
+		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 	}
 }

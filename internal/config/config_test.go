@@ -96,6 +96,7 @@ func TestValidateNamesKey(t *testing.T) {
 		{"maxCapabilitiesBytes", func(c *Config) { c.Transport.MaxCapabilitiesBytes = 0 }, "transport.maxCapabilitiesBytes", "0"},
 		{"maxInitializeDepth", func(c *Config) { c.Transport.MaxInitializeDepth = 1001 }, "transport.maxInitializeDepth", "1001"},
 		{"maxClientResponseBytes", func(c *Config) { c.Transport.MaxClientResponseBytes = 1<<30 + 1 }, "transport.maxClientResponseBytes", "1073741825"},
+		{"maxConnections zero", func(c *Config) { c.Transport.MaxConnections = 0 }, "transport.maxConnections", "0"},
 		{"shutdownGraceMs", func(c *Config) { c.ShutdownGraceMs = -1 }, "shutdownGraceMs", "-1"},
 	}
 	for _, tc := range tests {
@@ -140,7 +141,7 @@ func TestValidateAcceptsEdges(t *testing.T) {
 		{"minimums", func(c *Config) {
 			c.Transport = Transport{MaxBodyBytes: 1, SessionIdleTimeoutMs: 1000, KeepAliveIntervalMs: 100,
 				EventLogSize: 1, ReadHeaderTimeoutMs: 100, ReadBodyTimeoutMs: 100, WriteTimeoutMs: 100, PageSize: 1, MaxSessions: 1,
-				MaxClientInfoBytes: 64, MaxCapabilitiesBytes: 64, MaxInitializeDepth: 2, MaxClientResponseBytes: 1024}
+				MaxClientInfoBytes: 64, MaxCapabilitiesBytes: 64, MaxInitializeDepth: 2, MaxClientResponseBytes: 1024, MaxConnections: 1}
 			c.ShutdownGraceMs = 0
 		}},
 		{"maximums", func(c *Config) {

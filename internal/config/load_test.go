@@ -89,7 +89,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 			ReadBodyTimeoutMs:    5000,
 			WriteTimeoutMs:       6000,
 			PageSize:             50,
-			MaxSessions:          500, MaxStreamsPerSession: 32,
+			MaxSessions:          500, MaxStreamsPerSession: 32, MaxConnections: 4096,
 			MaxSessionsPerTenant: 200, MaxClientInfoBytes: 2048, MaxClientResponseBytes: 65536,
 			MaxCapabilitiesBytes: transport.DefaultMaxCapabilitiesBytes, MaxInitializeDepth: transport.DefaultMaxInitializeDepth,
 		},
@@ -104,6 +104,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		StateSync:       defaultStateSync(),
 		Federation:      defaultFederation(),
 		Auth:            auth.Default(),
+		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 	}
 	for _, tc := range []struct {

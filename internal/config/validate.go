@@ -138,6 +138,7 @@ func (c Config) Validate() error {
 	intRange("transport.maxCapabilitiesBytes", int64(t.MaxCapabilitiesBytes), 64, maxBodyBytes, fmt.Sprintf("64 to %d", maxBodyBytes))
 	intRange("transport.maxInitializeDepth", int64(t.MaxInitializeDepth), 2, 1000, "2 to 1000")
 	intRange("transport.maxClientResponseBytes", int64(t.MaxClientResponseBytes), 1024, maxBodyBytes, fmt.Sprintf("1024 to %d", maxBodyBytes))
+	intRange("transport.maxConnections", int64(t.MaxConnections), 1, 1_000_000, "1 to 1000000")
 	intRange("shutdownGraceMs", c.ShutdownGraceMs, 0, maxDurationMs,
 		fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
 

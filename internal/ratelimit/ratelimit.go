@@ -160,3 +160,35 @@ func (l *Limiter) Run(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// Bucket is a single in-process bucket.
+type Bucket struct {
+	rate Rate
+	now  func() time.Time
+	mu   sync.Mutex
+	tat  time.Time
+}
+
+// NewBucket returns a full bucket at rate r; now is the clock (nil:
+// time.Now).
+func NewBucket(r Rate, now func() time.Time) *Bucket {
+	if now == nil {
+		now = time.Now
+	}
+	return &Bucket{rate: r, now: now}
+}
+
+// Take spends one request and returns zero, or, when the bucket is
+// empty, how long until it allows one (and spends nothing). The clock is
+// read under the lock, so concurrent arrivals are applied in order and
+// no more than Burst + PerSecond × elapsed are ever allowed.
+func (b *Bucket) Take() time.Duration {
+	if b.rate.Off() {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, tat := gcra(b.rate, b.tat, b.now())
+	b.tat = tat
+	return d.RetryAfter
+}

@@ -41,6 +41,7 @@ func (t *Transport) authenticate(next http.Handler) http.Handler {
 			if ok, wait := t.opts.Limit(r.Context(), p); !ok {
 				// A flood is refused before the body is read or a
 				// session looked up (RFC 6585 §4).
+				t.unwantedBody(w, r)
 				w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 				writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
 					"too many requests: retry after %d ms", wait.Milliseconds()))
@@ -63,6 +64,7 @@ func principalID(r *http.Request) string {
 // (401, 403), or, when the credentials could not be checked now (503),
 // with a retry hint.
 func (t *Transport) refuse(w http.ResponseWriter, r *http.Request, f *auth.Failure) {
+	t.unwantedBody(w, r)
 	msg := f.Description
 	if f.Challenge() {
 		w.Header().Set("WWW-Authenticate", f.WWWAuthenticate())

@@ -344,7 +344,7 @@ func TestBodyReadTimeout(t *testing.T) {
 			}
 			body, _ := io.ReadAll(res.Body)
 			res.Body.Close()
-			wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusBadRequest, "null", protocol.CodeParseError)
+			wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestTimeout, "null", protocol.CodeInvalidRequest)
 			if d := time.Since(start); d < timeout/2 {
 				t.Errorf("answered after %v, before ReadBodyTimeout %v", d, timeout)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -33,20 +34,25 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	defer t.finishLog(rec)
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && !mediaTypeIs(ct, "application/json") {
+		t.unwantedBody(w, r)
 		rec.status = http.StatusUnsupportedMediaType
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported Content-Type %q: send application/json", ct))
 		return
 	}
 	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
 	if !jsonOK && !sseOK {
+		t.unwantedBody(w, r)
 		rec.status = http.StatusNotAcceptable
 		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
 		return
 	}
 	body, status, perr := t.readBody(w, r)
 	if perr != nil {
-		// The rest of the body is not wanted: close the connection rather
-		// than let net/http wait to drain what a stalled client never sends.
+		// The rest of the body is not wanted: the connection is closed
+		// after the answer. net/http reads what is left of the body
+		// first (up to 256 KiB), within the body deadline readBody left
+		// in place, so a client still sending reads the answer, and one
+		// that stalled does not hold the connection.
 		w.Header().Set("Connection", "close")
 		rec.status = status
 		writeError(w, status, nil, perr)
@@ -92,6 +98,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *protocol.Error) {
 	limit := t.opts.MaxBodyBytes
 	if r.ContentLength > limit {
+		t.unwantedBody(w, r)
 		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
 	// A declared length sizes the buffer, but only up to 64 KiB: the
@@ -104,10 +111,10 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 	b := make([]byte, 0, size)
 	// The body must arrive in time; the deadline is lifted after it, since
 	// the response may be a long-lived stream. (http.Server.ReadTimeout
-	// would also cancel streaming requests, so it stays unset.)
+	// would also cancel streaming requests, so it stays unset.) After an
+	// error it stays: it bounds net/http's read of the rest of the body.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(t.now().Add(t.opts.ReadBodyTimeout)) // unsupported writer: no deadline
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	lr := io.LimitReader(r.Body, limit+1)
 	for {
 		if len(b) == cap(b) {
@@ -118,6 +125,15 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if t.draining.Load() {
+				// Shutdown stopped waiting (connlimit.Listener.Drain).
+				w.Header().Set("Retry-After", "1")
+				return nil, http.StatusServiceUnavailable, protocol.Errorf(protocol.CodeInternalError, "the server is shutting down; retry the request")
+			}
+			return nil, http.StatusRequestTimeout, protocol.Errorf(protocol.CodeInvalidRequest,
+				"the request body did not arrive within transport.readBodyTimeoutMs (%d ms)", t.opts.ReadBodyTimeout.Milliseconds())
+		}
 		if err != nil {
 			return nil, http.StatusBadRequest, protocol.Errorf(protocol.CodeParseError, "read request body: %v", err)
 		}
@@ -125,6 +141,7 @@ func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, in
 	if int64(len(b)) > limit {
 		return nil, http.StatusRequestEntityTooLarge, bodyTooLarge(limit)
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, 0, nil
 }
 

@@ -78,11 +78,13 @@ func (t *Transport) checkOrigin(next http.Handler) http.Handler {
 				host = h
 			}
 			if !isLoopbackHost(strings.Trim(host, "[]")) {
+				t.unwantedBody(w, r)
 				writeError(w, http.StatusForbidden, nil, protocol.Errorf(protocol.CodeInvalidRequest, "forbidden: Host %q is not a loopback host", r.Host))
 				return
 			}
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !t.origins.allows(origin) {
+			t.unwantedBody(w, r)
 			writeError(w, http.StatusForbidden, nil, protocol.Errorf(protocol.CodeInvalidRequest, "forbidden: Origin %q is not allowed", origin))
 			return
 		}

@@ -176,8 +176,8 @@ func (t *Transport) Mount(r chi.Router, path string) {
 		r.Get(path, t.handleGet)
 		r.Delete(path, t.handleDelete)
 		r.Options(path, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-		r.MethodFunc(http.MethodPut, path, methodNotAllowed)
-		r.MethodFunc(http.MethodPatch, path, methodNotAllowed)
+		r.MethodFunc(http.MethodPut, path, t.methodNotAllowed)
+		r.MethodFunc(http.MethodPatch, path, t.methodNotAllowed)
 	})
 }
 
@@ -195,7 +195,8 @@ func (t *Transport) cors() func(http.Handler) http.Handler {
 	})
 }
 
-func methodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+func (t *Transport) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	t.unwantedBody(w, r)
 	w.Header().Set("Allow", "GET, POST, DELETE")
 	writeError(w, http.StatusMethodNotAllowed, nil, protocol.Errorf(protocol.CodeInvalidRequest, "method not allowed: use POST, GET or DELETE"))
 }

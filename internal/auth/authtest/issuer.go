@@ -63,6 +63,12 @@ func (is *Issuer) Rotate(kids ...string) {
 	for _, kid := range kids {
 		keys[kid] = NewKey(is.t)
 	}
+	is.Publish(keys)
+}
+
+// Publish replaces the published key set with keys, by kid: a test that
+// times a rotation makes the keys (slow, under -race) beforehand.
+func (is *Issuer) Publish(keys map[string]*rsa.PrivateKey) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	is.published = keys
@@ -104,9 +110,21 @@ func Claims(iss, aud, sub, tenant, scope string) jwt.MapClaims {
 // Sign makes an RS256 token with header kid, signed by key.
 func Sign(t testing.TB, c jwt.MapClaims, kid string, key *rsa.PrivateKey) string {
 	t.Helper()
+	return SignHeader(t, c, map[string]any{"kid": kid}, key)
+}
+
+// SignHeader makes an RS256 token whose header has the parameters of
+// header besides alg (typ, crit, …; a parameter set to "" is left out),
+// signed by key.
+func SignHeader(t testing.TB, c jwt.MapClaims, header map[string]any, key *rsa.PrivateKey) string {
+	t.Helper()
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, c)
-	if kid != "" {
-		tok.Header["kid"] = kid
+	for k, v := range header {
+		if v == "" {
+			delete(tok.Header, k)
+		} else {
+			tok.Header[k] = v
+		}
 	}
 	s, err := tok.SignedString(key)
 	if err != nil {
