@@ -242,7 +242,8 @@ func TestAbuse_OnePrincipalCannotTakeEverySession(t *testing.T) {
 // server takes; a late answer is no client fault) but nothing is
 // published or stored, whichever replica it reaches and whatever its id;
 // a response over transport.maxClientResponseBytes is 413 naming the
-// limit.
+// limit. A cancellation matching no request is published for the other
+// replicas only while its requestId is of a size clients use.
 func TestAbuse_UnsolicitedClientResponsesNotForwarded(t *testing.T) {
 	cfg, rdb := withRedis(t)
 	urlA, _ := startServer(t, cfg)
@@ -265,6 +266,14 @@ func TestAbuse_UnsolicitedClientResponsesNotForwarded(t *testing.T) {
 					if a := post(t, url, sid, "", body); a.status != http.StatusAccepted || a.body != "" {
 						t.Fatalf("unsolicited response %s: %d %.300s; want 202 with no body", id, a.status, a.body)
 					}
+				}
+			}
+			// A cancellation of a request that runs nowhere is published
+			// to every replica only while its id is of a size clients use.
+			for range 3 {
+				cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + big + `"}}`
+				if a := post(t, url, sid, "", cancel); a.status != http.StatusAccepted {
+					t.Fatalf("a cancellation with a 1 MB requestId: %d %.300s; want 202", a.status, a.body)
 				}
 			}
 			tooLarge := `{"jsonrpc":"2.0","id":"s5","result":{"text":"` + strings.Repeat("r", 2_000_000) + `"}}`

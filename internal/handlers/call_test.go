@@ -109,13 +109,18 @@ func TestCallToolProtocolErrors(t *testing.T) {
 		{"name not a string", `{"name":5}`, `"name"`},
 		{"name an object", `{"name":{"a":1}}`, `"name"`},
 		{"meta not an object", `{"name":"text_echo","arguments":{"text":"x"},"_meta":"p"}`, "_meta"},
+		// A name of the caller's choosing is echoed bounded.
+		{"huge unknown name", `{"name":"` + strings.Repeat("n", 1<<20) + `"}`, "(1048576 bytes)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			req, res, err := e.handle(protocol.MethodToolsCall, tc.params)
 			perr := wantProtocolError(t, res, err, protocol.CodeInvalidParams)
 			if !strings.Contains(perr.Message, tc.wantText) {
-				t.Errorf("message %q does not contain %q", perr.Message, tc.wantText)
+				t.Errorf("message %.300q does not contain %q", perr.Message, tc.wantText)
+			}
+			if len(perr.Message) > 1024 {
+				t.Errorf("message is %d bytes long", len(perr.Message))
 			}
 			if req.ToolError {
 				t.Errorf("ToolError set for a protocol error")

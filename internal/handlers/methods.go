@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -57,8 +58,10 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		_ = json.Unmarshal(name, &n) // a valid JSON string
 		switch cands := s.tools.lookupBare(n); len(cands) {
 		case 0:
-			// Unknown tool is a protocol error, not a tool result (server/tools).
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", n)
+			// Unknown tool is a protocol error, not a tool result
+			// (server/tools). The name is the caller's, of any length:
+			// it is echoed bounded, as a log field would be.
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", logging.Field(n))
 		case 1:
 			t = cands[0]
 		default:

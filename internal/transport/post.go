@@ -259,6 +259,10 @@ func (t *Transport) shareSpent(err error) *protocol.Error {
 		WithData(map[string]any{"limit": limit, "key": key})
 }
 
+// maxForwardedCancelID bounds the requestId (JSON bytes) of a
+// cancellation published to the other replicas.
+const maxForwardedCancelID = 256
+
 // notification handles a client notification. An error means it had to
 // reach another replica and Redis did not take it: the client must send
 // it again (503 with Retry-After).
@@ -270,10 +274,13 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
 			return nil
 		}
-		if !sess.cancelRequest(p.RequestID) && sess.shared != nil {
-			// The request may run on another replica (issue 7, point 4):
-			// without this, a cancellation landing elsewhere than its
-			// request would be accepted and ignored.
+		if !sess.cancelRequest(p.RequestID) && sess.shared != nil && len(p.RequestID) <= maxForwardedCancelID {
+			// The request may run on another replica: without this, a
+			// cancellation landing elsewhere than its request would be
+			// accepted and ignored. Each one is published to every
+			// replica, so its size is bounded: an id longer than any
+			// client sends is not forwarded (cancellation is advisory,
+			// basic/utilities/cancellation).
 			return sess.shared.forwardCancel(ctx, sess, p.RequestID)
 		}
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:

@@ -226,13 +226,13 @@ func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id 
 	}
 	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opCancel, Req: id.String()})
 	if err != nil {
-		return fmt.Errorf("encode cancellation of %s: %w", id, err)
+		return fmt.Errorf("encode cancellation: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	if err := m.rdb.Publish(ctx, m.channel, payload).Err(); err != nil {
 		m.failed(err)
-		return fmt.Errorf("forward cancellation of %s to the replica running it: %w", id, err)
+		return fmt.Errorf("forward a cancellation to the replica running its request: %w", err)
 	}
 	m.ok()
 	return nil
