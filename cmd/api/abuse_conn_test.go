@@ -12,7 +12,6 @@ import (
 	"net/http"
 	neturl "net/url"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -363,28 +362,6 @@ func TestAbuse_ConnectionCapMakesRoomForClients(t *testing.T) {
 		}
 		awaitServerConns(t, before)
 	})
-}
-
-// metric reads one unlabelled sample from the server's /metrics.
-func metric(t *testing.T, url, name string) float64 {
-	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("/metrics has no %s", name)
-	return 0
 }
 
 // floodTokens sends n requests with made-up bearer tokens, from the

@@ -149,6 +149,9 @@ func TestAbuse_ExpandingNumbersRefused(t *testing.T) {
 		}
 	})
 
+	if n := metric(t, url, "mcp_cache_redis_oversized_total"); n == 0 {
+		t.Error("mcp_cache_redis_oversized_total is 0 after a value over redis.maxValueBytes was stored and read")
+	}
 	sizes := redisValueSizes(t, rs.Addr(), cfg.Redis.KeyPrefix+"c:")
 	if len(sizes) == 0 {
 		t.Fatal("the cache wrote nothing to Redis: the check below checks nothing")

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
@@ -189,4 +191,36 @@ func rawPost(t *testing.T, url, body string, headers map[string]string) *http.Re
 		t.Fatalf("POST: %v", err)
 	}
 	return resp
+}
+
+// scrape reads unlabelled samples from one scrape of the server's
+// /metrics, so that figures compared with each other are of one moment.
+func scrape(t *testing.T, url string, names ...string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]float64, len(names))
+	for _, name := range names {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("/metrics has no %s", name)
+		}
+		if out[name], err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return out
+}
+
+// metric reads one unlabelled sample from the server's /metrics.
+func metric(t *testing.T, url, name string) float64 {
+	t.Helper()
+	return scrape(t, url, name)[name]
 }

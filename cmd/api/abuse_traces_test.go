@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,32 +16,6 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
-
-// tracesMetrics reads the unlabelled metrics names from one scrape of
-// the server's /metrics.
-func tracesMetrics(t *testing.T, url string, names ...string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]float64, len(names))
-	for _, name := range names {
-		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(body)
-		if m == nil {
-			t.Fatalf("/metrics has no %s", name)
-		}
-		if out[name], err = strconv.ParseFloat(string(m[1]), 64); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	return out
-}
 
 // tracesCall calls tool and returns its envelope's data.
 func tracesCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) json.RawMessage {
@@ -89,7 +61,7 @@ func TestAbuse_TracesInMemoryStayBounded(t *testing.T) {
 				flooding = false
 			case <-time.After(20 * time.Millisecond):
 			}
-			most = max(most, tracesMetrics(t, url, "mcp_traces_in_memory")["mcp_traces_in_memory"])
+			most = max(most, scrape(t, url, "mcp_traces_in_memory")["mcp_traces_in_memory"])
 		}
 		if most > maxInMemory {
 			t.Fatalf("the embedded store held up to %v traces, more than traces.maxInMemory %d", most, maxInMemory)
@@ -108,7 +80,7 @@ func TestAbuse_TracesInMemoryStayBounded(t *testing.T) {
 	)
 	var m map[string]float64
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		m = tracesMetrics(t, url, written, held, evicted, queued, dropped)
+		m = scrape(t, url, written, held, evicted, queued, dropped)
 		settled := m[queued] == 0 && m[written] >= clients*each && m[written] == m[held]+m[evicted]
 		if settled || time.Now().After(deadline) {
 			break

@@ -92,6 +92,7 @@ func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.
 			func() float64 { return pressureValue(st.backend.Stats().L1.PressureLevel) }),
 		counter("mcp_cache_redis_hits_total", "Redis (second tier) hits.", func() float64 { return float64(st.backend.Stats().RedisHits) }),
 		counter("mcp_cache_redis_misses_total", "Redis (second tier) misses.", func() float64 { return float64(st.backend.Stats().RedisMisses) }),
+		counter("mcp_cache_redis_oversized_total", "Values kept out of Redis because they exceed redis.maxValueBytes.", func() float64 { return float64(st.backend.Stats().RedisOversized) }),
 		// Redis degradations.
 		counter("mcp_redis_degradations_total", "Calls that fell back to the database because Redis failed, timed out or was marked degraded.",
 			func() float64 { return float64(st.backend.Stats().RedisErrors) }),
