@@ -13,6 +13,8 @@
 # Usage:  bench/traces_soak.sh        (from any directory)
 # Environment:
 #   DURATION=10m  INTERVAL=30  WARMUP_S=120  CONCURRENCY=16  PORT=18495
+#   LOG_LEVEL=info (the default; the server's log goes to /dev/null, since
+#   at full speed it writes about a gigabyte in ten minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10m}
@@ -20,10 +22,11 @@ INTERVAL=${INTERVAL:-30}
 WARMUP_S=${WARMUP_S:-120}
 CONCURRENCY=${CONCURRENCY:-16}
 PORT=${PORT:-18495}
+LOG_LEVEL=${LOG_LEVEL:-info}
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-MCP_ADDR=127.0.0.1:$PORT MCP_LOG_LEVEL=warn "$tmp/api" >"$tmp/api.log" 2>&1 & api=$!
+MCP_ADDR=127.0.0.1:$PORT MCP_LOG_LEVEL=$LOG_LEVEL "$tmp/api" >/dev/null 2>&1 & api=$!
 pids+=("$api")
 wait_healthy "$PORT"
 "$tmp/mcpload" -url "http://127.0.0.1:$PORT/mcp" -tool runtime_echo -args '{"text":"hi"}' \
