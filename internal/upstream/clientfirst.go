@@ -6,17 +6,19 @@ import (
 	"sync"
 )
 
-// clientFirstConn holds back reads until the first write. HTTP and TLS
-// are protocols in which the client speaks first, but a server that
-// speaks first (NATS, SMTP, SSH, MySQL: what a mistyped upstream URL
-// reaches) sends its banner as soon as it accepts. net/http's read loop
-// would then find bytes on a connection with no request in flight: it
-// logs them to the process's standard logger ("Unsolicited response
-// received on idle HTTP channel", the peer's bytes quoted) and drops the
-// connection, and whether the request then fails as "not HTTP" or as a
-// closed connection depends on which goroutine ran first. Waiting for
-// the first write makes the banner the answer to our request, always,
-// and keeps it out of every log.
+// clientFirstConn holds back what a server says before our first write.
+// HTTP and TLS are protocols in which the client speaks first, but a
+// server that speaks first (NATS, SMTP, SSH, MySQL: what a mistyped
+// upstream URL reaches) sends its banner as soon as it accepts. net/http's
+// read loop would then find bytes on a connection with no request in
+// flight: it logs them to the process's standard logger ("Unsolicited
+// response received on idle HTTP channel", the peer's bytes quoted) and
+// drops the connection, and whether the request then fails as "not HTTP"
+// or as a closed connection depends on which goroutine ran first. Bytes
+// read before the first write are handed over only once it happened, so
+// the banner is always the answer to our request and reaches no log. The
+// read itself is not held back: a server closing a connection that was
+// never used is noticed at once, as without the wrapper.
 type clientFirstConn struct {
 	net.Conn
 	once    sync.Once
@@ -29,11 +31,19 @@ func (c *clientFirstConn) Write(p []byte) (int, error) {
 }
 
 func (c *clientFirstConn) Read(p []byte) (int, error) {
-	<-c.written
-	return c.Conn.Read(p)
+	select {
+	case <-c.written:
+		return c.Conn.Read(p)
+	default:
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		<-c.written // the server spoke first: this is the answer to what we send
+	}
+	return n, err
 }
 
-// Close also releases a read still waiting for the first write.
+// Close also releases a read holding bytes until the first write.
 func (c *clientFirstConn) Close() error {
 	c.once.Do(func() { close(c.written) })
 	return c.Conn.Close()
