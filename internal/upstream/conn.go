@@ -66,7 +66,7 @@ var errResponseTooLarge = errors.New("the answer is larger than the gateway acce
 
 // upstreamTransport is the http.RoundTripper of one session. It adds the
 // server's configured headers (credentials for it, typically) to requests
-// to its own host only — a redirect elsewhere must not carry them, which
+// to its own scheme and host only — a redirect elsewhere must not carry them, which
 // Go's own cross-host stripping would not prevent here, since a
 // RoundTripper adds them after the client decided what to forward — and
 // HeaderVia to every request but tool calls; it refuses a redirect to an IP address in a
@@ -76,6 +76,7 @@ var errResponseTooLarge = errors.New("the answer is larger than the gateway acce
 // operation the request belongs to (its exchange) and the session (probe).
 type upstreamTransport struct {
 	base       http.RoundTripper
+	scheme     string // the configured URL's scheme
 	host       string // the configured URL's host[:port]
 	headers    map[string]string
 	deployment string
@@ -87,7 +88,9 @@ type upstreamTransport struct {
 func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ex := exchangeFrom(r.Context())
 	ex.begin()
-	home := strings.EqualFold(r.URL.Host, t.host)
+	// The scheme counts too: an https upstream redirecting to http on the
+	// same host would otherwise have its credentials sent in clear text.
+	home := strings.EqualFold(r.URL.Host, t.host) && strings.EqualFold(r.URL.Scheme, t.scheme)
 	if !home {
 		if err := t.denied.checkHost(r.URL.Hostname()); err != nil {
 			return nil, t.fail(ex, transportFailure(err))
@@ -243,11 +246,11 @@ func httpClientFor(base *http.Client, cfg Config, p dialParams, pr *probe) *http
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	host := ""
+	scheme, host := "", ""
 	if u, err := url.Parse(cfg.URL); err == nil {
-		host = u.Host
+		scheme, host = u.Scheme, u.Host
 	}
-	c.Transport = &upstreamTransport{base: rt, host: host, headers: cfg.Headers, deployment: p.deployment,
+	c.Transport = &upstreamTransport{base: rt, scheme: scheme, host: host, headers: cfg.Headers, deployment: p.deployment,
 		denied: p.denied, maxBody: p.maxBody, probe: pr}
 	return &c
 }

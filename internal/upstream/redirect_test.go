@@ -35,3 +35,25 @@ func TestHeadersStayWithTheirHost(t *testing.T) {
 		t.Errorf("the host redirected to got Authorization %q", elsewhere)
 	}
 }
+
+// A redirect to the same host under another scheme (an https upstream
+// sending us to http) is another origin: the credential is not sent there.
+func TestHeadersStayWithTheirScheme(t *testing.T) {
+	var plain string
+	insecure := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plain = r.Header.Get("Authorization")
+	}))
+	defer insecure.Close()
+	c := httpClientFor(&http.Client{}, Config{URL: strings.Replace(insecure.URL, "http://", "https://", 1) + "/mcp",
+		Headers: map[string]string{"Authorization": "Bearer upstream-secret"}},
+		dialParams{maxBody: 1 << 20, deployment: "test"}, &probe{})
+	// The request the redirect would make: same host and port, plain http.
+	resp, err := c.Post(insecure.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if plain != "" {
+		t.Errorf("the same host over http got Authorization %q", plain)
+	}
+}
