@@ -34,6 +34,8 @@ type peer struct {
 	// failConnects: the first n connection attempts are answered 503.
 	failConnects atomic.Int64
 	hangInit     atomic.Bool // initialize/discover never answer
+	// holdList, when set, holds every tools/list until it is closed.
+	holdList atomic.Pointer[chan struct{}]
 	requests     atomic.Int64
 	calls        sync.Map // tool name -> *atomic.Int64
 	stop         chan struct{}
@@ -74,6 +76,13 @@ func newPeer(t *testing.T) *peer {
 			}
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
 			return
+		}
+		if hold := p.holdList.Load(); hold != nil && msg.Method == "tools/list" {
+			select {
+			case <-*hold:
+			case <-r.Context().Done():
+			case <-p.stop:
+			}
 		}
 		if msg.Method == "tools/call" && msg.Params.Name == "crash" {
 			// The connection is lost mid-call.
@@ -154,6 +163,9 @@ func testManager(t *testing.T, o Options) *Manager {
 	}
 	o.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	o.backoff = func(int) time.Duration { return time.Millisecond }
+	if o.relistGap == 0 {
+		o.relistGap = time.Millisecond
+	}
 	m, err := NewManager(o)
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,14 @@ type Options struct {
 	backoff backoffFunc
 	// maxResponseBytes replaces DefaultMaxResponseBytes (tests lower it).
 	maxResponseBytes int64
+	// relistGap replaces minRelistGap (tests shorten it).
+	relistGap time.Duration
 }
+
+// minRelistGap is the least time between two re-lists of one server
+// prompted by its notifications/tools/list_changed: a server sending them
+// without pause costs one tools/list a second, not one after another.
+const minRelistGap = time.Second
 
 // Persistence is what the manager needs from the store (package store
 // implements it).
@@ -146,6 +153,9 @@ type server struct {
 	// relisting is set while a list_changed re-list runs; relist asks it
 	// to list once more (see listChanged).
 	relisting, relist atomic.Bool
+	// lastRelist is when the last of those re-lists started; only the
+	// goroutine holding relisting touches it.
+	lastRelist time.Time
 
 	// Guarded by Manager.mu.
 	status Status
@@ -189,6 +199,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if opts.maxResponseBytes <= 0 {
 		opts.maxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.relistGap <= 0 {
+		opts.relistGap = minRelistGap
 	}
 	met, err := newMetrics(opts.Metrics)
 	if err != nil {

@@ -343,15 +343,50 @@ func TestListChangedBurstIsCoalesced(t *testing.T) {
 	start(t, m)
 	waitState(t, m, "a", StateConnected)
 	before := p.count("tools/list")
-	for range 200 {
+	// The first re-list is held at the server while the rest of the
+	// burst arrives: all of it must fold into one more.
+	hold := make(chan struct{})
+	p.holdList.Store(&hold)
+	m.listChanged("a")
+	waitFor(t, "the first re-list to reach the server", func() bool { return p.count("tools/list") == before+1 })
+	for range 199 {
 		m.listChanged("a")
 	}
+	p.holdList.Store(nil)
+	close(hold)
 	m.mu.Lock()
 	s := m.servers["a"]
 	m.mu.Unlock()
 	waitFor(t, "the re-lists to end", func() bool { return !s.relisting.Load() && !s.relist.Load() })
-	if n := p.count("tools/list") - before; n < 1 || n > 2 {
-		t.Errorf("%d re-lists for a burst of 200 notifications, want 1 or 2", n)
+	if n := p.count("tools/list") - before; n != 2 {
+		t.Errorf("%d re-lists for a burst of 200 notifications, want 2", n)
+	}
+}
+
+// A server that never stops sending list_changed is re-listed at most once
+// per relistGap: with an hour's gap, one re-list, and closing the manager
+// ends the wait for the next.
+func TestListChangedStormIsPaced(t *testing.T) {
+	p := newPeer(t)
+	p.tool("search", nil, nil)
+	m := testManager(t, Options{Declared: []Config{cfg("a", p.url())}, relistGap: time.Hour})
+	start(t, m)
+	waitState(t, m, "a", StateConnected)
+	before := p.count("tools/list")
+	m.listChanged("a")
+	waitFor(t, "the first re-list", func() bool { return p.count("tools/list") == before+1 })
+	m.mu.Lock()
+	s := m.servers["a"]
+	m.mu.Unlock()
+	waitFor(t, "the first re-list to end", func() bool { return !s.relist.Load() })
+	for range 100 {
+		m.listChanged("a")
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.count("tools/list") - before; n != 1 {
+		t.Errorf("%d re-lists within the gap, want 1", n)
 	}
 }
 

@@ -184,7 +184,7 @@ func (m *Manager) dialParams(s *server) dialParams {
 // handler must not block). Notifications that arrive while a re-list runs
 // are folded into one more re-list after it, so a server that sends them
 // in a burst costs at most two, never one goroutine and one tools/list
-// each.
+// each, and re-lists start at least relistGap apart.
 func (m *Manager) listChanged(id string) {
 	m.mu.Lock()
 	s := m.servers[id]
@@ -200,6 +200,10 @@ func (m *Manager) listChanged(id string) {
 	started := m.goBackground(func() {
 		for {
 			for s.relist.Swap(false) {
+				if !m.waitRelistGap(s) {
+					s.relisting.Store(false)
+					return // closing
+				}
 				m.syncNow(s, true, s.cfg.Retries()+1)
 			}
 			s.relisting.Store(false)
@@ -213,6 +217,23 @@ func (m *Manager) listChanged(id string) {
 	if !started {
 		s.relisting.Store(false)
 	}
+}
+
+// waitRelistGap waits until relistGap has passed since s's last
+// re-list started, and marks the start of the next one. It reports false
+// if the manager closed meanwhile.
+func (m *Manager) waitRelistGap(s *server) bool {
+	if wait := m.opts.relistGap - time.Since(s.lastRelist); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-m.ctx.Done():
+			return false
+		}
+	}
+	s.lastRelist = time.Now()
+	return true
 }
 
 // watchLocked drops c when its session ends by itself — the SDK gave up
