@@ -36,9 +36,9 @@ type peer struct {
 	hangInit     atomic.Bool // initialize/discover never answer
 	// holdList, when set, holds every tools/list until it is closed.
 	holdList atomic.Pointer[chan struct{}]
-	requests     atomic.Int64
-	calls        sync.Map // tool name -> *atomic.Int64
-	stop         chan struct{}
+	requests atomic.Int64
+	calls    sync.Map // tool name -> *atomic.Int64
+	stop     chan struct{}
 }
 
 func newPeer(t *testing.T) *peer {
