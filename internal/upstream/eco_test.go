@@ -551,6 +551,30 @@ func TestInvalidSchemaLeftOut(t *testing.T) {
 	}
 }
 
+// A tool name over 128 bytes is left out, and the status shows it bounded:
+// a server cannot make every tools/list, log line and status larger by
+// choosing long names.
+func TestLongToolNameLeftOut(t *testing.T) {
+	p := newPeer(t)
+	p.tool(strings.Repeat("n", MaxToolNameBytes), nil, nil)
+	p.tool(strings.Repeat("x", 64<<10), nil, nil)
+	m := testManager(t, Options{Declared: []Config{cfg("a", p.url())}})
+	d, err := m.Discover(ctx(t), DiscoverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Tools) != 1 || d.Tools[0].Name != strings.Repeat("n", MaxToolNameBytes) {
+		t.Errorf("tools = %v, want only the 128-byte name", canonicals(d.Tools))
+	}
+	st := status(t, m, "a")
+	if len(st.InvalidTools) != 1 {
+		t.Fatalf("invalid tools = %+v", st.InvalidTools)
+	}
+	if got := st.InvalidTools[0]; len(got.Name) > 512 || !strings.Contains(got.Reason, "more than the 128") {
+		t.Errorf("problem = %.300q (name %d bytes)", got.Reason, len(got.Name))
+	}
+}
+
 func TestCheckInputSchema(t *testing.T) {
 	for _, s := range []string{``, `null`, `[]`, `{"type":"string"}`, `{}`, `{"type":"object","minProperties":"x"}`} {
 		if checkInputSchema(json.RawMessage(s)) == nil {

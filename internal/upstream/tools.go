@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -84,7 +85,8 @@ func convertTools(cfg Config, in []*mcp.Tool) ([]Tool, []ToolProblem) {
 			err = fmt.Errorf("canonical name %s is taken by another tool", tool.Canonical)
 		}
 		if err != nil {
-			problems = append(problems, ToolProblem{Name: t.Name, Reason: err.Error()})
+			// The name is the server's to choose: kept and shown bounded.
+			problems = append(problems, ToolProblem{Name: logging.Field(t.Name), Reason: err.Error()})
 			continue
 		}
 		names[t.Name], canon[tool.Canonical] = true, true
@@ -94,9 +96,18 @@ func convertTools(cfg Config, in []*mcp.Tool) ([]Tool, []ToolProblem) {
 	return out, problems
 }
 
+// MaxToolNameBytes is the longest tool name taken from an upstream: the
+// MCP specification (server/tools, "Tool names") says names SHOULD be 1 to
+// 128 characters, and a longer one is a server's mistake or an attempt to
+// make every tools/list, log line and trace larger.
+const MaxToolNameBytes = 128
+
 func convertTool(cfg Config, t *mcp.Tool) (Tool, error) {
 	if t.Name == "" {
 		return Tool{}, errors.New("the tool has no name")
+	}
+	if len(t.Name) > MaxToolNameBytes {
+		return Tool{}, fmt.Errorf("the name is %d bytes, more than the %d a tool name may have", len(t.Name), MaxToolNameBytes)
 	}
 	schema, err := json.Marshal(t.InputSchema)
 	if err != nil {
