@@ -9,7 +9,8 @@
 // (transport.readBodyTimeoutMs). While a handler works, and while a
 // response streams, the read deadline is zero: the connection is busy.
 // The listener sees every deadline as it is set, because net/http sets
-// them on the connections Accept returned.
+// them on the connections Accept returned. An HTTP/2 connection sets none
+// while it has no stream open: the ConnState hook counts it waiting then.
 //
 // At the cap, a new connection takes the place of the connection that has
 // waited longest, at least MinWait: first one stalled inside a request or
@@ -170,12 +171,31 @@ func (l *Listener) refuse(nc net.Conn) {
 // ConnState is the http.Server's ConnState hook: it tells the listener
 // which waiting connections are idle between requests, the last to be
 // given up for a new one.
+//
+// An HTTP/2 connection sets no read deadline while it has no stream open
+// (its idle timeout is a timer), so its deadlines alone would show it busy
+// for as long as the client keeps it: idle starts its wait here, and a
+// stream opening (active) ends it. Over HTTP/1 this agrees with the
+// deadlines: idle comes just before the keep-alive deadline is set, and
+// active once a request's headers are read and the deadline cleared.
 func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		nc = tc.NetConn()
 	}
-	if c, ok := nc.(*conn); ok && c.l == l {
-		c.idle.Store(state == http.StateIdle)
+	c, ok := nc.(*conn)
+	if !ok || c.l != l {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle.Store(state == http.StateIdle)
+	switch state {
+	case http.StateIdle:
+		if c.since.Load() == 0 {
+			c.since.Store(l.opts.Now().UnixNano())
+		}
+	case http.StateActive:
+		c.since.Store(0)
 	}
 }
 

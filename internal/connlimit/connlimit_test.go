@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -228,5 +229,66 @@ func TestCloseFreesThePlace(t *testing.T) {
 func TestNewRefusesNoCap(t *testing.T) {
 	if _, err := New(nil, Options{}); err == nil {
 		t.Fatal("Max 0 accepted")
+	}
+}
+
+// An HTTP/2 connection idle between streams sets no read deadline, yet it
+// is waiting for its client: at the cap a new client takes its place, so
+// idle HTTP/2 connections cannot hold every place until their idle timeout.
+func TestIdleHTTP2ConnectionGivesWay(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	l, err := New(inner, Options{Max: 1, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	ts.Listener = l
+	ts.EnableHTTP2 = true
+	idle := make(chan struct{}, 8)
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		l.ConnState(c, s)
+		if s == http.StateIdle {
+			idle <- struct{}{}
+		}
+	}
+	ts.StartTLS()
+	defer ts.Close()
+
+	get := func(c *http.Client) (string, error) {
+		resp, err := c.Get(ts.URL)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	first := ts.Client()
+	if proto, err := get(first); err != nil || proto != "HTTP/2.0" {
+		t.Fatalf("first client: %q, %v", proto, err)
+	}
+	// The server marks the connection idle when it starts serving
+	// HTTP/2, and again once the stream is closed.
+	for i := range 2 {
+		select {
+		case <-idle:
+		case <-time.After(10 * time.Second): // a hang guard
+			t.Fatalf("idle state %d never came", i+1)
+		}
+	}
+	clk.advance(2 * time.Second)
+	second := &http.Client{Transport: first.Transport.(*http.Transport).Clone()}
+	defer second.CloseIdleConnections()
+	if proto, err := get(second); err != nil || proto != "HTTP/2.0" {
+		t.Fatalf("a new client at the cap: %q, %v; want the idle HTTP/2 connection to give way", proto, err)
+	}
+	if s := l.Stats(); s.Evicted != 1 {
+		t.Errorf("stats %+v, want one eviction", s)
 	}
 }
