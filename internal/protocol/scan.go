@@ -114,6 +114,13 @@ func endOfValue(data []byte, i int) int {
 	return len(data)
 }
 
+// EachMember calls fn with the key (unquoted) and raw value of every
+// member of the JSON object data, in order; data must be valid JSON. fn
+// returning false stops the walk.
+func EachMember(data []byte, fn func(key string, value []byte) bool) error {
+	return eachMember(data, fn)
+}
+
 // LookupMembers finds the raw values of the named members of the JSON
 // object data (valid JSON, as after Decode) without decoding the rest:
 // dst[i] receives the value of keys[i], or nil when absent. When a key

@@ -3,6 +3,7 @@ package transport
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -35,10 +36,28 @@ const (
 // session hash, so their size must not be the client's to choose.
 // Refused, nothing of the request is kept. Malformed params pass:
 // srv.Initialize says what is wrong with them.
+//
+// The bound holds for what the decoder keeps, not only for the member
+// spelled as the schema spells it: encoding/json matches member names
+// case-insensitively and decodes a repeated one into the same value, so
+// "clientInfo", "CLIENTINFO" and a second "clientInfo" all land in one
+// field. Every member that folds to the name counts, their sizes added.
 func (t *Transport) checkInitialize(params json.RawMessage) *protocol.Error {
 	keys := [...]string{"clientInfo", "capabilities"}
-	var raw [len(keys)]json.RawMessage
-	if len(params) == 0 || protocol.LookupMembers(params, keys[:], raw[:]) != nil {
+	var size, depth [len(keys)]int
+	if len(params) == 0 {
+		return nil
+	}
+	err := protocol.EachMember(params, func(k string, v []byte) bool {
+		for i, want := range keys {
+			if strings.EqualFold(k, want) {
+				size[i] += len(v)
+				depth[i] = max(depth[i], jsonDepth(v))
+			}
+		}
+		return true
+	})
+	if err != nil {
 		return nil
 	}
 	limits := [len(keys)]struct {
@@ -48,13 +67,13 @@ func (t *Transport) checkInitialize(params json.RawMessage) *protocol.Error {
 		{t.opts.MaxClientInfoBytes, "transport.maxClientInfoBytes"},
 		{t.opts.MaxCapabilitiesBytes, "transport.maxCapabilitiesBytes"},
 	}
-	for i, v := range raw {
+	for i := range keys {
 		field := "params." + keys[i]
-		if lim := limits[i]; len(v) > lim.bytes {
-			return boundError(field, "is "+strconv.Itoa(len(v))+" bytes", lim.bytes, lim.key, len(v))
+		if lim := limits[i]; size[i] > lim.bytes {
+			return boundError(field, "is "+strconv.Itoa(size[i])+" bytes", lim.bytes, lim.key, size[i])
 		}
-		if d := jsonDepth(v); d > t.opts.MaxInitializeDepth {
-			return boundError(field, "nests "+strconv.Itoa(d)+" levels deep", t.opts.MaxInitializeDepth, "transport.maxInitializeDepth", d)
+		if depth[i] > t.opts.MaxInitializeDepth {
+			return boundError(field, "nests "+strconv.Itoa(depth[i])+" levels deep", t.opts.MaxInitializeDepth, "transport.maxInitializeDepth", depth[i])
 		}
 	}
 	return nil

@@ -60,3 +60,33 @@ func TestInitialize_ParamsBounded(t *testing.T) {
 		})
 	}
 }
+
+// The bound holds for what the decoder keeps: a member spelled in another
+// case, or repeated, decodes into the same field (encoding/json matches
+// names case-insensitively), so it counts towards the same limit.
+func TestInitialize_BoundsHoldAsDecoded(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) {
+		o.MaxClientInfoBytes, o.MaxCapabilitiesBytes, o.MaxInitializeDepth = 100, 200, 4
+	}))
+	big := `{"name":"` + strings.Repeat("n", 150) + `","version":"1"}`
+	small := `{"name":"c","version":"1"}`
+	cases := []struct{ name, params, want string }{
+		{"another case", `"capabilities":{},"clientInfo":` + small + `,"CLIENTINFO":` + big, "params.clientInfo is 201 bytes"},
+		{"repeated", `"capabilities":{},"clientInfo":` + small + `,"clientInfo":` + small + `,"clientInfo":` + small + `,"clientInfo":` + small, "params.clientInfo is 104 bytes"},
+		{"escaped name", `"capabilities":{},"clientInfo":` + small + `,"client\u0049nfo":` + big, "params.clientInfo is 201 bytes"},
+		{"capabilities in another case, too deep", `"clientInfo":` + small + `,"Capabilities":{"a":{"b":{"c":{"d":{}}}}}`, "params.capabilities nests 5 levels deep"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.tr.Sessions().Len()
+			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocol.LatestVersion + `",` + tc.params + `}}`
+			r := h.post(t, "", []byte(body))
+			if msg := wantRPCError(t, r, http.StatusOK, "1", protocol.CodeInvalidParams); !strings.Contains(msg, tc.want) {
+				t.Errorf("message %q, want it to say %q", msg, tc.want)
+			}
+			if h.tr.Sessions().Len() != before {
+				t.Errorf("a refused initialize made a client session")
+			}
+		})
+	}
+}
