@@ -171,3 +171,34 @@ func CheckUpstreamConfig(config json.RawMessage, o Options) (json.RawMessage, er
 	}
 	return c, err
 }
+
+// MaxTraceText bounds a trace's tool name, client session and error code
+// (bytes): they are identifiers, and a trace is never worth more.
+const MaxTraceText = 256
+
+// CheckTrace is the rule both stores apply to a trace before keeping it;
+// field names the trace in errors (traces[3]). The embedded store keeps
+// traces in memory, so a trace it accepted must be no larger than one
+// PostgreSQL accepts.
+func CheckTrace(field string, t Trace) error {
+	sub := func(name string) string { return field + "." + name }
+	if err := CheckName(sub("tenant"), t.Tenant, MaxIDLen); err != nil {
+		return err
+	}
+	if err := CheckName(sub("id"), t.ID, MaxIDLen); err != nil {
+		return err
+	}
+	if err := CheckText(sub("tool"), t.Tool, MaxTraceText, true); err != nil {
+		return err
+	}
+	if err := CheckText(sub("clientSession"), t.ClientSession, MaxTraceText, false); err != nil {
+		return err
+	}
+	if err := CheckText(sub("errorCode"), t.ErrorCode, MaxTraceText, false); err != nil {
+		return err
+	}
+	if t.Status != TraceOK && t.Status != TraceError {
+		return Invalid(sub("status"), "must be %q or %q, got %q", TraceOK, TraceError, t.Status)
+	}
+	return nil
+}

@@ -14,8 +14,8 @@ import (
 // maxToolLen bounds a tool-name filter, in bytes.
 const maxToolLen = 128
 
-// InsertTraces stores a batch: all of it, or nothing if a trace lacks its
-// tenant or id. A trace whose (tenant, id) is already stored is skipped,
+// InsertTraces stores a batch: all of it, or nothing if a trace breaks
+// store.CheckTrace. A trace whose (tenant, id) is already stored is skipped,
 // so a retried batch does not fail on the part that got through. Once
 // Options.TraceLimit traces are held, each new one drops the earliest
 // written, of whichever tenant (TraceStats counts them).
@@ -26,10 +26,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	// The handles are computed before taking the lock: a hash each.
 	handles := make([]string, len(batch))
 	for i, tr := range batch {
-		if err := store.CheckName(fmt.Sprintf("batch[%d].tenant", i), tr.Tenant, store.MaxIDLen); err != nil {
-			return err
-		}
-		if err := store.CheckName(fmt.Sprintf("batch[%d].id", i), tr.ID, store.MaxIDLen); err != nil {
+		if err := store.CheckTrace(fmt.Sprintf("traces[%d]", i), tr); err != nil {
 			return err
 		}
 		handles[i] = store.ClientSessionHandle(tr.ClientSession)

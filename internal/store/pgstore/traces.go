@@ -12,10 +12,6 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// maxTraceText bounds a trace's tool name, client session and error code
-// (bytes): they are identifiers, and a trace is never worth more.
-const maxTraceText = 256
-
 const traceCols = `id, tenant, tool, client_session, status, error_code, duration_ms, arg_bytes, result_bytes, started_at`
 
 func scanTrace(row pgx.Row) (store.Trace, error) {
@@ -24,29 +20,6 @@ func scanTrace(row pgx.Row) (store.Trace, error) {
 		&t.DurationMs, &t.ArgBytes, &t.ResultBytes, &t.StartedAt)
 	t.StartedAt = utc(t.StartedAt)
 	return t, err
-}
-
-func checkTrace(i int, t store.Trace) error {
-	field := func(name string) string { return fmt.Sprintf("traces[%d].%s", i, name) }
-	if err := store.CheckName(field("tenant"), t.Tenant, store.MaxIDLen); err != nil {
-		return err
-	}
-	if err := store.CheckName(field("id"), t.ID, store.MaxIDLen); err != nil {
-		return err
-	}
-	if err := store.CheckText(field("tool"), t.Tool, maxTraceText, true); err != nil {
-		return err
-	}
-	if err := store.CheckText(field("clientSession"), t.ClientSession, maxTraceText, false); err != nil {
-		return err
-	}
-	if err := store.CheckText(field("errorCode"), t.ErrorCode, maxTraceText, false); err != nil {
-		return err
-	}
-	if t.Status != store.TraceOK && t.Status != store.TraceError {
-		return store.Invalid(field("status"), "must be %q or %q, got %q", store.TraceOK, store.TraceError, t.Status)
-	}
-	return nil
 }
 
 // traceRow is t's values in traceCols order, its client session id
@@ -64,7 +37,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 		return nil
 	}
 	for i, t := range batch {
-		if err := checkTrace(i, t); err != nil {
+		if err := store.CheckTrace(fmt.Sprintf("traces[%d]", i), t); err != nil {
 			return err
 		}
 	}
@@ -115,7 +88,7 @@ func (s *Store) GetTrace(ctx context.Context, tenant, id string) (store.Trace, e
 func traceFilter(b *builder, tenant, tool string, since time.Time) error {
 	b.where("tenant = %s", tenant)
 	if tool != "" {
-		if err := store.CheckText("tool", tool, maxTraceText, false); err != nil {
+		if err := store.CheckText("tool", tool, store.MaxTraceText, false); err != nil {
 			return err
 		}
 		b.where("tool = %s", tool)

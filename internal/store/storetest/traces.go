@@ -96,16 +96,27 @@ func testTraces(t *testing.T, h *harness) {
 		}
 	})
 
-	t.Run("insert rejects traces without tenant or id", func(t *testing.T) {
+	t.Run("insert refuses malformed traces, whole batches, the same way in both stores", func(t *testing.T) {
 		t.Parallel()
 		tn := h.tenant()
-		noTenant, noID := trace("", "x", 1), trace(tn, "x", 1)
-		noID.ID = ""
-		for _, tr := range []store.Trace{noTenant, noID} {
-			if err := h.s.InsertTraces(ctx(t), []store.Trace{tr}); err == nil {
-				t.Fatalf("inserting %+v succeeded", tr)
-			}
+		bad := map[string]func(*store.Trace){
+			"tenant":        func(tr *store.Trace) { tr.Tenant = "" },
+			"id":            func(tr *store.Trace) { tr.ID = "" },
+			"tool":          func(tr *store.Trace) { tr.Tool = strings.Repeat("t", store.MaxTraceText+1) },
+			"clientSession": func(tr *store.Trace) { tr.ClientSession = strings.Repeat("s", store.MaxTraceText+1) },
+			"errorCode":     func(tr *store.Trace) { tr.ErrorCode = strings.Repeat("e", store.MaxTraceText+1) },
+			"status":        func(tr *store.Trace) { tr.Status = "maybe" },
 		}
+		for field, spoil := range bad {
+			good, tr := trace(tn, "x", 1), trace(tn, "x", 2)
+			spoil(&tr)
+			err := h.s.InsertTraces(ctx(t), []store.Trace{good, tr})
+			wantField(t, err, "traces[1]."+field)
+			_, err = h.s.GetTrace(ctx(t), tn, good.ID)
+			wantIs(t, err, store.ErrNotFound) // a refused batch keeps nothing
+		}
+		atLimit := trace(tn, strings.Repeat("t", store.MaxTraceText), 3)
+		noErr(t, h.s.InsertTraces(ctx(t), []store.Trace{atLimit}))
 	})
 
 	t.Run("list filters, newest first, in pages", func(t *testing.T) {
