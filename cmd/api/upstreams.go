@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,24 +218,19 @@ func (f *federation) proxy(u upstream.Tool, category timeout.Category) pipeline.
 		Name: u.Canonical, Title: u.Title, Description: desc,
 		InputSchema: u.InputSchema, Annotations: u.Annotations,
 		Category: category,
+		// The upstream's result reaches the client as the upstream sent
+		// it, isError included (INV-MCP-ECO-301), and is described by the
+		// upstream's own outputSchema (DESIGN.md, "Gateway fidelity").
+		PassThrough: true, OutputSchema: u.OutputSchema,
 		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) {
 			res, err := f.m.Call(ctx, u.Server, u.Name, call.Arguments)
 			if err != nil {
 				return nil, callError(u, err)
 			}
-			if res.IsError {
-				return nil, toolError(u, res)
-			}
-			return proxiedData{Content: res.Content, StructuredContent: res.StructuredContent}, nil
+			return response.Passed{Content: res.Content, StructuredContent: res.StructuredContent, Meta: res.Meta,
+				IsError: res.IsError, Attempts: res.Attempts}, nil
 		},
 	}
-}
-
-// proxiedData is the envelope's data for a proxied call: the upstream
-// result as it came, minus isError (the envelope says success).
-type proxiedData struct {
-	Content           json.RawMessage `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 }
 
 // callError maps a failed call to the envelope's codes (INV-MCP-ECO-100,
@@ -259,29 +253,6 @@ func callError(u upstream.Tool, err error) error {
 	}
 	e := response.NewError(code, "%s", err.Error())
 	e.Context = ctx
-	return e
-}
-
-// toolError is an upstream tool's own failure (isError): its message and
-// whatever content it sent, kept for the model (INV-MCP-ECO-301).
-func toolError(u upstream.Tool, res upstream.CallResult) error {
-	var blocks []protocol.Content
-	_ = json.Unmarshal(res.Content, &blocks)
-	var texts []string
-	for _, b := range blocks {
-		if b.Type == protocol.ContentText && b.Text != "" {
-			texts = append(texts, b.Text)
-		}
-	}
-	msg := strings.Join(texts, "\n")
-	if msg == "" {
-		msg = fmt.Sprintf("upstream %s: tool %s reported an error without a message", u.Server, u.Name)
-	}
-	e := response.NewError(response.CodeOperationFailed, "%s", msg)
-	e.Context = map[string]any{"server": u.Server, "tool": u.Name, "content": res.Content}
-	if len(res.StructuredContent) > 0 {
-		e.Context["structuredContent"] = res.StructuredContent
-	}
 	return e
 }
 

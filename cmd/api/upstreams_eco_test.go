@@ -57,7 +57,7 @@ func TestECO300_ArgumentsValidated(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := calls.Load()
-			env := call(t, cs, tc.tool, tc.args)
+			env, _ := proxied(t, cs, tc.tool, tc.args)
 			if env.Success != tc.ok {
 				t.Fatalf("success = %v, want %v: %+v", env.Success, tc.ok, env)
 			}
@@ -82,7 +82,7 @@ func TestECO003_NamespacingPreventsCollisions(t *testing.T) {
 		{ID: "server-b", URL: sdkUpstream(t, "server-b", &b, "lookup")},
 	}, "server-a_search", "server-b_search", "server-b_lookup")
 	for _, name := range []string{"server-a.search", "server-b_search"} {
-		env := call(t, cs, name, map[string]any{"query": "q"})
+		env, _ := proxied(t, cs, name, map[string]any{"query": "q"})
 		mustSucceed(t, env, name)
 		if want := strings.SplitN(strings.ReplaceAll(name, "_", "."), ".", 2)[0] + ":q"; !strings.Contains(string(env.Data), want) {
 			t.Fatalf("%s answered %s, want %s", name, env.Data, want)
@@ -91,7 +91,8 @@ func TestECO003_NamespacingPreventsCollisions(t *testing.T) {
 	if env := call(t, cs, "search", map[string]any{"query": "q"}); env.Success || env.Error.Code != "AMBIGUOUS_TOOL" {
 		t.Fatalf("bare search: %+v", env)
 	}
-	mustSucceed(t, call(t, cs, "lookup", map[string]any{"query": "q"}), "bare lookup")
+	env, _ := proxied(t, cs, "lookup", map[string]any{"query": "q"})
+	mustSucceed(t, env, "bare lookup")
 	if a.Load() != 1 || b.Load() != 2 {
 		t.Fatalf("calls: server-a %d, server-b %d; want 1 and 2", a.Load(), b.Load())
 	}

@@ -172,7 +172,16 @@ func AppendResponse(dst []byte, id ID, result any) ([]byte, error) {
 // are written directly; other blocks go through encoding/json.
 func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	dst = append(dst, `{"content":[`...)
+	for i, b := range r.RawContent {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b...)
+	}
 	for i, c := range r.Content {
+		if r.RawContent != nil {
+			break
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -207,6 +216,10 @@ func AppendToolResult(dst []byte, r *CallToolResult) ([]byte, error) {
 	}
 	if r.IsError {
 		dst = append(dst, `,"isError":true`...)
+	}
+	if len(r.Meta) > 0 {
+		dst = append(dst, `,"_meta":`...)
+		dst = append(dst, r.Meta...)
 	}
 	return append(dst, '}'), nil
 }

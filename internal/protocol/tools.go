@@ -45,6 +45,13 @@ type CallToolResult struct {
 	// produced the bytes may set it (package response, whose encoder
 	// writes nothing else); it is never sent.
 	StructuredCompact bool `json:"-"`
+	// RawContent, when not nil, is written in place of Content: content
+	// blocks as another server sent them (a gateway passes them on
+	// unchanged, with fields this package does not model). Each must be
+	// a compact, valid JSON object.
+	RawContent []json.RawMessage `json:"-"`
+	// Meta is the result's _meta object, compact and valid; nil for none.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ToolError returns an isError result with one text block: a tool failure

@@ -50,6 +50,7 @@ func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json
 	if n > 1 {
 		m.log.Info().Str("server", serverID).Str("tool", toolName).Int("attempts", n).Msg("upstream call succeeded after retries")
 	}
+	out.Attempts = n
 	return out, nil
 }
 

@@ -460,13 +460,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (Cal
 }
 
 func toCallResult(res *mcp.CallToolResult) (CallResult, error) {
-	out := CallResult{IsError: res.IsError, Content: json.RawMessage("[]")}
-	if len(res.Content) > 0 {
-		b, err := json.Marshal(res.Content)
+	out := CallResult{IsError: res.IsError, Content: make([]json.RawMessage, 0, len(res.Content))}
+	for i, c := range res.Content {
+		b, err := json.Marshal(c)
 		if err != nil {
-			return CallResult{}, fmt.Errorf("encoding the result's content: %w", err)
+			return CallResult{}, fmt.Errorf("encoding the result's content block %d: %w", i, err)
 		}
-		out.Content = b
+		out.Content = append(out.Content, b)
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
@@ -474,6 +474,13 @@ func toCallResult(res *mcp.CallToolResult) (CallResult, error) {
 			return CallResult{}, fmt.Errorf("encoding the result's structuredContent: %w", err)
 		}
 		out.StructuredContent = b
+	}
+	if len(res.Meta) > 0 {
+		b, err := json.Marshal(res.Meta)
+		if err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's _meta: %w", err)
+		}
+		out.Meta = b
 	}
 	return out, nil
 }

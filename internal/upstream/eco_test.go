@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -391,11 +392,12 @@ func TestECO301_ToolErrorPropagated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("isError became a Go error: %v", err)
 	}
-	if !res.IsError || !strings.Contains(string(res.Content), "quota exceeded") || !strings.Contains(string(res.Content), "partial row 1") {
+	blocks := fmt.Sprintf("%s", res.Content)
+	if !res.IsError || !strings.Contains(blocks, "quota exceeded") || !strings.Contains(blocks, "partial row 1") {
 		t.Errorf("result = %+v (%s)", res, res.Content)
 	}
 	res, err = m.Call(ctx(t), "a", "ok", nil)
-	if err != nil || res.IsError || string(res.StructuredContent) != `{"n":1}` || string(res.Content) == "null" {
+	if err != nil || res.IsError || string(res.StructuredContent) != `{"n":1}` || res.Content == nil {
 		t.Errorf("ok: %+v %s %v", res, res.Content, err)
 	}
 	if _, err := m.Call(ctx(t), "a", "missing", nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "missing") {

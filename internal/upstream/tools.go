@@ -27,30 +27,37 @@ func (noLoader) Load(url string) (any, error) {
 // unless its $schema says otherwise) and checks it describes an object.
 // A tool that fails is left out, never the whole server: one upstream's
 // bad schema must not break the client for the whole gateway.
-func checkInputSchema(raw json.RawMessage) error {
+func checkInputSchema(raw json.RawMessage) error { return checkSchema("inputSchema", raw) }
+
+// checkOutputSchema checks a tool's outputSchema the same way: the MCP
+// specification (server/tools, "Output Schema") says it describes the
+// object structuredContent holds.
+func checkOutputSchema(raw json.RawMessage) error { return checkSchema("outputSchema", raw) }
+
+func checkSchema(name string, raw json.RawMessage) error {
 	if len(raw) == 0 || string(raw) == "null" {
-		return errors.New("inputSchema is missing")
+		return fmt.Errorf("%s is missing", name)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return fmt.Errorf("inputSchema is not valid JSON: %w", err)
+		return fmt.Errorf("%s is not valid JSON: %w", name, err)
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return errors.New("inputSchema is not a JSON object")
+		return fmt.Errorf("%s is not a JSON object", name)
 	}
 	if obj["type"] != "object" {
-		return fmt.Errorf(`inputSchema type is %v, not "object"`, obj["type"])
+		return fmt.Errorf(`%s type is %v, not "object"`, name, obj["type"])
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	const loc = "urn:mcp-runtime:upstream-tool-input"
+	loc := "urn:mcp-runtime:upstream-tool-" + name
 	if err := c.AddResource(loc, doc); err != nil {
-		return fmt.Errorf("inputSchema: %w", err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if _, err := c.Compile(loc); err != nil {
-		return fmt.Errorf("inputSchema does not compile: %s", firstLine(err.Error()))
+		return fmt.Errorf("%s does not compile: %s", name, firstLine(err.Error()))
 	}
 	return nil
 }
@@ -116,14 +123,26 @@ func convertTool(cfg Config, t *mcp.Tool) (Tool, error) {
 	if err := checkInputSchema(schema); err != nil {
 		return Tool{}, err
 	}
+	var output json.RawMessage
+	if t.OutputSchema != nil {
+		b, err := json.Marshal(t.OutputSchema)
+		if err != nil {
+			return Tool{}, fmt.Errorf("outputSchema: %w", err)
+		}
+		if err := checkOutputSchema(b); err != nil {
+			return Tool{}, err
+		}
+		output = compact(b)
+	}
 	out := Tool{
-		Server:      cfg.ID,
-		Name:        t.Name,
-		Canonical:   CanonicalName(cfg.ID, t.Name),
-		Category:    cfg.TimeoutCategory(),
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: compact(schema),
+		OutputSchema: output,
+		Server:       cfg.ID,
+		Name:         t.Name,
+		Canonical:    CanonicalName(cfg.ID, t.Name),
+		Category:     cfg.TimeoutCategory(),
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  compact(schema),
 	}
 	if t.Annotations != nil {
 		// Through JSON: the SDK's and our annotation types share the wire

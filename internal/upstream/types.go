@@ -42,7 +42,11 @@ type Tool struct {
 	// InputSchema compiled without error (JSON Schema 2020-12 unless its
 	// $schema says otherwise) and has type "object".
 	InputSchema json.RawMessage
-	Annotations *protocol.ToolAnnotations
+	// OutputSchema is the tool's own, compact; nil when it declares none.
+	// A gateway lists it as it is, so the structuredContent it passes on
+	// is what the tool declared.
+	OutputSchema json.RawMessage
+	Annotations  *protocol.ToolAnnotations
 	// Category is the server's timeout category (Config.TimeoutCategory),
 	// which the caller's guardrails time the tool's calls by.
 	Category string
@@ -188,9 +192,15 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // is a CallResult with IsError true, its content kept (partial results
 // included), not a Go error (INV-MCP-ECO-301).
 type CallResult struct {
-	// Content is the result's content array as JSON; never null ([]).
-	Content json.RawMessage `json:"content"`
+	// Content is the result's content blocks, each as compact JSON in the
+	// form the server sent it; never nil.
+	Content []json.RawMessage
 	// StructuredContent is nil when the result has none.
-	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage
+	// Meta is the result's _meta object; nil when it has none.
+	Meta    json.RawMessage
+	IsError bool
+	// Attempts is how many times the call was sent (1 unless a failure
+	// before it reached the server was retried).
+	Attempts int
 }

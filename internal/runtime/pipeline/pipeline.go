@@ -43,7 +43,16 @@ type Tool struct {
 	// per-tool timeout in code, only the configuration's override.
 	Category    timeout.Category
 	LongRunning bool
-	Run         func(ctx context.Context, call *handlers.ToolCall) (any, error)
+	// PassThrough marks a tool whose successful Run returns a
+	// response.Passed: another server's result, passed on as it was sent
+	// (response.PassThrough) instead of wrapped in the envelope. Its
+	// outputSchema is OutputSchema, the other server's (nil for none),
+	// and the failures the guardrails answer carry their envelope in the
+	// text block only when there is one, since it does not match that
+	// schema (DESIGN.md, "Gateway fidelity").
+	PassThrough  bool
+	OutputSchema json.RawMessage
+	Run          func(ctx context.Context, call *handlers.ToolCall) (any, error)
 }
 
 // Config holds the guardrails' settings.
@@ -123,24 +132,41 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 	}
 	exposed := handlers.ExposedName(t.Name, p.cfg.Separator)
 	limit := p.cfg.Timeouts.For(t.Name, exposed, t.Category)
+	output := response.EnvelopeSchema()
+	if t.PassThrough {
+		output = t.OutputSchema
+	}
 	return handlers.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: response.EnvelopeSchema(), Annotations: t.Annotations,
+		InputSchema: t.InputSchema, OutputSchema: output, Annotations: t.Annotations,
 		LongRunning: t.LongRunning,
-		Precheck:    p.precheck(t.Name, t.Category),
+		Precheck:    p.precheck(t),
 		Invalid: func(ctx context.Context, call *handlers.ToolCall, msg string) *protocol.CallToolResult {
-			return p.fail(ctx, call, t.Category, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
+			return p.fail(ctx, call, t, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
 		},
 		Handler: p.handler(t, exposed, limit),
 	}, nil
 }
 
-func (p *Pipeline) precheck(name string, cat timeout.Category) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
+// failure is the guardrails' answer to a failed call of t: the envelope,
+// without its structuredContent when t lists another server's
+// outputSchema, which the envelope does not match (a client validating
+// structuredContent against the listed schema would reject the answer).
+func (p *Pipeline) failure(t Tool, e *response.Error, meta response.Metadata) *protocol.CallToolResult {
+	res := response.Failure(e, meta, p.cfg.Response)
+	if t.PassThrough && len(t.OutputSchema) > 0 {
+		res.StructuredContent, res.StructuredCompact = nil, false
+	}
+	return res
+}
+
+func (p *Pipeline) precheck(t Tool) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
+	name := t.Name
 	return func(ctx context.Context, call *handlers.ToolCall) *protocol.CallToolResult {
 		start := time.Now()
 		if p.cfg.Admit != nil {
 			if rej := p.cfg.Admit(ctx, name); rej != nil {
-				return p.fail(ctx, call, cat, start, rej)
+				return p.fail(ctx, call, t, start, rej)
 			}
 		}
 		args := call.Arguments
@@ -152,15 +178,15 @@ func (p *Pipeline) precheck(name string, cat timeout.Category) func(context.Cont
 		if rej == nil {
 			return nil
 		}
-		return p.fail(ctx, call, cat, start, rej)
+		return p.fail(ctx, call, t, start, rej)
 	}
 }
 
 // fail answers a call rejected before its handler ran, and records it.
-func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, cat timeout.Category, start time.Time, e *response.Error) *protocol.CallToolResult {
+func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, t Tool, start time.Time, e *response.Error) *protocol.CallToolResult {
 	d := time.Since(start)
-	res := response.Failure(e, response.Metadata{DurationMs: d.Milliseconds()}, p.cfg.Response)
-	p.record(ctx, call, cat, e.Code, d, res)
+	res := p.failure(t, e, response.Metadata{DurationMs: d.Milliseconds()})
+	p.record(ctx, call, t.Category, e.Code, d, res)
 	return res
 }
 
@@ -182,7 +208,7 @@ func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers
 	timedOut := func(elapsed time.Duration) *protocol.CallToolResult {
 		e := response.NewError(response.CodeToolTimeout, "%s did not finish within %s", exposed, limit).
 			WithContext("timeoutMs", limit.Milliseconds())
-		return response.Failure(e, response.Metadata{DurationMs: elapsed.Milliseconds()}, p.cfg.Response)
+		return p.failure(t, e, response.Metadata{DurationMs: elapsed.Milliseconds()})
 	}
 	return func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
 		// The handler runs on this goroutine; at the deadline the watchdog
@@ -214,16 +240,32 @@ func (p *Pipeline) result(t Tool, out timeout.Outcome, timedOut func(time.Durati
 			// The message the client sees is generic; the cause is here.
 			p.log.Error().Err(err).Str("tool", t.Name).Msg("tool failed")
 		}
-		return response.Failure(rerr, meta, p.cfg.Response), rerr.Code, nil
+		return p.failure(t, rerr, meta), rerr.Code, nil
 	}
 	if r, ok := data.(Result); ok {
 		data, meta.Cached = r.Data, r.Cached
+	}
+	if passed, ok := data.(response.Passed); ok && t.PassThrough {
+		res, err := response.PassThrough(passed, meta, p.cfg.Response)
+		if err != nil {
+			rerr := response.FromError(err)
+			if rerr.Code == response.CodeInternalError {
+				p.log.Error().Err(err).Str("tool", t.Name).Msg("pass on tool result")
+			}
+			return p.failure(t, rerr, meta), rerr.Code, nil
+		}
+		if res.IsError {
+			// The tool's own failure, passed on as it said it; the trace
+			// counts it as one.
+			return res, response.CodeOperationFailed, nil
+		}
+		return res, "", nil
 	}
 	res, err := response.Success(data, meta, p.cfg.Response)
 	if err != nil {
 		p.log.Error().Err(err).Str("tool", t.Name).Msg("encode tool result")
 		e := response.NewError(response.CodeInternalError, "the tool's result could not be encoded")
-		return response.Failure(e, meta, p.cfg.Response), e.Code, nil
+		return p.failure(t, e, meta), e.Code, nil
 	}
 	return res, "", nil
 }

@@ -1,0 +1,164 @@
+package response
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// MetaKey is the _meta member of a passed-on result that carries this
+// server's metadata of the call; a reverse-DNS prefix, as the MCP
+// specification asks of _meta keys (basic/index, "_meta").
+const MetaKey = "io.mcp-runtime/call"
+
+// Passed is a tool result another server produced, to be passed on as it
+// was sent (DESIGN.md, "Gateway fidelity"): content blocks and _meta as
+// compact JSON, structuredContent as the server's own.
+type Passed struct {
+	Content           []json.RawMessage
+	StructuredContent json.RawMessage
+	Meta              json.RawMessage
+	IsError           bool
+	// Attempts is how many times the call was sent.
+	Attempts int
+}
+
+// passedMeta is this server's metadata of a passed-on call, under MetaKey.
+type passedMeta struct {
+	DurationMs    int64 `json:"durationMs"`
+	Cached        bool  `json:"cached"`
+	Truncated     bool  `json:"truncated"`
+	Attempts      int   `json:"attempts"`
+	DroppedBlocks int   `json:"droppedBlocks,omitempty"`
+	OriginalBytes int   `json:"originalBytes,omitempty"`
+}
+
+// PassThrough returns in as a tools/call result, with this server's
+// metadata added to its _meta under MetaKey. It refines the size
+// contract (INV-MCP-RESP-003, -004) for results this server did not
+// make, whose bytes are not its to rewrite:
+//
+//   - a text block's text longer than l.MaxStringLength is cut with the
+//     suffix, as in an envelope;
+//   - binary data (a blob, image or audio data), an embedded resource's
+//     text and structuredContent are never cut: cutting them would pass a
+//     corrupted file or a value the tool's outputSchema does not describe
+//     as a success;
+//   - a result still over l.MaxResponseBytes loses whole blocks, from the
+//     last, and gains a text block saying how many and why;
+//     metadata.truncated and droppedBlocks say so too.
+//
+// A result that does not fit even without its blocks (its
+// structuredContent or _meta alone is too large) is an error, which the
+// caller answers as a failure.
+func PassThrough(in Passed, meta Metadata, l Limits) (*protocol.CallToolResult, error) {
+	l = l.normalized()
+	m := passedMeta{DurationMs: max(meta.DurationMs, 0), Cached: meta.Cached, Truncated: meta.Truncated, Attempts: max(in.Attempts, 1)}
+	blocks := make([]json.RawMessage, len(in.Content))
+	for i, b := range in.Content {
+		cut, did, err := clipTextBlock(b, l)
+		if err != nil {
+			return nil, fmt.Errorf("content block %d: %w", i, err)
+		}
+		blocks[i], m.Truncated = cut, m.Truncated || did
+	}
+	res := &protocol.CallToolResult{RawContent: blocks, StructuredContent: in.StructuredContent, IsError: in.IsError}
+	size, err := passedSize(res, in.Meta, m)
+	if err != nil {
+		return nil, err
+	}
+	if size > l.MaxResponseBytes {
+		m.Truncated, m.OriginalBytes = true, size
+		for len(blocks) > 0 && size > l.MaxResponseBytes {
+			blocks = blocks[:len(blocks)-1]
+			m.DroppedBlocks++
+			note, _ := json.Marshal(protocol.TextContent(fmt.Sprintf(
+				"%d of the result's %d content blocks were left out: the result is %d bytes, over response.maxResponseBytes (%d)",
+				m.DroppedBlocks, len(in.Content), m.OriginalBytes, l.MaxResponseBytes)))
+			res.RawContent = append(blocks[:len(blocks):len(blocks)], note)
+			if size, err = passedSize(res, in.Meta, m); err != nil {
+				return nil, err
+			}
+		}
+		if size > l.MaxResponseBytes {
+			return nil, NewError(CodeOperationFailed,
+				"the tool's result is %d bytes and does not fit response.maxResponseBytes (%d) even without its content blocks: its structuredContent or _meta alone is too large",
+				m.OriginalBytes, l.MaxResponseBytes).
+				WithContext("resultBytes", m.OriginalBytes).WithContext("maxResponseBytes", l.MaxResponseBytes)
+		}
+	}
+	if res.Meta, err = withPassedMeta(in.Meta, m); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// passedSize is the encoded size of res with its _meta as it would be sent.
+func passedSize(res *protocol.CallToolResult, upstream json.RawMessage, m passedMeta) (int, error) {
+	var err error
+	if res.Meta, err = withPassedMeta(upstream, m); err != nil {
+		return 0, err
+	}
+	b, err := protocol.AppendToolResult(nil, res)
+	if err != nil {
+		return 0, fmt.Errorf("the tool's result cannot be encoded: %w", err)
+	}
+	return len(b), nil
+}
+
+// withPassedMeta is the result's _meta: the server's own members, kept,
+// and MetaKey set to m (replacing a member of that name the server sent).
+func withPassedMeta(upstream json.RawMessage, m passedMeta) (json.RawMessage, error) {
+	members := map[string]json.RawMessage{}
+	if len(upstream) > 0 && string(upstream) != "null" {
+		if err := json.Unmarshal(upstream, &members); err != nil {
+			return nil, fmt.Errorf("the result's _meta is not a JSON object: %w", err)
+		}
+	}
+	own, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	members[MetaKey] = own
+	return json.Marshal(members)
+}
+
+// clipTextBlock cuts the text of a text block to l.MaxStringLength
+// characters; any other block, and a text within the limit, is returned
+// as it is.
+func clipTextBlock(b json.RawMessage, l Limits) (json.RawMessage, bool, error) {
+	// A text of more than MaxStringLength characters takes more bytes
+	// than that: shorter blocks are passed without a look.
+	if len(b) <= l.MaxStringLength {
+		return b, false, nil
+	}
+	var typ [1]json.RawMessage
+	if err := protocol.LookupMembers(b, []string{"type"}, typ[:]); err != nil {
+		return nil, false, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if string(typ[0]) != `"`+protocol.ContentText+`"` {
+		return b, false, nil
+	}
+	var head struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, false, fmt.Errorf("not a JSON object: %w", err)
+	}
+	cut, did := clipRunes(head.Text, l.MaxStringLength, l.TruncationSuffix)
+	if !did {
+		return b, false, nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return nil, false, fmt.Errorf("not a JSON object: %w", err)
+	}
+	text, err := json.Marshal(cut)
+	if err != nil {
+		return nil, false, err
+	}
+	members["text"] = text
+	out, err := json.Marshal(members)
+	return out, true, err
+}
