@@ -62,6 +62,7 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeli
 		Store:             persist,
 		HealthInterval:    cfg.Federation.HealthInterval(),
 		GracePeriod:       cfg.Federation.GracePeriod(),
+		MaxBackoff:        cfg.Federation.MaxBackoff(),
 		SyncInterval:      cfg.Federation.SyncInterval(),
 		OnToolsChanged:    f.sync,
 		ClientName:        "mcp-runtime",
@@ -248,11 +249,15 @@ func callError(u upstream.Tool, err error) error {
 		code = response.CodeConnectionTimeout
 	case errors.Is(err, upstream.ErrNotFound):
 		code = response.CodeNotFound
-	case errors.Is(err, upstream.ErrDisabled):
+	case errors.Is(err, upstream.ErrDisabled), errors.Is(err, upstream.ErrUnavailable):
 		code = response.CodeServiceUnavailable
 	}
 	e := response.NewError(code, "%s", err.Error())
 	e.Context = ctx
+	if ue != nil && ue.RetryAfter > 0 {
+		// The next connection attempt: a retry before it fails the same way.
+		e = e.WithRetryAfter(ue.RetryAfter)
+	}
 	return e
 }
 

@@ -32,6 +32,10 @@ type Federation struct {
 	// GracePeriodMs is how long a failing server's last known tools stay
 	// offered before they are withdrawn.
 	GracePeriodMs int64 `yaml:"gracePeriodMs"`
+	// MaxBackoffMs caps the pause between attempts to reconnect a failed
+	// server: one that comes back is in service again within about this
+	// long.
+	MaxBackoffMs int64 `yaml:"maxBackoffMs"`
 	// SyncIntervalMs is how often a replica reloads the servers registered
 	// through the admin API (possibly on another replica) from the store.
 	SyncIntervalMs int64 `yaml:"syncIntervalMs"`
@@ -56,6 +60,7 @@ type Federation struct {
 
 func defaultFederation() Federation {
 	return Federation{HealthIntervalMs: 30_000, GracePeriodMs: 60_000, SyncIntervalMs: 10_000,
+		MaxBackoffMs:        upstream.DefaultMaxBackoff.Milliseconds(),
 		MaxToolsPerUpstream: upstream.DefaultMaxToolsPerServer, MaxToolListBytes: upstream.DefaultMaxToolListBytes,
 		DeniedNetworks: upstream.DefaultDeniedNetworks()}
 }
@@ -76,12 +81,15 @@ func (f Federation) DeniedPrefixes() []netip.Prefix {
 	return out
 }
 
-// HealthInterval, GracePeriod and SyncInterval are the settings as durations.
+// HealthInterval, GracePeriod, MaxBackoff and SyncInterval are the settings as durations.
 func (f Federation) HealthInterval() time.Duration {
 	return time.Duration(f.HealthIntervalMs) * time.Millisecond
 }
 func (f Federation) GracePeriod() time.Duration {
 	return time.Duration(f.GracePeriodMs) * time.Millisecond
+}
+func (f Federation) MaxBackoff() time.Duration {
+	return time.Duration(f.MaxBackoffMs) * time.Millisecond
 }
 func (f Federation) SyncInterval() time.Duration {
 	return time.Duration(f.SyncIntervalMs) * time.Millisecond
@@ -92,6 +100,7 @@ func (c Config) validateFederation(bad func(key string, value any, want string),
 	f := c.Federation
 	intRange("federation.healthIntervalMs", f.HealthIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("federation.gracePeriodMs", f.GracePeriodMs, 0, maxDurationMs, fmt.Sprintf("0 to %d milliseconds", maxDurationMs))
+	intRange("federation.maxBackoffMs", f.MaxBackoffMs, 100, maxDurationMs, fmt.Sprintf("100 to %d milliseconds", maxDurationMs))
 	intRange("federation.syncIntervalMs", f.SyncIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("federation.maxToolsPerUpstream", int64(f.MaxToolsPerUpstream), 1, 100_000, "1 to 100000")
 	intRange("federation.maxToolListBytes", f.MaxToolListBytes, 1024, 1<<30, "1024 to 1073741824 (1 GiB)")

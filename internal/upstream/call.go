@@ -5,31 +5,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Call calls a tool of a server. Arguments are not validated here: the
 // caller validated them against the tool's inputSchema already
 // (INV-MCP-ECO-300). An upstream isError answer is a CallResult with
 // IsError set, not an error (INV-MCP-ECO-301). Errors are *Error
-// (ErrConnectionTimeout, ErrInvocationFailed), or wrap ErrNotFound (no such
-// server, or a tool it did not list) or ErrDisabled.
+// (ErrConnectionTimeout, ErrInvocationFailed, ErrUnavailable), or wrap
+// ErrNotFound (no such server, or a tool it did not list) or ErrDisabled.
 //
-// A failed call is sent again only for a tool whose annotations say it is
-// read-only or idempotent: repeating any other call could repeat its
-// effect (INV-MCP-ECO-101).
+// The call has one deadline: the server's requestTimeoutMs, or ctx's if
+// sooner. A request that may have reached the server — it timed out, or
+// its answer was lost — is never sent again, whatever the tool's
+// annotations say: the server may have done the work, and a retry could
+// do it twice. Failures before the request left (no connection, a
+// refused dial) are retried within the deadline, up to maxRetries
+// (INV-MCP-ECO-101). While the server is down (its last connection
+// attempt failed and the next is not due yet), the call fails at once
+// with ErrUnavailable and when to try again.
 func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json.RawMessage) (CallResult, error) {
-	s, tool, err := m.callTarget(serverID, toolName)
+	s, _, err := m.callTarget(serverID, toolName)
 	if err != nil {
 		return CallResult{}, err
 	}
-	retrySafe := tool.RetrySafe()
-	attempts := 1
-	if retrySafe {
-		attempts = s.cfg.Retries() + 1
+	if err := m.unavailable(s, "tools/call "+toolName); err != nil {
+		return CallResult{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
+	defer cancel()
 	var out CallResult
-	n, err := retry(ctx, attempts, m.backoff, func(ctx context.Context) error {
-		c, err := m.connFor(ctx, s, retrySafe)
+	n, err := retry(ctx, s.cfg.Retries()+1, m.backoff, func(ctx context.Context) error {
+		c, err := m.connFor(ctx, s)
 		if err != nil {
 			return err
 		}
@@ -39,12 +46,23 @@ func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json
 			if broken(err) && ctx.Err() == nil {
 				m.dropConn(s, c, err)
 			}
+			if mayHaveArrived(err) {
+				return permanent(err)
+			}
 			return err
 		}
 		out = res
 		return nil
 	})
 	if err != nil {
+		// Not connected, and the server is down now: say so, and when to
+		// try again, as to every call until it is back. A handshake that
+		// timed out stays ErrConnectionTimeout (INV-MCP-ECO-100).
+		if !mayHaveArrived(err) && !errors.Is(err, ErrConnectionTimeout) {
+			if u := m.unavailable(s, "tools/call "+toolName); u != nil {
+				return CallResult{}, withAttempts(u, n)
+			}
+		}
 		return CallResult{}, err
 	}
 	if n > 1 {
@@ -52,6 +70,26 @@ func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json
 	}
 	out.Attempts = n
 	return out, nil
+}
+
+// unavailable is the ErrUnavailable of a call to s while s is down, or
+// nil.
+func (m *Manager) unavailable(s *server, op string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	wait := time.Until(s.nextTry)
+	if s.conn != nil || !s.down || wait <= 0 {
+		return nil
+	}
+	return &Error{Kind: ErrUnavailable, Server: s.cfg.ID, Op: op, RetryAfter: wait, url: s.cfg.URL,
+		Err: failed(s.downReason, nil)}
+}
+
+// mayHaveArrived reports whether a failed call's request may have
+// reached the server.
+func mayHaveArrived(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.sent
 }
 
 // callTarget finds the server and the tool among those it listed.
@@ -74,11 +112,10 @@ func (m *Manager) callTarget(serverID, toolName string) (*server, Tool, error) {
 }
 
 // connFor returns s's session, connecting first if it has none (its
-// tools may still be offered during the grace period). When the call
-// itself will be retried (retrySafe), one connect attempt is made per
-// call attempt; otherwise connecting gets its own retries: the call has
-// not been sent yet, so retrying the connection is safe.
-func (m *Manager) connFor(ctx context.Context, s *server, retrySafe bool) (*conn, error) {
+// tools may still be offered during the grace period): one connect
+// attempt per call attempt, since Call retries what fails before the
+// request is sent.
+func (m *Manager) connFor(ctx context.Context, s *server) (*conn, error) {
 	m.mu.Lock()
 	c, closed := s.conn, m.closed
 	m.mu.Unlock()
@@ -88,11 +125,7 @@ func (m *Manager) connFor(ctx context.Context, s *server, retrySafe bool) (*conn
 	if c != nil {
 		return c, nil
 	}
-	attempts := s.cfg.Retries() + 1
-	if retrySafe {
-		attempts = 1
-	}
-	res := m.syncServer(ctx, s, false, attempts)
+	res := m.syncServer(ctx, s, false, 1)
 	if res.err != nil {
 		return nil, res.err
 	}

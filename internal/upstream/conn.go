@@ -52,6 +52,11 @@ type dialParams struct {
 	// onToolsChanged is called when the server sends
 	// notifications/tools/list_changed.
 	onToolsChanged func()
+	// onStreamLost is called, with the session's probe, when a request
+	// of the session's event stream fails to reach the server: the SDK
+	// would try again for many seconds before giving the session up,
+	// while the server is most likely gone.
+	onStreamLost func(*probe)
 }
 
 // DefaultMaxResponseBytes bounds the body of one upstream answer to a
@@ -83,6 +88,7 @@ type upstreamTransport struct {
 	denied     deniedNetworks
 	maxBody    int64
 	probe      *probe
+	streamLost func(*probe)
 }
 
 func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -113,9 +119,15 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(r)
+	if ex != nil && ex.call && (err == nil || !beforeSend(err)) {
+		ex.sent.Store(true)
+	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			return nil, err // the operation gave up; that is no failure of the server's
+		}
+		if r.Method == http.MethodGet && t.streamLost != nil {
+			t.streamLost(t.probe)
 		}
 		return nil, t.fail(ex, transportFailure(err))
 	}
@@ -251,7 +263,7 @@ func httpClientFor(base *http.Client, cfg Config, p dialParams, pr *probe) *http
 		scheme, host = u.Scheme, u.Host
 	}
 	c.Transport = &upstreamTransport{base: rt, scheme: scheme, host: host, headers: cfg.Headers, deployment: p.deployment,
-		denied: p.denied, maxBody: p.maxBody, probe: pr}
+		denied: p.denied, maxBody: p.maxBody, probe: pr, streamLost: p.onStreamLost}
 	return &c
 }
 
@@ -314,7 +326,7 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 // again gets the same answer), and so is a loop, a denied address or a
 // limit; a transport failure or a timeout may be retried.
 func (c *conn) requestError(ctx context.Context, ex *exchange, op string, err error) error {
-	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, url: c.cfg.URL}
+	e := &Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, url: c.cfg.URL, sent: ex != nil && ex.sent.Load()}
 	f := ex.failure()
 	switch {
 	case f != nil:
@@ -326,11 +338,21 @@ func (c *conn) requestError(ctx context.Context, ex *exchange, op string, err er
 		f = otherFailure(err, true)
 	}
 	e.Err = f
-	var wire *jsonrpc.Error
-	if f.final() || errors.As(err, &wire) {
+	if f.final() || serverAnswered(err) {
 		return permanent(e)
 	}
 	return e
+}
+
+// codeRejected is the code of the go-sdk's jsonrpc2.ErrRejected, which
+// wraps every failure of the HTTP request itself ("rejected by
+// transport"): an error with it is no answer of the server's.
+const codeRejected = -32005
+
+// serverAnswered reports whether err is a JSON-RPC error the server sent.
+func serverAnswered(err error) bool {
+	var wire *jsonrpc.Error
+	return errors.As(err, &wire) && wire.Code != codeRejected
 }
 
 // broken reports whether err means the session cannot be used again and
@@ -338,10 +360,9 @@ func (c *conn) requestError(ctx context.Context, ex *exchange, op string, err er
 // or a slow answer (a timeout) says nothing against the session; treating
 // a slow tool as a dead server would mark healthy servers failed.
 func broken(err error) bool {
-	var wire *jsonrpc.Error
 	var e *Error
 	switch {
-	case err == nil, errors.As(err, &wire):
+	case err == nil, serverAnswered(err):
 		return false
 	case errors.As(err, &e) && e.Timeout:
 		return false
@@ -444,9 +465,9 @@ func (c *conn) ping(ctx context.Context) error {
 
 // call sends tools/call under requestTimeoutMs. An answer with isError is
 // a result, not a Go error (INV-MCP-ECO-301).
+// call sends one tools/call, bounded by ctx (Call's one deadline).
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
-	defer cancel()
+	rctx := ctx
 	params := &mcp.CallToolParams{Name: name}
 	if len(args) > 0 {
 		params.Arguments = args

@@ -1,13 +1,18 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,7 +245,8 @@ func TestECO200_StateConsistency(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := cfg("a", p.url())
 	c.MaxRetries = intp(0)
-	m := testManager(t, Options{Declared: []Config{c}, Metrics: reg, HealthInterval: 20 * time.Millisecond})
+	m := testManager(t, Options{Declared: []Config{c}, Metrics: reg, HealthInterval: 20 * time.Millisecond,
+		reconnectDelay: func(int) time.Duration { return 20 * time.Millisecond }})
 	start(t, m)
 	st := waitState(t, m, "a", StateConnected)
 	if st.LastError != "" || st.ToolCount != 1 || st.ResourceCount != 1 || st.LastSuccessAt == nil || st.ServerName != "peer" {
@@ -441,7 +447,10 @@ func TestConnectionRefused(t *testing.T) {
 	}
 }
 
-func TestNonIdempotentCallNeverRetried(t *testing.T) {
+// A call whose request reached the server is never sent again, even for
+// a read-only tool: it timed out, but the server may be doing the work,
+// and a retry would do it once more. One deadline bounds the call.
+func TestSentCallNeverRetried(t *testing.T) {
 	p := newPeer(t)
 	slow := func(ctx context.Context) (*mcp.CallToolResult, error) {
 		select {
@@ -458,15 +467,63 @@ func TestNonIdempotentCallNeverRetried(t *testing.T) {
 	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Call(ctx(t), "a", "write", nil); err == nil {
-		t.Fatal("no error")
+	for _, tool := range []string{"write", "read"} {
+		start := time.Now()
+		_, err := m.Call(ctx(t), "a", tool, nil)
+		var e *Error
+		if !errors.As(err, &e) || !e.Timeout || e.Attempts > 1 {
+			t.Fatalf("%s: %v, want one attempt that timed out", tool, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s took %v: more than its one deadline", tool, took) // a hang guard, not a timing assertion
+		}
 	}
-	if _, err := m.Call(ctx(t), "a", "read", nil); err == nil || !strings.Contains(err.Error(), "after 3 attempts") {
-		t.Fatalf("read: %v", err)
+	for _, tool := range []string{"write", "read"} {
+		if n := p.calledN(tool); n != 1 {
+			t.Errorf("%s was called %d times, want once", tool, n)
+		}
 	}
-	waitFor(t, "handlers", func() bool { return p.calledN("read") == 3 })
-	if n := p.calledN("write"); n != 1 {
-		t.Errorf("the non-idempotent tool was called %d times", n)
+}
+
+// refuseCalls fails the tools/call requests it is told to as a refused
+// dial would: before anything is sent.
+type refuseCalls struct {
+	base http.RoundTripper
+	n    atomic.Int64
+}
+
+func (r *refuseCalls) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		body, _ := req.GetBody()
+		b, _ := io.ReadAll(body)
+		if bytes.Contains(b, []byte(`"tools/call"`)) && r.n.Add(-1) >= 0 {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+	}
+	return r.base.RoundTrip(req)
+}
+
+// A failure before the request left — the connection could not be made —
+// is retried within the call's deadline, for any tool: nothing reached
+// the server, so nothing can be done twice.
+func TestUnsentCallRetried(t *testing.T) {
+	p := newPeer(t)
+	p.tool("write", nil, nil)
+	c := cfg("a", p.url())
+	c.MaxRetries = intp(2)
+	m := testManager(t, Options{Declared: []Config{c}})
+	refusing := &refuseCalls{base: m.client.Transport}
+	m.client = &http.Client{Transport: refusing}
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refusing.n.Store(2)
+	res, err := m.Call(ctx(t), "a", "write", nil)
+	if err != nil {
+		t.Fatalf("call with two refused dials and two retries: %v", err)
+	}
+	if res.Attempts != 3 || p.calledN("write") != 1 {
+		t.Errorf("%d attempts, %d calls at the server; want 3 and 1", res.Attempts, p.calledN("write"))
 	}
 }
 

@@ -234,6 +234,10 @@ type exchange struct {
 	// A budget bounds the bytes of all the operation's answers together
 	// (a tool list over many pages): left counts down from it, and the
 	// first answer that goes over ends the operation through cancel.
+	// sent is set once a tool call's request may have reached the server
+	// (see mayHaveArrived).
+	sent atomic.Bool
+
 	budget int64 // 0: none
 	left   atomic.Int64
 	what   string // "tool list", for the message
@@ -336,4 +340,44 @@ func (p *probe) connectionLost() error {
 		return &failure{kind: f.kind, msg: "connection lost: " + f.msg}
 	}
 	return failed("connection lost: the server ended the session", nil)
+}
+
+// reasonOf is why err failed, in the words of this file: the classified
+// failure, never the peer's bytes or socket addresses.
+func reasonOf(err error) string {
+	var f *failure
+	if errors.As(err, &f) {
+		return f.msg
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Timeout {
+		return "timed out"
+	}
+	return "the connection failed"
+}
+
+// beforeSend reports whether err, from a round trip, means the request
+// never left: the connection could not be made (refused, unreachable, no
+// such host, a denied address) or its TLS handshake failed. Anything else
+// — a timeout, a reset, an answer cut short — may have come after the
+// server read the request.
+func beforeSend(err error) bool {
+	var (
+		op        *net.OpError
+		dns       *net.DNSError
+		denied    *deniedError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &op) && op.Op == "dial",
+		errors.As(err, &dns), errors.As(err, &denied),
+		errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
+		errors.As(err, &verify), errors.As(err, &record):
+		return true
+	}
+	return false
 }

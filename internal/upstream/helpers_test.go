@@ -163,6 +163,10 @@ func testManager(t *testing.T, o Options) *Manager {
 	}
 	o.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	o.backoff = func(int) time.Duration { return time.Millisecond }
+	if o.reconnectDelay == nil {
+		// Tests drive reconnects themselves (check) unless they opt in.
+		o.reconnectDelay = func(int) time.Duration { return time.Hour }
+	}
 	if o.relistGap == 0 {
 		o.relistGap = time.Millisecond
 	}

@@ -57,6 +57,10 @@ type Options struct {
 	// GracePeriod: how long a failing server's last known tools stay
 	// offered.
 	GracePeriod time.Duration
+	// MaxBackoff caps the pause between two attempts to reconnect a failed
+	// server (federation.maxBackoffMs; zero: DefaultMaxBackoff), so a
+	// server that comes back is in service again within about that long.
+	MaxBackoff time.Duration
 	// SyncInterval: how often API-managed servers are reloaded from Store
 	// (other replicas change them).
 	SyncInterval time.Duration
@@ -88,6 +92,9 @@ type Options struct {
 	maxResponseBytes int64
 	// relistGap replaces minRelistGap (tests shorten it).
 	relistGap time.Duration
+	// reconnectDelay replaces the reconnect backoff (tests that drive
+	// reconnects themselves make it an hour).
+	reconnectDelay func(failures int) time.Duration
 }
 
 // minRelistGap is the least time between two re-lists of one server
@@ -165,8 +172,13 @@ type server struct {
 	// discovery (HeaderDeployments): where its tools come from.
 	deployments []string
 	nextTry     time.Time
-	grace       *time.Timer
-	removed     bool
+	// down is set when the last connection attempt failed: calls fail
+	// fast (ErrUnavailable) until nextTry, when reconnect tries again.
+	down       bool
+	downReason string // why, in the words of failure.go
+	reconnect  *time.Timer
+	grace      *time.Timer
+	removed    bool
 }
 
 // NewManager validates the options. Declared configurations are checked
@@ -199,6 +211,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if opts.maxResponseBytes <= 0 {
 		opts.maxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	if opts.relistGap <= 0 {
 		opts.relistGap = minRelistGap
@@ -296,6 +311,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	var conns []*conn
 	for _, s := range m.servers {
 		m.stopGraceLocked(s)
+		stopReconnectLocked(s)
 		if s.conn != nil {
 			conns = append(conns, s.conn)
 			s.conn = nil
@@ -445,6 +461,7 @@ func sameConnection(a, b Config) bool {
 func (m *Manager) removeLocked(s *server) *conn {
 	s.removed = true
 	m.stopGraceLocked(s)
+	stopReconnectLocked(s)
 	c := s.conn
 	s.conn, s.tools = nil, nil
 	return c

@@ -7,10 +7,14 @@ import (
 	"time"
 )
 
-// Backoff bounds of retries and reconnects (INV-MCP-ECO-101).
+// Backoff bounds of retries and reconnects (INV-MCP-ECO-101). Reconnects
+// are capped by Options.MaxBackoff instead of backoffCap.
 const (
 	backoffBase = 100 * time.Millisecond
 	backoffCap  = 5 * time.Second
+	// DefaultMaxBackoff is federation.maxBackoffMs's default: a server
+	// that comes back is reconnected within about ten seconds.
+	DefaultMaxBackoff = 10 * time.Second
 )
 
 // backoffFunc returns the pause before retry number n (n >= 1).
@@ -26,6 +30,19 @@ func fullJitter(n int) time.Duration {
 	}
 	d = min(d, backoffCap)
 	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// equalJitter is the pause before reconnect attempt n (n >= 1): uniform in
+// [d/2, d] for d = min(cap, base*2^(n-1)). Half of it is jitter, so
+// replicas do not reconnect in lock step; the other half keeps a dead
+// server from being dialled in a tight loop.
+func equalJitter(n int, cap time.Duration) time.Duration {
+	d := backoffBase
+	for i := 1; i < n && d < cap; i++ {
+		d *= 2
+	}
+	d = min(d, cap)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
 // permanentError stops retrying: the failure would repeat (a protocol

@@ -452,3 +452,53 @@ func TestCappedBody(t *testing.T) {
 		}
 	}
 }
+
+// A server that goes down is retried on its own with a capped backoff
+// (no health tick needed); while it is down calls fail fast with
+// ErrUnavailable and when to try again, without reaching it; once it is
+// back it is reconnected within the cap.
+func TestDownServerFailsFastAndHeals(t *testing.T) {
+	p := newPeer(t)
+	p.tool("search", nil, nil)
+	const maxBackoff = 200 * time.Millisecond
+	m := testManager(t, Options{Declared: []Config{cfg("a", p.url())},
+		reconnectDelay: func(n int) time.Duration { return equalJitter(n, maxBackoff) }})
+	start(t, m)
+	waitState(t, m, "a", StateConnected)
+
+	p.failConnects.Store(1 << 30)
+	dropSession(m, "a")
+	waitFor(t, "a failed reconnect attempt", func() bool { return status(t, m, "a").ConsecutiveFailures >= 2 })
+	for range 5 {
+		_, err := m.Call(ctx(t), "a", "search", nil)
+		var e *Error
+		if !errors.As(err, &e) || !errors.Is(err, ErrUnavailable) || e.RetryAfter <= 0 || e.RetryAfter > maxBackoff {
+			t.Fatalf("call while down: %v, want ErrUnavailable with a RetryAfter within %v", err, maxBackoff)
+		}
+		if strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("the message shows the address: %v", err)
+		}
+	}
+	if n := p.calledN("search"); n != 0 {
+		t.Errorf("the tool ran %d times while its server was down", n)
+	}
+
+	p.failConnects.Store(0)
+	waitState(t, m, "a", StateConnected)
+	if _, err := m.Call(ctx(t), "a", "search", nil); err != nil {
+		t.Fatalf("call after recovery: %v", err)
+	}
+}
+
+// The reconnect pause grows from 100 ms and never passes the cap, with
+// jitter in its upper half.
+func TestEqualJitterBounds(t *testing.T) {
+	for n := 1; n <= 40; n++ {
+		want := min(backoffBase<<min(n-1, 30), 10*time.Second)
+		for range 50 {
+			if d := equalJitter(n, 10*time.Second); d < want/2 || d > want {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", n, d, want/2, want)
+			}
+		}
+	}
+}

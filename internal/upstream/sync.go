@@ -135,6 +135,11 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 	s.conn = c
 	res.DurationMs = took.Milliseconds()
 	if err != nil {
+		// No session: the server is down until an attempt succeeds, and
+		// calls fail fast meanwhile. A failed discovery on a live session
+		// leaves it in service for calls.
+		s.down = c == nil
+		s.downReason = reasonOf(err)
 		m.failLocked(s, err)
 		res.State, res.Error, res.err = s.status.State, err.Error(), err
 		return res
@@ -160,7 +165,8 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 			st.ServerName, st.ServerVersion = c.init.ServerInfo.Name, c.init.ServerInfo.Version
 		}
 	}
-	s.nextTry = time.Time{}
+	s.nextTry, s.down, s.downReason = time.Time{}, false, ""
+	stopReconnectLocked(s)
 	m.setStateLocked(s, StateConnected, "")
 	m.recomputeLocked()
 	res.State, res.ToolCount = StateConnected, len(tools)
@@ -176,7 +182,27 @@ func (m *Manager) dialParams(s *server) dialParams {
 		// By id: an update that keeps the session (replaceLocked) puts it
 		// under a new *server.
 		onToolsChanged: func() { m.listChanged(id) },
+		onStreamLost:   func(pr *probe) { m.streamLost(id, pr) },
 	}
+}
+
+// streamLost drops the session whose probe is pr, if it is still s's: its
+// event stream could not reach the server, so the server is taken as
+// gone now, and reconnect takes over with its own, shorter backoff. The
+// drop runs in the background: this is called from inside the session's
+// transport, which closing the session waits for.
+func (m *Manager) streamLost(id string, pr *probe) {
+	m.mu.Lock()
+	s := m.servers[id]
+	if s == nil || s.conn == nil || s.conn.probe != pr {
+		m.mu.Unlock()
+		return
+	}
+	c := s.conn
+	m.goBackgroundLocked(func() {
+		m.dropConn(s, c, &Error{Kind: ErrInvocationFailed, Server: id, Op: "session", url: c.cfg.URL, Err: c.probe.connectionLost()})
+	})
+	m.mu.Unlock()
 }
 
 // listChanged handles a server's notifications/tools/list_changed: its
@@ -277,7 +303,16 @@ func (m *Manager) failLocked(s *server, err error) {
 	st := &s.status
 	st.LastError = err.Error()
 	st.ConsecutiveFailures++
-	s.nextTry = now.Add(m.reconnectDelay(st.ConsecutiveFailures))
+	delay := m.reconnectDelay(st.ConsecutiveFailures)
+	var f *failure
+	if errors.As(err, &f) && f.final() {
+		// A loop, a denied address or a tool list over its bounds does not
+		// go away by trying again soon: such a server is retried on the
+		// health interval's slower schedule.
+		delay = m.finalFailureDelay(st.ConsecutiveFailures)
+	}
+	s.nextTry = now.Add(delay)
+	m.scheduleReconnectLocked(s, delay)
 	if errors.Is(err, errLoop) {
 		// Tools that come back through this deployment are not kept for
 		// a grace period: offering them is what feeds the loop.
@@ -295,15 +330,66 @@ func (m *Manager) failLocked(s *server, err error) {
 	m.recomputeLocked()
 }
 
-// reconnectDelay: the health loop retries a failed server after
-// HealthInterval, doubling per consecutive failure up to 16 intervals,
-// so a dead server is not hammered.
+// reconnectDelay is the pause before the next attempt to reconnect a
+// server after its failures-th consecutive failure: exponential from
+// 100 ms, with jitter, capped by Options.MaxBackoff.
 func (m *Manager) reconnectDelay(failures int) time.Duration {
+	if m.opts.reconnectDelay != nil {
+		return m.opts.reconnectDelay(failures)
+	}
+	return equalJitter(failures, m.opts.MaxBackoff)
+}
+
+// finalFailureDelay is the pause before reconnecting a server whose
+// failure repeating would only repeat: HealthInterval, doubling per
+// consecutive failure up to 16 intervals.
+func (m *Manager) finalFailureDelay(failures int) time.Duration {
 	d := m.opts.HealthInterval
 	for i := 1; i < failures && i < 5; i++ {
 		d *= 2
 	}
 	return d
+}
+
+// scheduleReconnectLocked makes reconnect run for s after delay,
+// replacing an attempt already scheduled.
+func (m *Manager) scheduleReconnectLocked(s *server, delay time.Duration) {
+	if m.closed || s.removed {
+		return
+	}
+	if s.reconnect != nil {
+		s.reconnect.Stop()
+	}
+	s.reconnect = time.AfterFunc(delay, func() { m.reconnect(s) })
+}
+
+// reconnect makes one attempt to connect s, unless it is connected,
+// gone, or a health check of it is running already. A failed attempt
+// schedules the next (failLocked), so a server that comes back is in
+// service again within Options.MaxBackoff, whatever HealthInterval is.
+func (m *Manager) reconnect(s *server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || s.removed || s.conn != nil || !s.cfg.IsEnabled() {
+		return
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return // the running check reschedules if it fails
+	}
+	if !m.goBackgroundLocked(func() {
+		defer s.busy.Store(false)
+		m.syncNow(s, true, 1)
+	}) {
+		s.busy.Store(false)
+	}
+}
+
+// stopReconnectLocked cancels a scheduled reconnect attempt of s.
+func stopReconnectLocked(s *server) {
+	if s.reconnect != nil {
+		s.reconnect.Stop()
+		s.reconnect = nil
+	}
 }
 
 // startGraceLocked drops s's stale tools when its grace period ends,

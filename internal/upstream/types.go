@@ -52,13 +52,6 @@ type Tool struct {
 	Category string
 }
 
-// RetrySafe reports whether a failed call of the tool may be sent again:
-// only tools that say they are read-only or idempotent.
-func (t Tool) RetrySafe() bool {
-	a := t.Annotations
-	return a != nil && (isTrue(a.ReadOnlyHint) || isTrue(a.IdempotentHint))
-}
-
 // ToolProblem is an upstream tool left out of the tool set, and why.
 type ToolProblem struct {
 	Name   string `json:"name"`
@@ -142,6 +135,10 @@ var (
 	ErrReadOnly = errors.New("upstream is declared in the configuration file")
 	// ErrDisabled: the server is disabled and was not contacted.
 	ErrDisabled = errors.New("upstream is disabled")
+	// ErrUnavailable: the server's last connection attempt failed and the
+	// next is scheduled (Error.RetryAfter): the call failed fast, without
+	// contacting it.
+	ErrUnavailable = errors.New("upstream is unavailable")
 	// ErrConflict: the server was changed by someone else meanwhile.
 	ErrConflict = errors.New("upstream was changed concurrently")
 )
@@ -156,6 +153,13 @@ type Error struct {
 	Attempts int
 	Timeout  bool // the operation's deadline expired
 	Err      error
+	// RetryAfter, with ErrUnavailable, is when the next connection attempt
+	// is due.
+	RetryAfter time.Duration
+
+	// sent reports that a call's request may have reached the server: it
+	// is never sent again (a retry could repeat its effect).
+	sent bool
 
 	// url is the server's URL, cut out of the message: HTTP client errors
 	// quote the URL, and a query string or user info may carry a
@@ -169,6 +173,10 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) message() string {
+	if e.Kind == ErrUnavailable {
+		return fmt.Sprintf("upstream %s is unavailable: its last connection attempt failed (%v); the next is due in %v",
+			e.Server, e.Err, e.RetryAfter.Round(time.Millisecond))
+	}
 	msg := fmt.Sprintf("upstream %s: %s", e.Server, e.Op)
 	if e.Timeout {
 		msg += " timed out"
@@ -185,8 +193,6 @@ func (e *Error) message() string {
 }
 
 func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
-
-func isTrue(b *bool) bool { return b != nil && *b }
 
 // CallResult is an upstream tools/call result. An upstream isError answer
 // is a CallResult with IsError true, its content kept (partial results
