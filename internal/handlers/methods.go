@@ -128,50 +128,79 @@ func isProgressToken(raw json.RawMessage) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
-// dynamicCursor prefixes the cursors of the ResourceLister, so that a
-// listing walks the concrete resources first, then the lister's.
+// dynamicCursor prefixes the cursors of the ResourceLister. A
+// resources/list cursor is either dynamicCursor and the lister's own
+// cursor (the walk is still in the lister's resources) or an offset
+// cursor into the concrete resources (the lister is done).
 const dynamicCursor = "d:"
 
+// listResources lists the lister's resources first, then the concrete
+// ones. The lister enumerates the durable state most recently updated
+// first, and a client may stop after any page (server/utilities/
+// pagination) — most read only the first — so the first page is what
+// changed last, not the fixed resources a client can also find by name.
+// Every page but the last is full: where the lister's resources end, the
+// concrete resources fill the rest of the page.
 func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
 	var p protocol.PaginatedParams
 	if perr := decodeParams(req.Params, &p); perr != nil {
 		return nil, perr
 	}
-	if p.Cursor != nil && s.lister != nil {
-		if c, ok := strings.CutPrefix(*p.Cursor, dynamicCursor); ok {
-			return s.listDynamic(ctx, req.Session, c)
+	var items []protocol.Resource
+	staticCursor := p.Cursor
+	if s.lister != nil {
+		cursor, inLister := "", p.Cursor == nil
+		if p.Cursor != nil {
+			cursor, inLister = strings.CutPrefix(*p.Cursor, dynamicCursor)
+		}
+		if inLister {
+			var next string
+			var err error
+			if items, next, err = s.listDynamic(ctx, req.Session, cursor); err != nil {
+				return nil, err
+			}
+			if next != "" {
+				return &protocol.ListResourcesResult{Resources: items, NextCursor: dynamicCursor + next}, nil
+			}
+			staticCursor = nil
 		}
 	}
 	all := s.resources.list()
-	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	start, end, next, perr := page(len(all), staticCursor, max(s.opts.PageSize-len(items), 0))
 	if perr != nil {
 		return nil, perr
 	}
-	if next == "" && s.lister != nil {
-		if end == start {
-			return s.listDynamic(ctx, req.Session, "")
-		}
-		next = dynamicCursor
-	}
-	return &protocol.ListResourcesResult{Resources: all[start:end], NextCursor: next}, nil
-}
-
-func (s *Server) listDynamic(ctx context.Context, session Session, cursor string) (any, error) {
-	items, next, err := s.lister.ListResources(ctx, session, cursor, s.opts.PageSize)
-	var bad *BadCursorError
-	if errors.As(err, &bad) {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: unknown or expired cursor %q", dynamicCursor+cursor)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list resources: %w", err)
-	}
+	items = append(items, all[start:end]...)
 	if items == nil {
 		items = []protocol.Resource{}
 	}
-	if next != "" {
-		next = dynamicCursor + next
-	}
 	return &protocol.ListResourcesResult{Resources: items, NextCursor: next}, nil
+}
+
+// listDynamic returns up to PageSize of the lister's resources from
+// cursor and the lister's next cursor ("" when it has no more). A lister
+// may return fewer than it was asked for with a next cursor (it bounds
+// its own queries); it is asked again, so that a page is short only
+// where the lister's resources end.
+func (s *Server) listDynamic(ctx context.Context, session Session, cursor string) ([]protocol.Resource, string, error) {
+	var items []protocol.Resource
+	for next := cursor; ; {
+		got, n, err := s.lister.ListResources(ctx, session, next, s.opts.PageSize-len(items))
+		var bad *BadCursorError
+		if errors.As(err, &bad) {
+			return nil, "", protocol.Errorf(protocol.CodeInvalidParams, "invalid params: unknown or expired cursor %q", dynamicCursor+cursor)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("list resources: %w", err)
+		}
+		items = append(items, got...)
+		// len(got) == 0 with a next cursor would never end: give the
+		// client the cursor rather than loop.
+		if n == "" || len(items) >= s.opts.PageSize || len(got) == 0 {
+			return items, n, nil
+		}
+		next = n
+	}
 }
 
 func (s *Server) listTemplates(params []byte) (any, error) {

@@ -16,10 +16,12 @@ import (
 var ErrResourceNotFound = errors.New("resource not found")
 
 // ResourceLister enumerates resources that are not registered one by one —
-// the entities of the durable state — for resources/list. cursor is ""
-// for the first page or a next cursor the lister returned; next is "" on
-// the last page. A cursor the lister does not recognise is reported as a
-// *BadCursorError.
+// the entities of the durable state — for resources/list, which lists
+// them before the concrete resources. cursor is "" for the first page or
+// a next cursor the lister returned; next is "" on the last page. A page
+// holds at most limit items; one with fewer and a next cursor is allowed
+// (the server asks again for the rest of its page). A cursor the lister
+// does not recognise is reported as a *BadCursorError.
 type ResourceLister interface {
 	ListResources(ctx context.Context, s Session, cursor string, limit int) (items []protocol.Resource, next string, err error)
 }

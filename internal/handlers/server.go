@@ -56,8 +56,6 @@ func (s *Server) SetAfterCall(fn func(ctx context.Context, call *ToolCall, res *
 	s.afterCall = fn
 }
 
-// SetResourceLister adds the resources that lister enumerates to
-// resources/list, after the concrete resources.
 // SetAmbiguousTool sets how a tools/call of a bare name that several
 // tools share is answered (the runtime answers with an AMBIGUOUS_TOOL
 // envelope); the default is a plain isError text result.
@@ -72,6 +70,8 @@ func (s *Server) ambiguousTool(ctx context.Context, name string, candidates []st
 	return protocol.ToolError(fmt.Sprintf("tool name %q is ambiguous; call one of: %s", name, strings.Join(candidates, ", ")))
 }
 
+// SetResourceLister adds the resources that lister enumerates to
+// resources/list, before the concrete resources.
 func (s *Server) SetResourceLister(lister ResourceLister) { s.lister = lister }
 
 // AddPrompt registers a prompt.

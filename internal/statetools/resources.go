@@ -1,11 +1,13 @@
 package statetools
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -101,6 +103,33 @@ type pos struct {
 	ID string    `json:"i"`
 }
 
+// decodeListCursor reads a cursor ListResources issued: base64url JSON
+// holding at least one position, each with a time and an id, and
+// nothing else. Anything else — another listing's cursor
+// (store.EncodeCursor's has a "k" member), an empty object — is refused
+// rather than taken for the first page.
+func decodeListCursor(s string) (listCursor, bool) {
+	var c listCursor
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&c) != nil || dec.Decode(&struct{}{}) != io.EOF {
+		return c, false
+	}
+	if c.M == nil && c.S == nil && c.A == nil {
+		return c, false
+	}
+	for _, p := range []*pos{c.M, c.S, c.A} {
+		if p != nil && (p.T.IsZero() || p.ID == "") {
+			return c, false
+		}
+	}
+	return c, true
+}
+
 func (p *pos) store() *store.Pos {
 	if p == nil {
 		return nil
@@ -118,11 +147,8 @@ type listed struct {
 func (l *lister) ListResources(ctx context.Context, _ handlers.Session, cursor string, limit int) ([]protocol.Resource, string, error) {
 	var c listCursor
 	if cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err == nil {
-			err = json.Unmarshal(raw, &c)
-		}
-		if err != nil {
+		var ok bool
+		if c, ok = decodeListCursor(cursor); !ok {
 			return nil, "", &handlers.BadCursorError{Cursor: cursor}
 		}
 	}

@@ -2,6 +2,7 @@ package statetools
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -136,6 +137,40 @@ func TestResourcesListRecentFirst(t *testing.T) {
 	}
 	if _, err := e.request(context.Background(), t, protocol.MethodResourcesList, `{"cursor":"d:%%%"}`); err == nil {
 		t.Error("a forged cursor was accepted")
+	}
+}
+
+// The lister takes back only cursors it issued; one of another listing,
+// or one with no position, is -32602 rather than a silent first page.
+func TestResourcesListCursors(t *testing.T) {
+	e := newEnv(t, nil)
+	e.ok(t, "memory_store", `{"key":"k","value":1}`, nil)
+	b64 := func(s string) string { return "d:" + base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, tc := range []struct {
+		name, cursor string
+		ok           bool
+	}{
+		{"the lister's first page", "d:", true},
+		{"a position", b64(`{"m":{"t":"2025-01-01T00:00:00Z","i":"x"}}`), true},
+		{"not base64", "d:%%%", false},
+		{"not JSON", b64(`{"m":`), false},
+		{"no position", b64(`{}`), false},
+		{"another listing's", "d:" + store.EncodeCursor("memory", time.Now(), "ns", "k"), false},
+		{"another listing's, time only", "d:" + store.EncodeCursor("traces", time.Now(), "", ""), false},
+		{"no id", b64(`{"m":{"t":"2025-01-01T00:00:00Z","i":""}}`), false},
+		{"no time", b64(`{"s":{"i":"x"}}`), false},
+		{"trailing data", b64(`{"a":{"t":"2025-01-01T00:00:00Z","i":"x"}}{}`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.request(context.Background(), t, protocol.MethodResourcesList, fmt.Sprintf(`{"cursor":%q}`, tc.cursor))
+			perr, isPerr := err.(*protocol.Error)
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("refused: %v", err)
+			case !tc.ok && (!isPerr || perr.Code != protocol.CodeInvalidParams):
+				t.Errorf("got %v, want -32602", err)
+			}
+		})
 	}
 }
 
