@@ -25,6 +25,13 @@ import (
 // attempt failed and the next is not due yet), the call fails at once
 // with ErrUnavailable and when to try again.
 func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json.RawMessage) (CallResult, error) {
+	return m.CallRelayed(ctx, serverID, toolName, args, nil)
+}
+
+// CallRelayed is Call with what the server sends during the call — its
+// progress, its log messages, its requests for sampling, elicitation or
+// roots — passed to relay (see Relay).
+func (m *Manager) CallRelayed(ctx context.Context, serverID, toolName string, args json.RawMessage, relay Relay) (CallResult, error) {
 	s, _, err := m.callTarget(serverID, toolName)
 	if err != nil {
 		return CallResult{}, err
@@ -40,7 +47,7 @@ func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json
 		if err != nil {
 			return err
 		}
-		res, err := c.call(ctx, toolName, args)
+		res, err := c.callStream(ctx, toolName, args, relay)
 		if err != nil {
 			// A call the caller gave up on says nothing about the server.
 			if broken(err) && ctx.Err() == nil {

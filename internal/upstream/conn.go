@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +28,13 @@ type conn struct {
 	closed *atomic.Bool
 	// probe is what the session's transport learned (see probe).
 	probe *probe
+	// http is the session's HTTP client (its transport adds the server's
+	// headers and bounds every answer); tool calls are sent with it
+	// (callstream.go), ids numbers them, maxBody bounds one event.
+	http           *http.Client
+	ids            *atomic.Int64
+	maxBody        int64
+	onToolsChanged func()
 }
 
 // withConfig is c for a server whose call settings (request timeout,
@@ -288,9 +294,10 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: p.clientName, Version: p.clientVersion}, opts)
 	pr := &probe{}
+	hc := httpClientFor(p.base, cfg, p, pr)
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   cfg.URL,
-		HTTPClient: httpClientFor(p.base, cfg, p, pr),
+		HTTPClient: hc,
 		// MaxRetries is left at the SDK's default: it only governs
 		// resuming the server's SSE streams, and without it one closed
 		// standalone stream (a server restarting its GET handler, a proxy
@@ -317,7 +324,8 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 		}
 		return nil, e
 	}
-	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr}, nil
+	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr,
+		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, onToolsChanged: p.onToolsChanged}, nil
 }
 
 // requestError turns a failed request into an *Error of kind
@@ -461,49 +469,6 @@ func (c *conn) ping(ctx context.Context) error {
 		return c.requestError(rctx, ex, "ping", err)
 	}
 	return nil
-}
-
-// call sends tools/call under requestTimeoutMs. An answer with isError is
-// a result, not a Go error (INV-MCP-ECO-301).
-// call sends one tools/call, bounded by ctx (Call's one deadline).
-func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
-	rctx := ctx
-	params := &mcp.CallToolParams{Name: name}
-	if len(args) > 0 {
-		params.Arguments = args
-	}
-	ex := &exchange{call: true}
-	res, err := c.session.CallTool(withExchange(rctx, ex), params)
-	if err != nil {
-		return CallResult{}, c.requestError(rctx, ex, "tools/call "+name, err)
-	}
-	return toCallResult(res)
-}
-
-func toCallResult(res *mcp.CallToolResult) (CallResult, error) {
-	out := CallResult{IsError: res.IsError, Content: make([]json.RawMessage, 0, len(res.Content))}
-	for i, c := range res.Content {
-		b, err := json.Marshal(c)
-		if err != nil {
-			return CallResult{}, fmt.Errorf("encoding the result's content block %d: %w", i, err)
-		}
-		out.Content = append(out.Content, b)
-	}
-	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			return CallResult{}, fmt.Errorf("encoding the result's structuredContent: %w", err)
-		}
-		out.StructuredContent = b
-	}
-	if len(res.Meta) > 0 {
-		b, err := json.Marshal(res.Meta)
-		if err != nil {
-			return CallResult{}, fmt.Errorf("encoding the result's _meta: %w", err)
-		}
-		out.Meta = b
-	}
-	return out, nil
 }
 
 // close ends the session, once; errors are of no use to the caller.

@@ -1,0 +1,429 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/r3labs/sse/v2"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// Relay is where what an upstream sends during one tools/call goes: the
+// client that made the call (DESIGN.md, "Gateway fidelity"). A nil Relay
+// drops notifications and refuses the server's requests.
+type Relay interface {
+	// Progress forwards the call's notifications/progress; total is nil
+	// when the server did not give one.
+	Progress(ctx context.Context, progress float64, total *float64, message string)
+	// Log forwards a notifications/message the server sent on the call's
+	// stream (its params as sent).
+	Log(ctx context.Context, params json.RawMessage)
+	// Request forwards a server-to-client request the server sent on the
+	// call's stream (sampling/createMessage, elicitation/create,
+	// roots/list) and returns the client's result. A *protocol.Error is
+	// passed to the server as the JSON-RPC error of its request.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Why tools/call does not go through the go-sdk's ClientSession: the SDK
+// delivers the notifications and requests a server sends on a call's
+// stream to session-wide handlers, which cannot tell which call (and so
+// which of the gateway's many clients sharing the session) they belong
+// to. Sending the call itself, on the SDK's session (its id and
+// protocol version), and reading its answer here, every message on the
+// call's stream is the call's: progress, log messages and the server's
+// requests reach the client that made it. The result's content blocks
+// are kept as the server wrote them (never decoded into Go types and
+// encoded again), which is also what makes the hop cheap.
+
+// notMCP says a message on the call's stream is not valid MCP; none of it
+// is shown (it may be anything the peer sent).
+const notMCP = "protocol error: the server's answer is not valid MCP"
+
+// errSessionGone marks an answer of 404 to a request on a session: the
+// server does not know the session (basic/transports, "Session
+// Management"), so it did not process the request.
+var errSessionGone = errors.New("session not found")
+
+// relayedRequests bounds the server-to-client requests one call may have
+// waiting at once: each holds a goroutine until the client answers.
+const relayedRequests = 16
+
+// maxResumes bounds how often one call's event stream is resumed (GET
+// with Last-Event-ID) after the server closed it without an answer
+// (basic/transports, "Resumability and Redelivery").
+const maxResumes = 10
+
+// callMessage is any JSON-RPC message on a call's stream.
+type callMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *jsonrpc.Error  `json:"error"`
+}
+
+// callState is one call in flight on a session.
+type callState struct {
+	c      *conn
+	id     string // the request's id, also its progress token
+	relay  Relay
+	wg     sync.WaitGroup
+	slots  chan struct{}
+	lastID string        // the last event id seen, to resume from
+	retry  time.Duration // the server's reconnection delay, if it sent one
+}
+
+// callStream sends one tools/call on c's session and reads its answer,
+// relaying what else the server sends on the call's stream. ctx bounds
+// it; when ctx ends first, the server is told (notifications/cancelled).
+func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage, relay Relay) (CallResult, error) {
+	op := "tools/call " + name
+	cs := &callState{c: c, id: "mcp-runtime-" + strconv.FormatInt(c.ids.Add(1), 10), relay: relay,
+		slots: make(chan struct{}, relayedRequests)}
+	body, err := cs.request(name, args)
+	if err != nil {
+		return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err})
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel() // ends the relayed requests still waiting for the client
+		cs.wg.Wait()
+	}()
+	ex := &exchange{call: true}
+	res, err := cs.run(withExchange(rctx, ex), body)
+	if err == nil {
+		return res, nil
+	}
+	if errors.Is(err, errSessionGone) {
+		// The server did not take the call: it no longer knows the
+		// session (a restart). A new session may send it again.
+		ex.sent.Store(false)
+	}
+	if ctx.Err() != nil && ex.sent.Load() {
+		c.cancelRequest(ctx, cs.id)
+	}
+	return CallResult{}, c.requestError(ctx, ex, op, err)
+}
+
+// request is the JSON of the call, with its id as the progress token when
+// the caller relays progress.
+func (cs *callState) request(name string, args json.RawMessage) ([]byte, error) {
+	params := map[string]any{"name": name}
+	if len(args) > 0 {
+		params["arguments"] = args
+	}
+	if cs.relay != nil {
+		params["_meta"] = map[string]any{"progressToken": cs.id}
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the call: %w", err)
+	}
+	id, _ := json.Marshal(cs.id)
+	return protocol.AppendRequest(nil, protocol.ID(id), protocol.MethodToolsCall, p), nil
+}
+
+// run posts the call and reads messages until its response.
+func (cs *callState) run(ctx context.Context, body []byte) (CallResult, error) {
+	resp, err := cs.c.post(ctx, body)
+	if err != nil {
+		return CallResult{}, err
+	}
+	for resumes := 0; ; resumes++ {
+		res, done, err := cs.read(ctx, resp)
+		resp.Body.Close()
+		if done || err != nil {
+			return res, err
+		}
+		// The stream ended without the response: resume it.
+		if cs.lastID == "" || resumes == maxResumes {
+			return CallResult{}, failed("the server ended the call's stream without answering", nil)
+		}
+		if err := sleepCtx(ctx, cs.retry); err != nil {
+			return CallResult{}, err
+		}
+		if resp, err = cs.c.resume(ctx, cs.lastID); err != nil {
+			return CallResult{}, err
+		}
+	}
+}
+
+// read reads one answer to the call (JSON or an event stream); done
+// reports that the call's response was in it.
+func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult, bool, error) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct == "application/json" {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return CallResult{}, false, err
+		}
+		return cs.handle(ctx, b)
+	}
+	events := sse.NewEventStreamReader(resp.Body, int(cs.c.maxBody))
+	for {
+		ev, err := events.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			return CallResult{}, false, nil
+		}
+		if err != nil {
+			return CallResult{}, false, err
+		}
+		data := cs.event(ev)
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue // a priming event, or a comment
+		}
+		if res, done, err := cs.handle(ctx, data); done || err != nil {
+			return res, done, err
+		}
+	}
+}
+
+// event takes the id and retry fields of one event and returns its data
+// (data lines joined with newlines, as the SSE specification says).
+func (cs *callState) event(ev []byte) []byte {
+	var data []byte
+	for line := range bytes.SplitSeq(ev, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+		case "id":
+			cs.lastID = string(value)
+		case "retry":
+			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
+				cs.retry = min(time.Duration(ms)*time.Millisecond, 10*time.Second)
+			}
+		}
+	}
+	return data
+}
+
+// handle acts on one message; done reports the call's response.
+func (cs *callState) handle(ctx context.Context, data []byte) (CallResult, bool, error) {
+	var m callMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return CallResult{}, false, failed(notMCP, err)
+	}
+	switch {
+	case m.Method != "" && len(m.ID) > 0:
+		cs.serverRequest(ctx, m)
+	case m.Method != "":
+		cs.notification(ctx, m)
+	case string(m.ID) == strconv.Quote(cs.id):
+		if m.Error != nil {
+			return CallResult{}, true, m.Error
+		}
+		res, err := decodeCallResult(m.Result)
+		return res, true, err
+	}
+	return CallResult{}, false, nil
+}
+
+// notification relays the call's progress and log messages; a list
+// change the server announces here is taken in as on its event stream.
+func (cs *callState) notification(ctx context.Context, m callMessage) {
+	switch m.Method {
+	case protocol.NotificationProgress:
+		var p struct {
+			Token    json.RawMessage `json:"progressToken"`
+			Progress float64         `json:"progress"`
+			Total    *float64        `json:"total"`
+			Message  string          `json:"message"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && string(p.Token) == strconv.Quote(cs.id) && cs.relay != nil {
+			cs.relay.Progress(ctx, p.Progress, p.Total, p.Message)
+		}
+	case protocol.NotificationMessage:
+		if cs.relay != nil {
+			cs.relay.Log(ctx, m.Params)
+		}
+	case protocol.NotificationToolsListChanged:
+		if cs.c.onToolsChanged != nil {
+			cs.c.onToolsChanged()
+		}
+	}
+}
+
+// serverRequest relays a request the server made during the call to the
+// client, on a goroutine of its own (the server may go on sending
+// progress meanwhile), and posts the client's answer back.
+func (cs *callState) serverRequest(ctx context.Context, m callMessage) {
+	answer := func(result json.RawMessage, perr *protocol.Error) {
+		var out []byte
+		if perr != nil {
+			out = protocol.AppendError(nil, protocol.ID(m.ID), perr)
+		} else {
+			out, _ = protocol.AppendResponse(nil, protocol.ID(m.ID), result)
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cs.c.cfg.RequestTimeout())
+		defer cancel()
+		cs.c.notify(actx, out)
+	}
+	if cs.relay == nil {
+		answer(nil, protocol.Errorf(protocol.CodeMethodNotFound, "%s is not relayed outside a client's call", m.Method))
+		return
+	}
+	select {
+	case cs.slots <- struct{}{}:
+	default:
+		answer(nil, protocol.Errorf(protocol.CodeInternalError, "too many requests of this call wait for the client (%d)", relayedRequests))
+		return
+	}
+	cs.wg.Add(1)
+	go func() {
+		defer func() { <-cs.slots; cs.wg.Done() }()
+		result, err := cs.relay.Request(ctx, m.Method, m.Params)
+		var perr *protocol.Error
+		switch {
+		case errors.As(err, &perr):
+			answer(nil, perr)
+		case err != nil:
+			answer(nil, protocol.Errorf(protocol.CodeInternalError, "the client did not answer %s: %v", m.Method, err))
+		default:
+			answer(result, nil)
+		}
+	}()
+}
+
+// decodeCallResult keeps a result's parts as the server wrote them.
+func decodeCallResult(raw json.RawMessage) (CallResult, error) {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return CallResult{}, failed(notMCP, err)
+	}
+	var r struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              json.RawMessage   `json:"_meta"`
+	}
+	if err := json.Unmarshal(compact.Bytes(), &r); err != nil {
+		return CallResult{}, failed(notMCP+": the result is not a tools/call result", err)
+	}
+	if r.Content == nil {
+		r.Content = []json.RawMessage{}
+	}
+	for i, b := range r.Content {
+		if len(b) == 0 || b[0] != '{' {
+			return CallResult{}, failed(fmt.Sprintf("%s: content block %d is not an object", notMCP, i), nil)
+		}
+	}
+	if string(r.StructuredContent) == "null" {
+		r.StructuredContent = nil
+	}
+	if string(r.Meta) == "null" {
+		r.Meta = nil
+	}
+	return CallResult{Content: r.Content, StructuredContent: r.StructuredContent, IsError: r.IsError, Meta: r.Meta}, nil
+}
+
+// post sends body on the session and returns the answer to read; an
+// answer that is not 2xx is an error (the transport recorded why).
+func (c *conn) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	c.sessionHeaders(req)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return c.do(req)
+}
+
+// resume asks for the rest of the call's stream after lastID.
+func (c *conn) resume(ctx context.Context, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.sessionHeaders(req)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	return c.do(req)
+}
+
+func (c *conn) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		resp.Body.Close()
+		f := statusFailure(resp.StatusCode, true)
+		if resp.StatusCode == http.StatusNotFound {
+			f.cause = errSessionGone
+		}
+		return nil, f
+	}
+	return resp, nil
+}
+
+func (c *conn) sessionHeaders(req *http.Request) {
+	if id := c.session.ID(); id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
+	if c.init != nil && c.init.ProtocolVersion != "" {
+		req.Header.Set("Mcp-Protocol-Version", c.init.ProtocolVersion)
+	}
+}
+
+// notify posts a notification or a response to the server, best effort:
+// the server answers 202 and nothing is read.
+func (c *conn) notify(ctx context.Context, msg []byte) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(msg))
+	if err != nil {
+		return
+	}
+	c.sessionHeaders(req)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := c.http.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+	}
+}
+
+// cancelRequest tells the server the call was given up
+// (notifications/cancelled), bounded by a second of its own: ctx has
+// ended already.
+func (c *conn) cancelRequest(ctx context.Context, id string) {
+	params, _ := json.Marshal(map[string]string{"requestId": id, "reason": "the client cancelled the call or its deadline passed"})
+	msg, err := protocol.MarshalNotification(protocol.NotificationCancelled, json.RawMessage(params))
+	if err != nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	c.notify(cctx, msg)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
