@@ -224,7 +224,7 @@ func (f *federation) proxy(u upstream.Tool, category timeout.Category) pipeline.
 		// upstream's own outputSchema (DESIGN.md, "Gateway fidelity").
 		PassThrough: true, OutputSchema: u.OutputSchema,
 		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) {
-			res, err := f.m.Call(ctx, u.Server, u.Name, call.Arguments)
+			res, err := f.m.CallRelayed(ctx, u.Server, u.Name, call.Arguments, callRelay{call})
 			if err != nil {
 				return nil, callError(u, err)
 			}

@@ -285,9 +285,18 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	ctx = withExchange(ctx, ex)
 
 	opts := &mcp.ClientOptions{
-		// No roots, sampling or elicitation: mcp-runtime only consumes
-		// the upstream's tools.
-		Capabilities: &mcp.ClientCapabilities{},
+		// The server's requests made during a tool call are relayed to the
+		// client that made the call (callstream.go), which answers them or
+		// refuses them for want of the capability; so the gateway declares
+		// them all. Requests made outside a call belong to no client: the
+		// SDK refuses them, having no handler.
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{},
+			//lint:ignore SA1019 sampling is part of the protocol revisions the gateway serves and relays (2025-11-25)
+			Sampling: &mcp.SamplingCapabilities{},
+			//lint:ignore SA1019 roots are part of the protocol revisions the gateway serves and relays (2025-11-25)
+			RootsV2: &mcp.RootCapabilities{},
+		},
 	}
 	if p.onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { p.onToolsChanged() }
@@ -323,6 +332,13 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 			return nil, permanent(e)
 		}
 		return nil, e
+	}
+	if init := session.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil {
+		// Every message the server logs during a call reaches the gateway,
+		// which passes on those at or above the calling client's level.
+		// A server refusing it still serves calls.
+		//lint:ignore SA1019 logging is part of the protocol revisions the gateway serves and relays (2025-11-25)
+		_ = session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
 	}
 	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr,
 		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, onToolsChanged: p.onToolsChanged}, nil
