@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, roots and logging are current in the 2025-11-25 revision the gateway serves and relays; the go-sdk deprecates them for 2026-07-28
+
 package main
 
 import (
@@ -76,14 +78,12 @@ func newFidelityUpstream(t *testing.T) *fidelityUpstream {
 	s.AddTool(&mcp.Tool{Name: "logs", Description: "Logs.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for _, l := range []mcp.LoggingLevel{"debug", "info", "warning"} {
-				//lint:ignore SA1019 logging is part of the protocol revision under test (2025-11-25)
 				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "fidelity", Data: "at " + string(l)})
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "sample", Description: "Asks the client's model.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			//lint:ignore SA1019 sampling is part of the protocol revision under test (2025-11-25)
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
 			if err != nil {
@@ -134,7 +134,6 @@ type fidelityClient struct {
 func (fc *fidelityClient) connect(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{
-		//lint:ignore SA1019 sampling is part of the protocol revision under test (2025-11-25)
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			q := req.Params.Messages[0].Content.(*mcp.TextContent).Text
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "Paris (asked: " + q + ")"}}, nil
@@ -159,7 +158,6 @@ func (fc *fidelityClient) connect(t *testing.T, url string) *mcp.ClientSession {
 		t.Fatalf("connect %s: %v", url, err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
-	//lint:ignore SA1019 logging is part of the protocol revision under test (2025-11-25)
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}

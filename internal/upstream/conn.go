@@ -333,7 +333,9 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 		}
 		return nil, e
 	}
-	if init := session.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil {
+	if init := session.InitializeResult(); init != nil && init.Capabilities != nil &&
+		//lint:ignore SA1019 logging is part of the protocol revisions the gateway serves and relays (2025-11-25)
+		init.Capabilities.Logging != nil {
 		// Every message the server logs during a call reaches the gateway,
 		// which passes on those at or above the calling client's level.
 		// A server refusing it still serves calls.
