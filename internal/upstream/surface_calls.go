@@ -12,9 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ErrUnsupported: the server does not offer what the request needs (it
-// does not advertise resource subscriptions, say).
-var ErrUnsupported = errors.New("the upstream does not support it")
+var (
+	// ErrUnsupported: the server does not offer what the request needs
+	// (it does not advertise resource subscriptions, say).
+	ErrUnsupported = errors.New("the upstream does not support it")
+	// ErrSubscriptionLimit: as many URIs of the server are subscribed as
+	// the gateway holds.
+	ErrSubscriptionLimit = errors.New("subscription limit reached")
+)
 
 // RemoteError is a JSON-RPC error a server answered a request with
 // (after initialize, so it is an MCP server's own answer). A gateway
@@ -256,8 +261,7 @@ func (m *Manager) Subscribe(ctx context.Context, serverID, uri, subscriber strin
 	case held:
 		set[subscriber] = struct{}{}
 	case len(x.byURI) >= maxSubscriptionsPerServer:
-		err = &Error{Kind: ErrInvocationFailed, Server: serverID, Op: "resources/subscribe",
-			Err: &failure{kind: errLimit, msg: fmt.Sprintf("%d URIs of this server are subscribed already, the most the gateway holds", maxSubscriptionsPerServer)}}
+		err = fmt.Errorf("upstream %q: %d of its URIs are subscribed, the most the gateway holds: %w", serverID, maxSubscriptionsPerServer, ErrSubscriptionLimit)
 	}
 	x.mu.Unlock()
 	if held || err != nil {
