@@ -472,3 +472,22 @@ func TestUpstreamSurfaceURIConflict(t *testing.T) {
 		t.Fatalf("beta's status: %s", body)
 	}
 }
+
+// initialize advertises prompts and completions, and listChanged for
+// prompts and resources, whether or not an upstream offers any yet: the
+// server answers prompts/list and completion/complete either way, and an
+// upstream added later (admin API, another replica) brings its prompts
+// with a list_changed. Without this, clients that honour the
+// capabilities (the TypeScript SDK) never ask.
+func TestInitializeAdvertisesPromptsAndCompletions(t *testing.T) {
+	url, _ := runServer(t, config.Default(), io.Discard)
+	cs := connect(t, url)
+	caps := cs.InitializeResult().Capabilities
+	if caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Completions == nil || caps.Resources == nil || !caps.Resources.ListChanged {
+		t.Fatalf("capabilities = %s", mustJSON(t, caps))
+	}
+	res, err := cs.ListPrompts(context.Background(), nil)
+	if err != nil || len(res.Prompts) != 0 {
+		t.Fatalf("prompts/list = %s, %v", mustJSON(t, res), err)
+	}
+}

@@ -114,6 +114,8 @@ type Options struct {
 	maxResponseBytes int64
 	// relistGap replaces minRelistGap (tests shorten it).
 	relistGap time.Duration
+	// maxSubscriptions replaces maxSubscriptionsPerServer (tests lower it).
+	maxSubscriptions int
 	// reconnectDelay replaces the reconnect backoff (tests that drive
 	// reconnects themselves make it an hour).
 	reconnectDelay func(failures int) time.Duration
@@ -260,6 +262,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if opts.relistGap <= 0 {
 		opts.relistGap = minRelistGap
+	}
+	if opts.maxSubscriptions <= 0 {
+		opts.maxSubscriptions = maxSubscriptionsPerServer
 	}
 	met, err := newMetrics(opts.Metrics)
 	if err != nil {

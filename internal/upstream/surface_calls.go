@@ -260,8 +260,8 @@ func (m *Manager) Subscribe(ctx context.Context, serverID, uri, subscriber strin
 	switch {
 	case held:
 		set[subscriber] = struct{}{}
-	case len(x.byURI) >= maxSubscriptionsPerServer:
-		err = fmt.Errorf("upstream %q: %d of its URIs are subscribed, the most the gateway holds: %w", serverID, maxSubscriptionsPerServer, ErrSubscriptionLimit)
+	case len(x.byURI) >= m.opts.maxSubscriptions:
+		err = fmt.Errorf("upstream %q: %d of its URIs are subscribed, the most the gateway holds: %w", serverID, m.opts.maxSubscriptions, ErrSubscriptionLimit)
 	}
 	x.mu.Unlock()
 	if held || err != nil {

@@ -518,3 +518,28 @@ func TestSurfaceSubscriptions(t *testing.T) {
 		t.Fatalf("relayed %+v after the reconnect", u)
 	}
 }
+
+// At most so many URIs of one server are subscribed; more subscribers of
+// a URI held already cost nothing.
+func TestSurfaceSubscriptionLimit(t *testing.T) {
+	p := newSurfacePeer(t, "up", nil, fullSurface)
+	m := testManager(t, Options{Declared: []Config{cfg("up", p.srv.URL)}, maxSubscriptions: 2})
+	start(t, m)
+	waitState(t, m, "up", StateConnected)
+	ctx := ctxT(t)
+	for i, uri := range []string{"file:///logs/1", "file:///logs/2", "file:///logs/2"} {
+		if err := m.Subscribe(ctx, "up", uri, fmt.Sprint("s", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Subscribe(ctx, "up", "file:///logs/3", "s9"); !errors.Is(err, ErrSubscriptionLimit) {
+		t.Fatalf("a third URI: %v, want ErrSubscriptionLimit", err)
+	}
+	if n := p.count("resources/subscribe"); n != 2 {
+		t.Fatalf("%d resources/subscribe sent, want 2", n)
+	}
+	m.Unsubscribe(ctx, "up", "file:///logs/1", "s0")
+	if err := m.Subscribe(ctx, "up", "file:///logs/3", "s9"); err != nil {
+		t.Fatalf("after one left: %v", err)
+	}
+}
