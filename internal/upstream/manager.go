@@ -54,8 +54,8 @@ type Options struct {
 	// HealthInterval: how often connected servers are pinged (and their
 	// tools re-listed) and failed ones reconnected, with backoff.
 	HealthInterval time.Duration
-	// GracePeriod: how long a failing server's last known tools stay
-	// offered.
+	// GracePeriod: how long a failing server's last known tools (and
+	// prompts, resources and templates) stay offered.
 	GracePeriod time.Duration
 	// MaxBackoff caps the pause between two attempts to reconnect a failed
 	// server (federation.maxBackoffMs; zero: DefaultMaxBackoff), so a

@@ -170,7 +170,8 @@ func (m *Manager) mergeSurfaceLocked(servers []*server, offered func(*server) bo
 	tmplOwner := map[string]string{} // URI template -> server
 	for _, s := range servers {
 		var conflicts []ResourceConflict
-		if offered(s) {
+		in := offered(s)
+		if in {
 			sf.Prompts = append(sf.Prompts, s.surface.prompts...)
 			for _, r := range s.surface.resources {
 				if o, taken := owner[r.URI]; taken {
@@ -189,7 +190,7 @@ func (m *Manager) mergeSurfaceLocked(servers []*server, offered func(*server) bo
 				sf.Templates = append(sf.Templates, t)
 			}
 		}
-		m.setConflictsLocked(s, conflicts)
+		m.setConflictsLocked(s, conflicts, in)
 	}
 	slices.SortFunc(sf.Prompts, func(a, b Prompt) int { return strings.Compare(a.Canonical, b.Canonical) })
 	pfp, rfp := promptsFingerprint(sf.Prompts), resourcesFingerprint(sf.Resources, sf.Templates)
@@ -199,9 +200,10 @@ func (m *Manager) mergeSurfaceLocked(servers []*server, offered func(*server) bo
 }
 
 // setConflictsLocked records s's resource conflicts in its status, at
-// most maxReported of them, and logs a change. The URIs are not logged:
-// they may name a tenant's records; the admin API shows them.
-func (m *Manager) setConflictsLocked(s *server, conflicts []ResourceConflict) {
+// most maxReported of them, and logs a change while s is offered (one
+// that is not has none). The URIs are not logged: they may name a
+// tenant's records; the admin API shows them.
+func (m *Manager) setConflictsLocked(s *server, conflicts []ResourceConflict, offered bool) {
 	n := len(conflicts)
 	if n > maxReported {
 		conflicts = conflicts[:maxReported]
@@ -210,6 +212,9 @@ func (m *Manager) setConflictsLocked(s *server, conflicts []ResourceConflict) {
 		return
 	}
 	s.status.ResourceConflicts = conflicts
+	if !offered {
+		return
+	}
 	if n == 0 {
 		m.log.Info().Str("server", s.cfg.ID).Msg("upstream resource conflicts resolved; all its resources are offered")
 		return
