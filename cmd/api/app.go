@@ -186,15 +186,21 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err := met.components(tr, st, syncLayer.bus); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, logger)
+	// The upstreams' prompts, resources and templates, served beside the
+	// server's own (registered above, so their schemes are known).
+	surf := newSurface(cfg, srv, tr, logger)
+	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, logger, surf.options(cfg))
 	if err != nil {
 		return nil, err
 	}
+	surf.attach(fed.m)
+	srv.SetFederated(surf)
 	srv.SetAmbiguousTool(ambiguousTool(cfg.Response.ResponseLimits()))
 	if err := fed.start(ctx); err != nil {
 		return nil, err
 	}
-	closers = append(closers, func() { _ = fed.close(context.Background()) })
+	surf.start()
+	closers = append(closers, surf.close, func() { _ = fed.close(context.Background()) })
 	r := chi.NewRouter()
 	// First, so that no route, not even a 404, waits for ever for a body.
 	r.Use(transport.BodyDeadline(cfg.Transport.ReadBodyTimeout()))

@@ -52,12 +52,13 @@ type federation struct {
 	closeErr  error
 }
 
-// newFederation builds the manager from cfg; start connects it.
+// newFederation builds the manager from cfg and then opts; start
+// connects it.
 func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeline.Pipeline, tools *handlers.ToolRegistry,
-	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger) (*federation, error) {
+	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger, opts ...func(*upstream.Options)) (*federation, error) {
 	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log,
 		timeouts: cfg.Timeouts.TimeoutConfig(), sep: cfg.ToolNameSeparator, warned: map[string]bool{}}
-	m, err := upstream.NewManager(upstream.Options{
+	o := upstream.Options{
 		Declared:          cfg.Upstreams,
 		Store:             persist,
 		HealthInterval:    cfg.Federation.HealthInterval(),
@@ -73,7 +74,11 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeli
 		DeniedNetworks:    cfg.Federation.DeniedPrefixes(),
 		Metrics:           metrics,
 		Log:               log,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m, err := upstream.NewManager(o)
 	if err != nil {
 		return nil, fmt.Errorf("upstreams: %w", err)
 	}

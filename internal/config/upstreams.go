@@ -43,8 +43,15 @@ type Federation struct {
 	// lists more is in error (its tools are not offered).
 	MaxToolsPerUpstream int `yaml:"maxToolsPerUpstream"`
 	// MaxToolListBytes bounds the bytes of one upstream's tool list, all
-	// pages together, counted as they are read.
+	// pages together, counted as they are read; and, each on its own, of
+	// its prompt, resource and resource-template lists.
 	MaxToolListBytes int64 `yaml:"maxToolListBytes"`
+	// MaxPromptsPerUpstream bounds one upstream's prompt list, and
+	// MaxResourcesPerUpstream each of its resource and resource-template
+	// lists; a list over its bound is left out whole (the upstream's
+	// tools and other lists stay) and reported in its status.
+	MaxPromptsPerUpstream   int `yaml:"maxPromptsPerUpstream"`
+	MaxResourcesPerUpstream int `yaml:"maxResourcesPerUpstream"`
 	// DeploymentID names this deployment to the upstreams it federates,
 	// so that a loop (this server as its own upstream, two deployments
 	// federating each other) is recognised. Every replica of a deployment
@@ -62,6 +69,7 @@ func defaultFederation() Federation {
 	return Federation{HealthIntervalMs: 30_000, GracePeriodMs: 60_000, SyncIntervalMs: 10_000,
 		MaxBackoffMs:        upstream.DefaultMaxBackoff.Milliseconds(),
 		MaxToolsPerUpstream: upstream.DefaultMaxToolsPerServer, MaxToolListBytes: upstream.DefaultMaxToolListBytes,
+		MaxPromptsPerUpstream: upstream.DefaultMaxPromptsPerServer, MaxResourcesPerUpstream: upstream.DefaultMaxResourcesPerServer,
 		DeniedNetworks: upstream.DefaultDeniedNetworks()}
 }
 
@@ -104,6 +112,8 @@ func (c Config) validateFederation(bad func(key string, value any, want string),
 	intRange("federation.syncIntervalMs", f.SyncIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("federation.maxToolsPerUpstream", int64(f.MaxToolsPerUpstream), 1, 100_000, "1 to 100000")
 	intRange("federation.maxToolListBytes", f.MaxToolListBytes, 1024, 1<<30, "1024 to 1073741824 (1 GiB)")
+	intRange("federation.maxPromptsPerUpstream", int64(f.MaxPromptsPerUpstream), 1, 100_000, "1 to 100000")
+	intRange("federation.maxResourcesPerUpstream", int64(f.MaxResourcesPerUpstream), 1, 1_000_000, "1 to 1000000")
 	if f.DeploymentID != "" && !upstream.ValidDeploymentID(f.DeploymentID) {
 		bad("federation.deploymentId", f.DeploymentID, "1 to 64 characters of [A-Za-z0-9._-], or empty to derive it")
 	}

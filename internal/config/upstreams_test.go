@@ -70,6 +70,8 @@ func TestValidateUpstreamsNamesKeys(t *testing.T) {
 		{"sync interval", nil, func(f *Federation) { f.SyncIntervalMs = 0 }, "federation.syncIntervalMs"},
 		{"no tools per upstream", nil, func(f *Federation) { f.MaxToolsPerUpstream = 0 }, "federation.maxToolsPerUpstream"},
 		{"tiny tool list", nil, func(f *Federation) { f.MaxToolListBytes = 10 }, "federation.maxToolListBytes"},
+		{"no prompts per upstream", nil, func(f *Federation) { f.MaxPromptsPerUpstream = 0 }, "federation.maxPromptsPerUpstream"},
+		{"too many resources per upstream", nil, func(f *Federation) { f.MaxResourcesPerUpstream = 2_000_000 }, "federation.maxResourcesPerUpstream"},
 		{"deployment id", nil, func(f *Federation) { f.DeploymentID = "a b" }, "federation.deploymentId"},
 		{"denied network", nil, func(f *Federation) { f.DeniedNetworks = []string{"10.0.0.0/8", "nope"} }, "federation.deniedNetworks[1]"},
 		{"url in a denied network", with(func(c *upstream.Config) { c.URL = "http://169.254.169.254/mcp" }), nil, "upstreams[0].url"},
@@ -99,7 +101,7 @@ func TestLoadDeniedNetworksReplacesDefault(t *testing.T) {
 		t.Fatalf("default = %v", got)
 	}
 	path := writeConfig(t, `
-federation: {deniedNetworks: ["10.9.0.0/16"], maxToolsPerUpstream: 50, deploymentId: "prod-eu"}
+federation: {deniedNetworks: ["10.9.0.0/16"], maxToolsPerUpstream: 50, maxPromptsPerUpstream: 20, deploymentId: "prod-eu"}
 upstreams: [{id: ll, url: "http://169.254.10.10/mcp"}]
 `)
 	cfg, err := load([]string{"-config", path}, nil)
@@ -108,7 +110,8 @@ upstreams: [{id: ll, url: "http://169.254.10.10/mcp"}]
 	}
 	f := cfg.Federation
 	if !slices.Equal(f.DeniedNetworks, []string{"10.9.0.0/16"}) || f.MaxToolsPerUpstream != 50 || f.DeploymentID != "prod-eu" ||
-		f.MaxToolListBytes != upstream.DefaultMaxToolListBytes {
+		f.MaxToolListBytes != upstream.DefaultMaxToolListBytes || f.MaxPromptsPerUpstream != 20 ||
+		f.MaxResourcesPerUpstream != upstream.DefaultMaxResourcesPerServer {
 		t.Errorf("federation = %+v", f)
 	}
 }

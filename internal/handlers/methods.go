@@ -135,12 +135,13 @@ func isProgressToken(raw json.RawMessage) bool {
 const dynamicCursor = "d:"
 
 // listResources lists the lister's resources first, then the concrete
-// ones. The lister enumerates the durable state most recently updated
-// first, and a client may stop after any page (server/utilities/
-// pagination) — most read only the first — so the first page is what
-// changed last, not the fixed resources a client can also find by name.
-// Every page but the last is full: where the lister's resources end, the
-// concrete resources fill the rest of the page.
+// ones: the server's own, then the upstreams' (Federated). The lister
+// enumerates the durable state most recently updated first, and a client
+// may stop after any page (server/utilities/pagination) — most read only
+// the first — so the first page is what changed last, not the fixed
+// resources a client can also find by name. Every page but the last is
+// full: where the lister's resources end, the concrete resources fill
+// the rest of the page.
 func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
 	var p protocol.PaginatedParams
 	if perr := decodeParams(req.Params, &p); perr != nil {
@@ -165,7 +166,7 @@ func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
 			staticCursor = nil
 		}
 	}
-	all := s.resources.list()
+	all := s.concreteResources()
 	start, end, next, perr := page(len(all), staticCursor, max(s.opts.PageSize-len(items), 0))
 	if perr != nil {
 		return nil, perr
@@ -208,7 +209,7 @@ func (s *Server) listTemplates(params []byte) (any, error) {
 	if perr := decodeParams(params, &p); perr != nil {
 		return nil, perr
 	}
-	all := s.resources.listTemplates()
+	all := s.allTemplates()
 	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
@@ -233,6 +234,13 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 		return nil, perr
 	}
 	contents, err := s.resources.read(ctx, req.Session, uri)
+	if errors.Is(err, ErrResourceNotFound) && s.fed != nil {
+		// Not one of the server's own: an upstream's, if one offers it.
+		res, handled, ferr := s.fed.ReadResource(ctx, req.Session, uri)
+		if handled {
+			return res, ferr
+		}
+	}
 	if errors.Is(err, ErrResourceNotFound) {
 		return nil, protocol.Errorf(protocol.CodeResourceNotFound, "resource not found: %s", uri).WithData(map[string]string{"uri": uri})
 	}
@@ -248,13 +256,16 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 // maxSubscriptionURI bounds a subscribed URI (the common URL limit).
 const maxSubscriptionURI = 2048
 
-func (s *Server) subscription(req *Request) (any, error) {
+func (s *Server) subscription(ctx context.Context, req *Request) (any, error) {
 	uri, perr := uriParam(req.Params)
 	if perr != nil {
 		return nil, perr
 	}
 	if req.Method == protocol.MethodResourcesUnsubscribe {
 		req.Session.Unsubscribe(uri)
+		if s.fed != nil {
+			s.fed.Unsubscribe(ctx, req.Session, uri)
+		}
 		return struct{}{}, nil
 	}
 	// Subscriptions are kept per client session until it ends, so what a
@@ -266,7 +277,19 @@ func (s *Server) subscription(req *Request) (any, error) {
 	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: uri %q is not an absolute URI", uri)
 	}
+	// An upstream's resource is subscribed on the upstream first, so a
+	// refusal there leaves the session unsubscribed.
+	upstream := false
+	if s.fed != nil && !s.resources.serves(uri) {
+		var err error
+		if upstream, err = s.fed.Subscribe(ctx, req.Session, uri); err != nil {
+			return nil, err
+		}
+	}
 	if err := req.Session.Subscribe(uri); err != nil {
+		if upstream {
+			s.fed.Unsubscribe(ctx, req.Session, uri)
+		}
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}
 	return struct{}{}, nil
@@ -277,7 +300,7 @@ func (s *Server) listPrompts(params []byte) (any, error) {
 	if perr := decodeParams(params, &p); perr != nil {
 		return nil, perr
 	}
-	all := s.prompts.list()
+	all := s.allPrompts()
 	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
@@ -291,6 +314,13 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 		return nil, perr
 	}
 	pr := s.prompts.get(p.Name)
+	if pr == nil && s.fed != nil {
+		// The upstream checks its own required arguments.
+		res, handled, err := s.fed.GetPrompt(ctx, req.Session, p.Name, p.Arguments)
+		if handled {
+			return res, err
+		}
+	}
 	if pr == nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown prompt: %q", p.Name)
 	}
@@ -336,6 +366,18 @@ func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
 		values []string
 		err    error
 	)
+	switch p.Ref.Type {
+	case protocol.RefPrompt, protocol.RefResource:
+		if s.fed == nil || (p.Ref.Type == protocol.RefPrompt && s.prompts.get(p.Ref.Name) != nil) ||
+			(p.Ref.Type == protocol.RefResource && s.resources.template(p.Ref.URI) != nil) {
+			break
+		}
+		// Not the server's own: an upstream's, if one lists it.
+		res, handled, err := s.fed.Complete(ctx, req.Session, &p)
+		if handled {
+			return res, err
+		}
+	}
 	switch p.Ref.Type {
 	case protocol.RefPrompt:
 		pr := s.prompts.get(p.Ref.Name)

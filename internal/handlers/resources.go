@@ -205,3 +205,19 @@ func (r *ResourceRegistry) template(uriTemplate string) *ResourceTemplate {
 	}
 	return nil
 }
+
+// serves reports whether uri is one of the registry's: a concrete
+// resource, or a URI one of its templates matches.
+func (r *ResourceRegistry) serves(uri string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.byURI[uri] != nil {
+		return true
+	}
+	for _, t := range r.templates {
+		if _, ok := t.match(uri); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -26,6 +26,7 @@ type Server struct {
 	resources *ResourceRegistry
 	prompts   *PromptRegistry
 	lister    ResourceLister
+	fed       Federated // nil: no upstreams (see SetFederated)
 	afterCall func(ctx context.Context, call *ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult
 	ambiguous func(ctx context.Context, name string, candidates []string) *protocol.CallToolResult
 }
@@ -95,19 +96,29 @@ func (s *Server) Initialize(params json.RawMessage) (*protocol.InitializeParams,
 	}, nil
 }
 
-// capabilities advertises only what works (basic/lifecycle).
+// capabilities advertises exactly what the server serves
+// (basic/lifecycle): clients skip what is not advertised. Prompts and
+// completions are served when the server has its own or a Federated
+// surface is installed, whose lists change at run time: then prompts
+// and resources say listChanged, and clients are told. (Without either,
+// prompts/list and completion/complete still answer, with nothing.) The resources'
+// listChanged covers what resources/list holds besides the tenant's
+// own state entities, whose changes State Sync announces to their
+// subscribers (notifications/resources/updated) instead of telling
+// every client session of every tenant.
 func (s *Server) capabilities() protocol.ServerCapabilities {
+	fed := s.fed != nil
 	c := protocol.ServerCapabilities{
 		// listChanged: upstream servers' tools come and go at run time
 		// (admin API, discovery), and clients are told.
 		Tools:     &protocol.ToolsCapability{ListChanged: true},
-		Resources: &protocol.ResourcesCapability{Subscribe: true},
+		Resources: &protocol.ResourcesCapability{Subscribe: true, ListChanged: fed},
 		Logging:   &struct{}{},
 	}
-	if s.prompts.len() > 0 {
-		c.Prompts = &protocol.PromptsCapability{}
+	if s.servesPrompts() {
+		c.Prompts = &protocol.PromptsCapability{ListChanged: fed}
 	}
-	if s.hasCompletions() {
+	if s.servesCompletions() {
 		c.Completions = &struct{}{}
 	}
 	return c
@@ -155,7 +166,7 @@ func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
 	case protocol.MethodResourcesRead:
 		return s.readResource(ctx, req)
 	case protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe:
-		return s.subscription(req)
+		return s.subscription(ctx, req)
 	case protocol.MethodPromptsList:
 		return s.listPrompts(req.Params)
 	case protocol.MethodPromptsGet:
@@ -167,7 +178,7 @@ func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
 	case protocol.MethodInitialize:
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: the client session is already initialized")
 	}
-	return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
+	return nil, methodNotFound(req.Method)
 }
 
 // decodeParams decodes params into v; absent params decode as {}.

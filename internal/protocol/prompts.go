@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 type PromptArgument struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
@@ -12,6 +14,9 @@ type Prompt struct {
 	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	// Raw, when set, is the prompt as another server wrote it, under
+	// the name this server lists it by (see relayed.go).
+	Raw json.RawMessage `json:"-"`
 }
 
 type ListPromptsResult struct {

@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Resource is a concrete resource as resources/list describes it.
 type Resource struct {
 	URI         string       `json:"uri"`
@@ -9,6 +11,9 @@ type Resource struct {
 	MimeType    string       `json:"mimeType,omitempty"`
 	Size        *int64       `json:"size,omitempty"`
 	Annotations *Annotations `json:"annotations,omitempty"`
+	// Raw, when set, is the resource as another server wrote it (see
+	// relayed.go).
+	Raw json.RawMessage `json:"-"`
 }
 
 // ResourceTemplate is an RFC 6570 URI template for a family of resources.
@@ -19,6 +24,9 @@ type ResourceTemplate struct {
 	Description string       `json:"description,omitempty"`
 	MimeType    string       `json:"mimeType,omitempty"`
 	Annotations *Annotations `json:"annotations,omitempty"`
+	// Raw, when set, is the template as another server wrote it (see
+	// relayed.go).
+	Raw json.RawMessage `json:"-"`
 }
 
 type ListResourcesResult struct {

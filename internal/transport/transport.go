@@ -252,22 +252,12 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 // session, on its GET stream or into the stream's log for when it
 // reconnects, and reports how many sessions it told. Every session sees
 // the same tools, so there is no filter.
+//
+// A shared session is told once however many replicas saw the change: by
+// its home, or by one that takes over from a dead home
+// (ClientSession.broadcast).
 func (t *Transport) ToolsListChanged() (int, error) {
-	data, err := protocol.MarshalNotification(protocol.NotificationToolsListChanged, nil)
-	if err != nil {
-		return 0, fmt.Errorf("encode tools/list_changed: %w", err)
-	}
-	n := 0
-	t.sessions.Each(func(s *ClientSession) bool {
-		// A shared session is told once however many replicas saw the
-		// change: by its home, or by one that takes over from a dead home
-		// (issue 7 point 2, ClientSession.broadcast).
-		if s.broadcast(data) {
-			n++
-		}
-		return true
-	})
-	return n, nil
+	return t.ListChanged(protocol.NotificationToolsListChanged)
 }
 
 // contextTimeouts reports whether the client lets a context deadline

@@ -237,7 +237,8 @@ func (cs *callState) handle(ctx context.Context, data []byte) (CallResult, bool,
 }
 
 // notification relays the call's progress and log messages; a list
-// change the server announces here is taken in as on its event stream.
+// change or a resource update the server announces here is taken in as
+// on its event stream.
 func (cs *callState) notification(ctx context.Context, m callMessage) {
 	switch m.Method {
 	case protocol.NotificationProgress:
@@ -254,9 +255,16 @@ func (cs *callState) notification(ctx context.Context, m callMessage) {
 		if cs.relay != nil {
 			cs.relay.Log(ctx, m.Params)
 		}
-	case protocol.NotificationToolsListChanged:
+	case protocol.NotificationToolsListChanged, protocol.NotificationPromptsListChanged, protocol.NotificationResourcesListChange:
 		if cs.c.onToolsChanged != nil {
 			cs.c.onToolsChanged()
+		}
+	case protocol.NotificationResourcesUpdated:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if cs.c.onResourceUpdated != nil && json.Unmarshal(m.Params, &p) == nil && p.URI != "" {
+			cs.c.onResourceUpdated(p.URI)
 		}
 	}
 }

@@ -31,10 +31,11 @@ type conn struct {
 	// http is the session's HTTP client (its transport adds the server's
 	// headers and bounds every answer); tool calls are sent with it
 	// (callstream.go), ids numbers them, maxBody bounds one event.
-	http           *http.Client
-	ids            *atomic.Int64
-	maxBody        int64
-	onToolsChanged func()
+	http              *http.Client
+	ids               *atomic.Int64
+	maxBody           int64
+	onToolsChanged    func()
+	onResourceUpdated func(uri string)
 }
 
 // withConfig is c for a server whose call settings (request timeout,
@@ -56,8 +57,12 @@ type dialParams struct {
 	deployment string
 	denied     deniedNetworks
 	// onToolsChanged is called when the server sends
-	// notifications/tools/list_changed.
+	// notifications/tools/list_changed (or the prompts' or resources',
+	// see surfaceHandlers).
 	onToolsChanged func()
+	// onResourceUpdated is called with the URI of the server's
+	// notifications/resources/updated.
+	onResourceUpdated func(uri string)
 	// onStreamLost is called, with the session's probe, when a request
 	// of the session's event stream fails to reach the server: the SDK
 	// would try again for many seconds before giving the session up,
@@ -301,6 +306,7 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 	if p.onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { p.onToolsChanged() }
 	}
+	p.surfaceHandlers(opts)
 	client := mcp.NewClient(&mcp.Implementation{Name: p.clientName, Version: p.clientVersion}, opts)
 	pr := &probe{}
 	hc := httpClientFor(p.base, cfg, p, pr)
@@ -343,7 +349,7 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 		_ = session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
 	}
 	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr,
-		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, onToolsChanged: p.onToolsChanged}, nil
+		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, onToolsChanged: p.onToolsChanged, onResourceUpdated: p.onResourceUpdated}, nil
 }
 
 // requestError turns a failed request into an *Error of kind
@@ -444,38 +450,6 @@ func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, erro
 		}
 		cursor = res.NextCursor
 	}
-}
-
-// countResources counts the server's resources when it advertises any;
-// 0 otherwise. A failure is reported but does not fail discovery. The
-// pages count against the same byte budget as the tool list: they are
-// only counted, but still downloaded.
-func (c *conn) countResources(ctx context.Context, lim listLimits) (int, error) {
-	if c.init == nil || c.init.Capabilities == nil || c.init.Capabilities.Resources == nil {
-		return 0, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ex := (&exchange{}).withBudget(lim.maxBytes, "resource list", cancel)
-	ctx = withExchange(ctx, ex)
-	n, cursor := 0, ""
-	for page := 0; page <= maxListPages; page++ {
-		rctx, rcancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
-		res, err := c.session.ListResources(rctx, &mcp.ListResourcesParams{Cursor: cursor})
-		if err != nil {
-			err = c.requestError(rctx, ex, "resources/list", err)
-		}
-		rcancel()
-		if err != nil {
-			return n, err
-		}
-		n += len(res.Resources)
-		if res.NextCursor == "" {
-			break
-		}
-		cursor = res.NextCursor
-	}
-	return n, nil
 }
 
 // ping checks the session answers within requestTimeoutMs.

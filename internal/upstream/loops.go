@@ -9,14 +9,25 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// debounceLoop calls OnToolsChanged after the merged set changed, at most
+// debounceLoop calls OnToolsChanged, OnPromptsChanged and
+// OnResourcesChanged after the merged set of their kind changed, at most
 // once per Debounce, and only when the set differs from the one last
 // announced: a change that was undone within the window is not announced
-// (no spurious list_changed).
+// (no spurious list_changed), and a change of one kind announces only
+// that kind.
 func (m *Manager) debounceLoop() {
-	m.mu.Lock()
-	announced := fingerprint(nil)
-	m.mu.Unlock()
+	// What was announced at first is nothing, whatever the servers that
+	// connected before this loop started have changed since.
+	tools, prompts, resources := fingerprint(nil), promptsFingerprint(nil), resourcesFingerprint(nil, nil)
+	announce := func(announced *string, now string, fn func()) {
+		if now == *announced {
+			return
+		}
+		*announced = now
+		if fn != nil {
+			fn()
+		}
+	}
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -31,15 +42,11 @@ func (m *Manager) debounceLoop() {
 		case <-t.C:
 		}
 		m.mu.Lock()
-		fp := m.toolsFP
+		toolsFP, promptsFP, resourcesFP := m.toolsFP, m.promptsFP, m.resourcesFP
 		m.mu.Unlock()
-		if fp == announced {
-			continue
-		}
-		announced = fp
-		if m.opts.OnToolsChanged != nil {
-			m.opts.OnToolsChanged()
-		}
+		announce(&tools, toolsFP, m.opts.OnToolsChanged)
+		announce(&prompts, promptsFP, m.opts.OnPromptsChanged)
+		announce(&resources, resourcesFP, m.opts.OnResourcesChanged)
 	}
 }
 

@@ -54,8 +54,8 @@ type Options struct {
 	// HealthInterval: how often connected servers are pinged (and their
 	// tools re-listed) and failed ones reconnected, with backoff.
 	HealthInterval time.Duration
-	// GracePeriod: how long a failing server's last known tools stay
-	// offered.
+	// GracePeriod: how long a failing server's last known tools (and
+	// prompts, resources and templates) stay offered.
 	GracePeriod time.Duration
 	// MaxBackoff caps the pause between two attempts to reconnect a failed
 	// server (federation.maxBackoffMs; zero: DefaultMaxBackoff), so a
@@ -69,16 +69,38 @@ type Options struct {
 	// OnToolsChanged is called, never concurrently, after the merged tool
 	// set really changed (names, descriptions, schemas, annotations).
 	OnToolsChanged func()
-	ClientName     string
-	ClientVersion  string
+	// OnPromptsChanged and OnResourcesChanged are called the same way
+	// (debounced, never concurrently with each other or OnToolsChanged)
+	// after the merged prompts, or the merged resources and resource
+	// templates, really changed (see Surface).
+	OnPromptsChanged   func()
+	OnResourcesChanged func()
+	// OnResourceUpdated is told a server's notifications/resources/updated
+	// for a URI subscribed on it (Subscribe), with its subscribers. It is
+	// called on the session's reading goroutine and must not block.
+	OnResourceUpdated func(server, uri string, subscribers []string)
+	ClientName        string
+	ClientVersion     string
 	// DeploymentID names this deployment, every replica of it, to the
 	// upstreams; it is how a federation loop is recognised (see
 	// HeaderVia). Empty: a random id, this process alone.
 	DeploymentID string
 	// MaxToolsPerServer and MaxToolListBytes bound one server's tool list
 	// (zero: the defaults); over either, the server is in error.
+	// MaxToolListBytes also bounds each of its prompt, resource and
+	// resource-template lists.
 	MaxToolsPerServer int
 	MaxToolListBytes  int64
+	// MaxPromptsPerServer and MaxResourcesPerServer bound one server's
+	// prompt list and each of its resource and resource-template lists
+	// (zero: the defaults); a list over its bound is left out whole and
+	// reported in the server's status.
+	MaxPromptsPerServer   int
+	MaxResourcesPerServer int
+	// ReservedSchemes are the URI schemes of the gateway's own resources
+	// (case-insensitive): no upstream resource or template in them is
+	// offered.
+	ReservedSchemes []string
 	// DeniedNetworks: no connection to an upstream may reach an address
 	// in them, whatever its URL or a redirect names.
 	DeniedNetworks []netip.Prefix
@@ -92,6 +114,8 @@ type Options struct {
 	maxResponseBytes int64
 	// relistGap replaces minRelistGap (tests shorten it).
 	relistGap time.Duration
+	// maxSubscriptions replaces maxSubscriptionsPerServer (tests lower it).
+	maxSubscriptions int
 	// reconnectDelay replaces the reconnect backoff (tests that drive
 	// reconnects themselves make it an hour).
 	reconnectDelay func(failures int) time.Duration
@@ -134,6 +158,13 @@ type Manager struct {
 	servers map[string]*server
 	tools   []Tool // merged tool set, sorted by Canonical
 	toolsFP string // fingerprint of tools
+	// surface is the merged prompts, resources and templates;
+	// promptsFP and resourcesFP fingerprint its parts (see
+	// mergeSurfaceLocked).
+	surface                *Surface
+	promptsFP, resourcesFP string
+	// subs are the resource subscriptions held, by server id.
+	subs map[string]*subscriptions
 	// starting: Start was called; started: servers added from now on
 	// are connected at once.
 	starting, started bool
@@ -168,6 +199,9 @@ type server struct {
 	status Status
 	conn   *conn
 	tools  []Tool // last discovered tools (kept through the grace period)
+	// surface is the last discovered prompts, resources and templates,
+	// kept with the tools.
+	surface serverSurface
 	// deployments are those the server's answers named at the last
 	// discovery (HeaderDeployments): where its tools come from.
 	deployments []string
@@ -203,6 +237,17 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.MaxToolListBytes <= 0 {
 		opts.MaxToolListBytes = DefaultMaxToolListBytes
 	}
+	if opts.MaxPromptsPerServer <= 0 {
+		opts.MaxPromptsPerServer = DefaultMaxPromptsPerServer
+	}
+	if opts.MaxResourcesPerServer <= 0 {
+		opts.MaxResourcesPerServer = DefaultMaxResourcesPerServer
+	}
+	reserved := make([]string, 0, len(opts.ReservedSchemes))
+	for _, sch := range opts.ReservedSchemes {
+		reserved = append(reserved, strings.ToLower(sch))
+	}
+	opts.ReservedSchemes = reserved
 	if opts.ClientName == "" {
 		opts.ClientName = "mcp-runtime"
 	}
@@ -218,6 +263,9 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.relistGap <= 0 {
 		opts.relistGap = minRelistGap
 	}
+	if opts.maxSubscriptions <= 0 {
+		opts.maxSubscriptions = maxSubscriptionsPerServer
+	}
 	met, err := newMetrics(opts.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("upstream: registering metrics: %w", err)
@@ -226,6 +274,7 @@ func NewManager(opts Options) (*Manager, error) {
 		opts: opts, log: opts.Log, metrics: met, backoff: opts.backoff,
 		changed: make(chan struct{}, 1),
 		servers: make(map[string]*server),
+		subs:    make(map[string]*subscriptions),
 		client:  &http.Client{Transport: pooledTransport(opts.DeniedNetworks)},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -244,6 +293,7 @@ func NewManager(opts Options) (*Manager, error) {
 		m.servers[c.ID] = newServer(c, SourceConfig, 0)
 	}
 	m.toolsFP = fingerprint(nil)
+	m.mergeSurfaceLocked(nil, nil)
 	m.reach.Store(&[]string{opts.DeploymentID})
 	return m, nil
 }
@@ -379,13 +429,15 @@ func (m *Manager) offeredLocked(s *server, now time.Time) bool {
 	return s.status.StaleToolsUntil != nil && now.Before(*s.status.StaleToolsUntil)
 }
 
-// recomputeLocked rebuilds the merged tool set and wakes the debouncer
-// when it changed.
+// recomputeLocked rebuilds the merged tool set and surface and wakes
+// the debouncer when either changed.
 func (m *Manager) recomputeLocked() {
 	now := time.Now()
 	var tools []Tool
 	var behind [][]string
+	servers := make([]*server, 0, len(m.servers))
 	for _, s := range m.servers {
+		servers = append(servers, s)
 		if m.offeredLocked(s, now) {
 			tools = append(tools, s.tools...)
 			behind = append(behind, s.deployments)
@@ -393,8 +445,11 @@ func (m *Manager) recomputeLocked() {
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
 	m.reach.Store(ptr(reachHeader(m.opts.DeploymentID, behind)))
+	// In id order: the first server to list a URI offers it.
+	slices.SortFunc(servers, func(a, b *server) int { return strings.Compare(a.cfg.ID, b.cfg.ID) })
+	promptsChanged, resourcesChanged := m.mergeSurfaceLocked(servers, func(s *server) bool { return m.offeredLocked(s, now) })
 	fp := fingerprint(tools)
-	if fp == m.toolsFP {
+	if fp == m.toolsFP && !promptsChanged && !resourcesChanged {
 		return
 	}
 	m.tools, m.toolsFP = tools, fp
@@ -439,6 +494,7 @@ func (m *Manager) replaceLocked(cur, next *server) *conn {
 	}
 	next.conn = cur.conn.withConfig(next.cfg)
 	next.tools = withCategory(cur.tools, next.cfg.TimeoutCategory())
+	next.surface = cur.surface
 	cfg := next.status.Config
 	next.status = statusLocked(cur)
 	next.status.Config, next.status.Source = cfg, next.source
@@ -463,7 +519,7 @@ func (m *Manager) removeLocked(s *server) *conn {
 	m.stopGraceLocked(s)
 	stopReconnectLocked(s)
 	c := s.conn
-	s.conn, s.tools = nil, nil
+	s.conn, s.tools, s.surface = nil, nil, serverSurface{}
 	return c
 }
 
@@ -489,6 +545,8 @@ func statusLocked(s *server) Status {
 	st := s.status
 	st.Config.Headers = maps.Clone(st.Config.Headers)
 	st.InvalidTools = slices.Clone(st.InvalidTools)
+	st.SurfaceProblems = slices.Clone(st.SurfaceProblems)
+	st.ResourceConflicts = slices.Clone(st.ResourceConflicts)
 	st.LastSuccessAt = clonePtr(st.LastSuccessAt)
 	st.LastDiscoveryAt = clonePtr(st.LastDiscoveryAt)
 	st.StaleToolsUntil = clonePtr(st.StaleToolsUntil)

@@ -69,9 +69,9 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 
 	start := time.Now()
 	var (
-		tools     []Tool
-		problems  []ToolProblem
-		resources int
+		tools    []Tool
+		problems []ToolProblem
+		surface  surfaceListing
 	)
 	lim := listLimits{maxTools: m.opts.MaxToolsPerServer, maxBytes: m.opts.MaxToolListBytes}
 	n, err := retry(ctx, attempts, m.backoff, func(ctx context.Context) error {
@@ -93,10 +93,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 			return err
 		}
 		tools, problems = convertTools(s.cfg, list)
-		var rerr error
-		if resources, rerr = c.countResources(ctx, lim); rerr != nil {
-			m.log.Warn().Str("server", s.cfg.ID).Err(rerr).Msg("counting upstream resources")
-		}
+		surface = c.listSurface(ctx, m.surfaceLimits())
 		return nil
 	})
 	took := time.Since(start)
@@ -131,6 +128,8 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 	}
 	if c != nil && c != s.conn {
 		m.watchLocked(s.cfg.ID, c)
+		id, nc := s.cfg.ID, c
+		m.goBackgroundLocked(func() { m.resubscribe(id, nc) })
 	}
 	s.conn = c
 	res.DurationMs = took.Milliseconds()
@@ -152,13 +151,14 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		m.log.Warn().Str("server", s.cfg.ID).Str("tool", p.Name).Str("reason", p.Reason).Msg("upstream tool left out")
 	}
 	s.tools, s.deployments = tools, c.probe.ids()
+	m.applySurfaceLocked(s, surface)
 	m.stopGraceLocked(s)
 	st := &s.status
 	// INV-MCP-ECO-200: a success clears the error and the failure count.
 	st.LastError, st.ConsecutiveFailures, st.StaleToolsUntil = "", 0, nil
 	st.LastSuccessAt, st.LastDiscoveryAt = &now, &now
 	st.DiscoveryMs = took.Milliseconds()
-	st.ToolCount, st.ResourceCount, st.InvalidTools = len(tools), resources, problems
+	st.ToolCount, st.InvalidTools = len(tools), problems
 	if c.init != nil {
 		st.ProtocolVersion = c.init.ProtocolVersion
 		if c.init.ServerInfo != nil {
@@ -181,8 +181,9 @@ func (m *Manager) dialParams(s *server) dialParams {
 		deployment: m.opts.DeploymentID, denied: m.opts.DeniedNetworks,
 		// By id: an update that keeps the session (replaceLocked) puts it
 		// under a new *server.
-		onToolsChanged: func() { m.listChanged(id) },
-		onStreamLost:   func(pr *probe) { m.streamLost(id, pr) },
+		onToolsChanged:    func() { m.listChanged(id) },
+		onResourceUpdated: func(uri string) { m.resourceUpdated(id, uri) },
+		onStreamLost:      func(pr *probe) { m.streamLost(id, pr) },
 	}
 }
 
@@ -318,13 +319,13 @@ func (m *Manager) failLocked(s *server, err error) {
 		// a grace period: offering them is what feeds the loop.
 		m.stopGraceLocked(s)
 		st.StaleToolsUntil = nil
-	} else if len(s.tools) > 0 && st.StaleToolsUntil == nil && s.status.State == StateConnected {
+	} else if (len(s.tools) > 0 || s.surface.offers()) && st.StaleToolsUntil == nil && s.status.State == StateConnected {
 		until := now.Add(m.opts.GracePeriod)
 		st.StaleToolsUntil = &until
 		m.startGraceLocked(s)
 	}
 	if st.StaleToolsUntil == nil {
-		s.tools = nil
+		s.tools, s.surface = nil, serverSurface{}
 	}
 	m.setStateLocked(s, StateError, st.LastError)
 	m.recomputeLocked()
@@ -407,7 +408,7 @@ func (m *Manager) startGraceLocked(s *server) {
 		if s.status.State == StateConnected || s.removed {
 			return
 		}
-		s.status.StaleToolsUntil, s.tools, s.grace = nil, nil, nil
+		s.status.StaleToolsUntil, s.tools, s.surface, s.grace = nil, nil, serverSurface{}, nil
 		m.log.Info().Str("server", s.cfg.ID).Msg("upstream grace period over; its tools are dropped")
 		m.recomputeLocked()
 	})

@@ -74,12 +74,23 @@ type Status struct {
 	LastDiscoveryAt *time.Time `json:"lastDiscoveryAt,omitempty"`
 	DiscoveryMs     int64      `json:"discoveryMs"`
 	ToolCount       int        `json:"toolCount"`
-	ResourceCount   int        `json:"resourceCount"`
+	// ResourceCount, ResourceTemplateCount and PromptCount count what the
+	// server offers of each (see Surface), conflicts included.
+	ResourceCount         int `json:"resourceCount"`
+	ResourceTemplateCount int `json:"resourceTemplateCount"`
+	PromptCount           int `json:"promptCount"`
 	// InvalidTools were left out (an invalid inputSchema, say).
-	InvalidTools    []ToolProblem `json:"invalidTools,omitempty"`
-	ServerName      string        `json:"serverName,omitempty"`
-	ServerVersion   string        `json:"serverVersion,omitempty"`
-	ProtocolVersion string        `json:"protocolVersion,omitempty"`
+	InvalidTools []ToolProblem `json:"invalidTools,omitempty"`
+	// SurfaceProblems are the prompts, resources and resource templates
+	// left out, or lists left out whole (over a bound), and why; at most
+	// 100.
+	SurfaceProblems []SurfaceProblem `json:"surfaceProblems,omitempty"`
+	// ResourceConflicts are resources and templates of this server that
+	// a server whose id sorts first lists too, and offers; at most 100.
+	ResourceConflicts []ResourceConflict `json:"resourceConflicts,omitempty"`
+	ServerName        string             `json:"serverName,omitempty"`
+	ServerVersion     string             `json:"serverVersion,omitempty"`
+	ProtocolVersion   string             `json:"protocolVersion,omitempty"`
 	// StaleToolsUntil is set while the server is failing and its last
 	// known tools are still offered (the grace period).
 	StaleToolsUntil *time.Time `json:"staleToolsUntil,omitempty"`

@@ -1,0 +1,52 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+)
+
+// ListChanged sends a list_changed notification (notification is its
+// method: notifications/prompts/list_changed, …) to every client
+// session, as ToolsListChanged does for tools, and reports how many
+// sessions it told. Every replica sees such a change by itself, so a
+// shared session is told by one of them (ClientSession.broadcast).
+func (t *Transport) ListChanged(notification string) (int, error) {
+	data, err := protocol.MarshalNotification(notification, nil)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", notification, err)
+	}
+	n := 0
+	t.sessions.Each(func(s *ClientSession) bool {
+		if s.broadcast(data) {
+			n++
+		}
+		return true
+	})
+	return n, nil
+}
+
+// Subscribers returns the ids of tenantID's client sessions subscribed
+// to uri: in this process's index, or, with shared sessions, in Redis's
+// reverse index, which every replica writes (redisfanout.go), so a
+// subscription made or dropped on another replica counts. The index may
+// still name a session that expired, until an update finds it gone.
+func (t *Transport) Subscribers(ctx context.Context, tenantID, uri string) ([]string, error) {
+	if tenantID == "" {
+		tenantID = tenant.Default
+	}
+	if t.shared != nil {
+		ctx, cancel := context.WithTimeout(ctx, t.shared.timeout)
+		defer cancel()
+		ids, err := t.shared.rdb.SMembers(ctx, t.shared.subsKey(tenantID, uri)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read the subscribers of a resource: %w", err)
+		}
+		return ids, nil
+	}
+	var ids []string
+	t.subs.each(tenantID, uri, func(s *ClientSession) { ids = append(ids, s.id) })
+	return ids, nil
+}
