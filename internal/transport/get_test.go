@@ -693,8 +693,10 @@ func TestPost_JSONClientThatStopsReadingIsDropped(t *testing.T) {
 		o.Logger = zerolog.New(&logs).Level(zerolog.InfoLevel)
 	}))
 	sid := h.initialize(t)
-	// An echo answer larger than the loopback socket buffers can take.
-	body := toolCall(1, "echo", map[string]any{"text": strings.Repeat("x", 8<<20)}, nil)
+	// An answer larger than the loopback socket buffers can take, to a
+	// small request: the time the test waits is the write timeout's, not
+	// that of decoding a large request.
+	body := toolCall(1, "big", map[string]any{"n": 8 << 20}, nil)
 	c, err := net.Dial("tcp", h.ts.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -211,6 +211,13 @@ func (f *fixtures) baseTools() []handlers.Tool {
 	return []handlers.Tool{
 		echoTool(),
 		{
+			Name: "big", Description: "Answers with n bytes of text.",
+			InputSchema: objectSchema(`"n":{"type":"integer","minimum":0,"maximum":67108864}`, "n"),
+			Handler: handlers.Typed(func(_ context.Context, _ *handlers.ToolCall, a progressIn) (*protocol.CallToolResult, error) {
+				return handlers.TextResult(strings.Repeat("x", a.N)), nil
+			}),
+		},
+		{
 			Name: "progress", Description: "Sends n progress notifications when asked for progress, then answers.",
 			InputSchema: objectSchema(`"n":{"type":"integer","minimum":0,"maximum":1000}`, "n"),
 			Handler: handlers.Typed(func(ctx context.Context, call *handlers.ToolCall, a progressIn) (*protocol.CallToolResult, error) {
