@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/r3labs/sse/v2"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -89,6 +90,9 @@ type callState struct {
 // relaying what else the server sends on the call's stream. ctx bounds
 // it; when ctx ends first, the server is told (notifications/cancelled).
 func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage, relay Relay) (CallResult, error) {
+	if c.modern() {
+		return c.sdkCall(ctx, name, args)
+	}
 	op := "tools/call " + name
 	cs := &callState{c: c, id: "mcp-runtime-" + strconv.FormatInt(c.ids.Add(1), 10), relay: relay,
 		slots: make(chan struct{}, relayedRequests)}
@@ -146,6 +150,9 @@ func (cs *callState) run(ctx context.Context, body []byte) (CallResult, error) {
 		resp.Body.Close()
 		if done || err != nil {
 			return res, err
+		}
+		if err := ctx.Err(); err != nil {
+			return CallResult{}, err // the reader reports a cancelled read as the stream's end
 		}
 		// The stream ended without the response: resume it.
 		if cs.lastID == "" || resumes == maxResumes {
@@ -364,7 +371,17 @@ func (c *conn) resume(ctx context.Context, lastID string) (*http.Response, error
 	c.sessionHeaders(req)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", lastID)
-	return c.do(req)
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	// The transport bounds answers to POSTs; the rest of a call's stream
+	// gets the same bound.
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, c.maxBody), resp.Body}
+	return resp, nil
 }
 
 func (c *conn) do(req *http.Request) (*http.Response, error) {
@@ -434,4 +451,49 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// modernEra is the first protocol revision without sessions, whose
+// requests each carry their own _meta and headers (2026-07-28).
+const modernEra = "2026-07-28"
+
+// modern reports whether the session negotiated the modern era (the
+// go-sdk probes server/discover first). Its requests are the SDK's to
+// build; such a server sends no requests on a call's stream (it asks with
+// multi-round-trip results instead), so only progress and log messages
+// are lost to the relay there.
+func (c *conn) modern() bool {
+	return c.init != nil && c.init.ProtocolVersion >= modernEra
+}
+
+// sdkCall sends tools/call through the go-sdk session (modern era).
+func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
+	params := &mcp.CallToolParams{Name: name}
+	if len(args) > 0 {
+		params.Arguments = args
+	}
+	ex := &exchange{call: true}
+	res, err := c.session.CallTool(withExchange(ctx, ex), params)
+	if err != nil {
+		return CallResult{}, c.requestError(ctx, ex, "tools/call "+name, err)
+	}
+	out := CallResult{IsError: res.IsError, Content: make([]json.RawMessage, 0, len(res.Content))}
+	for i, block := range res.Content {
+		b, err := json.Marshal(block)
+		if err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's content block %d: %w", i, err)
+		}
+		out.Content = append(out.Content, b)
+	}
+	if res.StructuredContent != nil {
+		if out.StructuredContent, err = json.Marshal(res.StructuredContent); err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's structuredContent: %w", err)
+		}
+	}
+	if len(res.Meta) > 0 {
+		if out.Meta, err = json.Marshal(res.Meta); err != nil {
+			return CallResult{}, fmt.Errorf("encoding the result's _meta: %w", err)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,300 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// scriptedServer is an MCP server written by hand, so that a test decides
+// exactly what a tools/call's stream carries: it does the handshake and
+// tools/list, and answers every tools/call with the events onCall writes.
+// A GET with Last-Event-ID is answered by onResume.
+type scriptedServer struct {
+	mu       sync.Mutex
+	posted   []string // bodies of the client's POSTs other than the handshake's
+	called   int      // tools/call requests
+	// modern answers server/discover (the 2026-07-28 era) and checks that
+	// each tools/call carries the era's _meta.
+	modern bool
+	onCall   func(w http.ResponseWriter, id json.RawMessage)
+	onResume func(w http.ResponseWriter, lastID string)
+}
+
+func (s *scriptedServer) start(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			if last := r.Header.Get("Last-Event-ID"); last != "" && s.onResume != nil {
+				s.onResume(w, last)
+				return
+			}
+			w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+			return
+		}
+		if r.Method == http.MethodDelete {
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		w.Header().Set("Mcp-Session-Id", "scripted")
+		switch m.Method {
+		case "server/discover":
+			w.Header().Set("Content-Type", "application/json")
+			if s.modern {
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"scripted","version":"1"}}}}`, m.ID)
+				return
+			}
+			// A server of the 2025-11-25 era: the SDK falls back to
+			// initialize.
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`, m.ID)
+		case "notifications/initialized":
+			w.WriteHeader(http.StatusAccepted)
+		case "tools/list":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`, m.ID)
+		case "tools/call":
+			s.mu.Lock()
+			s.called++
+			s.mu.Unlock()
+			if s.modern && !strings.Contains(string(body), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"missing _meta"}}`, m.ID)
+				return
+			}
+			s.onCall(w, m.ID)
+		default:
+			s.mu.Lock()
+			s.posted = append(s.posted, string(body))
+			s.mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (s *scriptedServer) calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.called
+}
+
+func (s *scriptedServer) answers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.posted...)
+}
+
+func writeEvents(w http.ResponseWriter, events ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	for _, e := range events {
+		fmt.Fprint(w, e)
+	}
+	w.(http.Flusher).Flush()
+}
+
+// recordingRelay records what a call relays and answers requests.
+type recordingRelay struct {
+	mu       sync.Mutex
+	progress []string
+	logs     []string
+	answer   func(method string) (json.RawMessage, error)
+}
+
+func (r *recordingRelay) Progress(_ context.Context, p float64, total *float64, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress = append(r.progress, fmt.Sprintf("%v/%v %s", p, *total, msg))
+}
+
+func (r *recordingRelay) Log(_ context.Context, params json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, string(params))
+}
+
+func (r *recordingRelay) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return r.answer(method)
+}
+
+// What a call's stream carries is the call's: progress under its token
+// (another token's is not relayed), log messages, the server's requests
+// answered through the relay (or refused with its error), and a stream
+// the server ends early is resumed from the last event id.
+func TestCallStream(t *testing.T) {
+	result := `{"content":[{"type":"text","text":"ok","annotations":{"priority":1}}],"structuredContent":{"n":1}}`
+	cases := []struct {
+		name        string
+		onCall      func(w http.ResponseWriter, id json.RawMessage)
+		onResume    func(w http.ResponseWriter, lastID string)
+		answer      func(method string) (json.RawMessage, error)
+		noRelay     bool
+		wantErr     string
+		wantProg    []string
+		wantLogs    int
+		wantAnswers []string // substrings of the answers posted back, in order
+	}{
+		{name: "progress and logs before the response", onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			writeEvents(w,
+				`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcp-runtime-1","progress":1,"total":2,"message":"half"}}`+"\n\n",
+				`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"someone-else","progress":9,"total":9}}`+"\n\n",
+				`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}`+"\n\n",
+				fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+		}, wantProg: []string{"1/2 half"}, wantLogs: 1},
+		{name: "a server request answered through the relay", onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"maxTokens":1,"messages":[]}}`+"\n\n")
+			// The answer is posted back before the server goes on.
+			writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+		}, answer: func(string) (json.RawMessage, error) {
+			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"Paris"}}`), nil
+		},
+			wantAnswers: []string{`"id":7,"result":{"role":"assistant"`}},
+		{name: "a client's refusal passed to the server", onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`+"\n\n",
+				fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+		}, answer: func(string) (json.RawMessage, error) {
+			return nil, protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare elicitation")
+		}, wantAnswers: []string{`"id":"e1","error":{"code":-32601,"message":"the client did not declare elicitation"`}},
+		{name: "without a relay, requests are refused", noRelay: true, onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":3,"method":"roots/list"}`+"\n\n",
+				fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+		}, wantAnswers: []string{`"id":3,"error":{"code":-32601`}},
+		{name: "a stream ended early is resumed", onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+			writeEvents(w, "id: ev-1\nretry: 1\ndata: \n\n")
+		}, onResume: func(w http.ResponseWriter, lastID string) {
+			if lastID != "ev-1" {
+				http.Error(w, "wrong id", http.StatusBadRequest)
+				return
+			}
+			writeEvents(w, "id: ev-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"mcp-runtime-1\",\"result\":"+result+"}\n\n")
+		}},
+		{name: "a stream ended without an id to resume from", onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+			writeEvents(w, "data: \n\n")
+		}, wantErr: "the server ended the call's stream without answering"},
+		{name: "a message that is not JSON-RPC", onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+			writeEvents(w, "data: <html>\n\n")
+		}, wantErr: "protocol error: the server's answer is not valid MCP"},
+		{name: "a JSON-RPC error answer", onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"unknown tool"}}`, id)
+		}, wantErr: "JSON-RPC error -32602: unknown tool"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &scriptedServer{onCall: tc.onCall, onResume: tc.onResume}
+			url := srv.start(t)
+			c := cfg("s", url)
+			c.MaxRetries = intp(0)
+			m := testManager(t, Options{Declared: []Config{c}})
+			if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			relay := &recordingRelay{answer: tc.answer}
+			var r Relay = relay
+			if tc.noRelay {
+				r = nil
+			}
+			res, err := m.CallRelayed(ctx(t), "s", "t", json.RawMessage(`{}`), r)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(res.Content[0]); got != `{"type":"text","text":"ok","annotations":{"priority":1}}` || string(res.StructuredContent) != `{"n":1}` {
+				t.Errorf("result %s %s: want the blocks as the server wrote them", got, res.StructuredContent)
+			}
+			relay.mu.Lock()
+			defer relay.mu.Unlock()
+			if fmt.Sprint(relay.progress) != fmt.Sprint(tc.wantProg) || len(relay.logs) != tc.wantLogs {
+				t.Errorf("relayed progress %q, %d log messages; want %q, %d", relay.progress, len(relay.logs), tc.wantProg, tc.wantLogs)
+			}
+			answers := srv.answers()
+			if len(answers) != len(tc.wantAnswers) {
+				t.Fatalf("answers posted back %q, want %d", answers, len(tc.wantAnswers))
+			}
+			for i, want := range tc.wantAnswers {
+				if !strings.Contains(answers[i], want) {
+					t.Errorf("answer %d %s, want it to contain %s", i, answers[i], want)
+				}
+			}
+		})
+	}
+}
+
+// A call whose context ends after its request left tells the server,
+// which gets notifications/cancelled naming the request.
+func TestCallStreamCancelled(t *testing.T) {
+	release := make(chan struct{})
+	srv := &scriptedServer{onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+		writeEvents(w, ": started\n\n")
+		<-release
+	}}
+	defer close(release)
+	url := srv.start(t)
+	m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.CallRelayed(cctx, "s", "t", nil, &recordingRelay{})
+		done <- err
+	}()
+	waitFor(t, "the call to reach the server", func() bool { return srv.calls() > 0 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) && !strings.Contains(fmt.Sprint(err), "cancel") {
+		t.Errorf("err = %v", err)
+	}
+	answers := srv.answers()
+	if len(answers) != 1 || !strings.Contains(answers[0], `"method":"notifications/cancelled"`) || !strings.Contains(answers[0], `"requestId":"mcp-runtime-1"`) {
+		t.Errorf("posted %q, want one notifications/cancelled for mcp-runtime-1", answers)
+	}
+}
+
+// A server of the 2026-07-28 era gets its calls in that era's form (the
+// go-sdk builds them), and its result is passed on.
+func TestCallStreamModernServer(t *testing.T) {
+	srv := &scriptedServer{modern: true, onCall: func(w http.ResponseWriter, id json.RawMessage) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"modern"}],"resultType":"complete"}}`, id)
+	}}
+	url := srv.start(t)
+	m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, m, "s"); st.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %q, want the modern era", st.ProtocolVersion)
+	}
+	res, err := m.CallRelayed(ctx(t), "s", "t", json.RawMessage(`{}`), &recordingRelay{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || !strings.Contains(string(res.Content[0]), `"modern"`) {
+		t.Errorf("result %s", res.Content)
+	}
+}
