@@ -20,12 +20,12 @@ import (
 // tools/list, and answers every tools/call with the events onCall writes.
 // A GET with Last-Event-ID is answered by onResume.
 type scriptedServer struct {
-	mu       sync.Mutex
-	posted   []string // bodies of the client's POSTs other than the handshake's
-	called   int      // tools/call requests
+	mu     sync.Mutex
+	posted []string // bodies of the client's POSTs other than the handshake's
+	called int      // tools/call requests
 	// modern answers server/discover (the 2026-07-28 era) and checks that
 	// each tools/call carries the era's _meta.
-	modern bool
+	modern   bool
 	onCall   func(w http.ResponseWriter, id json.RawMessage)
 	onResume func(w http.ResponseWriter, lastID string)
 }
