@@ -13,17 +13,18 @@
 # /proc/PID/stat) of the gateway and of the upstream is read around the
 # measured run only and divided by its calls.
 #
-# With BASELINE_API set to another cmd/api binary (an older build), that
-# binary runs as a second gateway of the same upstream on BASELINE_PORT,
-# and each round measures the direct path, the baseline gateway and the
-# gateway built from this tree: a before/after in one run.
+# COMPARE="label=/path/to/api ..." runs each such cmd/api binary (an older
+# build, or a script exec'ing one with its own environment) as a further
+# gateway of the same upstream, on the ports after BASE_PORT, and each round
+# measures the direct path, each of them and the gateway built from this
+# tree, in turn: a before/after in one run.
 #
 # Prints one markdown row per (round, C, path) and the medians.
 #
 # Usage:  bench/gateway_hop.sh        (from any directory)
 # Environment:
 #   ROUNDS=5  CONCURRENCY="1 16"  DURATION=10s  WARMUP=2s
-#   BASELINE_API=      a cmd/api binary to compare with (see above)
+#   COMPARE=           labelled cmd/api binaries to compare with (see above)
 #   GATEWAY_ENV=       extra environment of the gateway process(es), e.g. GOGC=200
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +34,8 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18491}
 GATEWAY_PORT=${GATEWAY_PORT:-18492}
-BASELINE_PORT=${BASELINE_PORT:-18495}
-BASELINE_API=${BASELINE_API:-}
+BASE_PORT=${BASE_PORT:-18500}
+COMPARE=${COMPARE:-}
 GATEWAY_ENV=${GATEWAY_ENV:-}
 
 # shellcheck source=bench/lib.sh
@@ -63,22 +64,27 @@ start_gateway() { # binary port; sets gw_pid
 MCP_ADDR=127.0.0.1:$UPSTREAM_PORT "$tmp/api" >"$tmp/upstream.log" 2>&1 & upstream_pid=$!
 pids+=("$upstream_pid")
 wait_healthy "$UPSTREAM_PORT"
+declare -A gw_port gw_pids
+paths=direct
+port=$BASE_PORT
+for spec in $COMPARE; do
+  label=${spec%%=*}
+  port=$((port + 1))
+  start_gateway "${spec#*=}" "$port"
+  gw_port[$label]=$port gw_pids[$label]=$gw_pid
+  paths+=" $label"
+done
 start_gateway "$tmp/api" "$GATEWAY_PORT"
-gateway_pid=$gw_pid
-paths="direct gateway"
-if [ -n "$BASELINE_API" ]; then
-  start_gateway "$BASELINE_API" "$BASELINE_PORT"
-  baseline_pid=$gw_pid
-  paths="direct baseline gateway"
-fi
+gw_port[gateway]=$GATEWAY_PORT gw_pids[gateway]=$gw_pid
+paths+=" gateway"
 
 run() { # path C
   local url tool=runtime2_runtime_echo gw=0 out up0 gw0 up1 gw1 n
-  case $1 in
-  direct) url=http://127.0.0.1:$UPSTREAM_PORT/mcp tool=runtime_echo ;;
-  gateway) url=http://127.0.0.1:$GATEWAY_PORT/mcp gw=$gateway_pid ;;
-  baseline) url=http://127.0.0.1:$BASELINE_PORT/mcp gw=$baseline_pid ;;
-  esac
+  if [ "$1" = direct ]; then
+    url=http://127.0.0.1:$UPSTREAM_PORT/mcp tool=runtime_echo
+  else
+    url=http://127.0.0.1:${gw_port[$1]}/mcp gw=${gw_pids[$1]}
+  fi
   local args=(-url "$url" -tool "$tool" -args '{"text":"hello"}' -sessions "$2" -concurrency "$2" -json)
   "$tmp/mcpload" "${args[@]}" -duration "$WARMUP" -warmup 0 >/dev/null 2>&1
   up0=$(cpu_ticks "$upstream_pid")

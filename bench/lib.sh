@@ -44,6 +44,6 @@ cpu_ticks() {
 }
 cpu_per_call() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", n ? t / hz * 1e6 / n : 0}'; }
 median() {
-  awk -F'|' -v c="$3" -v l="$2" -v col="$1" '$3+0==c && $4 ~ l {print $col+0}' "$tmp/rows" |
+  awk -F'|' -v c="$3" -v l="$2" -v col="$1" '{p = $4; gsub(/ /, "", p)} $3+0 == c && p == l {print $col+0}' "$tmp/rows" |
     sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
