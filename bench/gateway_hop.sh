@@ -16,8 +16,9 @@
 # COMPARE="label=/path/to/api ..." runs each such cmd/api binary (an older
 # build, or a script exec'ing one with its own environment) as a further
 # gateway of the same upstream, on the ports after BASE_PORT, and each round
-# measures the direct path, each of them and the gateway built from this
-# tree, in turn: a before/after in one run.
+# measures the direct path, then each of them and the gateway built from
+# this tree, in an order that rotates from round to round: a before/after
+# in one run.
 #
 # Prints one markdown row per (round, C, path) and the medians.
 #
@@ -100,8 +101,12 @@ run() { # path C
 
 echo "| round | C | path | req/s | p50 µs | p99 µs | errors | gateway CPU µs/call | upstream CPU µs/call |"
 echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+# The gateways take turns going first: round r starts with the r-th, so
+# that no build is always measured right after the same other one.
+read -ra gws <<<"${paths#direct }"
 for round in $(seq "$ROUNDS"); do for c in $CONCURRENCY; do
-  for path in $paths; do run "$path" "$c"; done
+  run direct "$c"
+  for i in "${!gws[@]}"; do run "${gws[$(((i + round - 1) % ${#gws[@]}))]}" "$c"; done
 done; done | tee "$tmp/rows"
 echo
 echo "Medians of the rounds: hop = gateway p50 - direct p50; CPU per call of the gateway process, and of the upstream on the direct path"

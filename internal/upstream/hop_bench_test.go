@@ -16,7 +16,8 @@ import (
 // stubUpstream is the cheapest Streamable HTTP server that a client can
 // hold a session with (basic/transports): initialize, the initialized
 // notification, no standalone stream, tools/call answered with one text
-// block as application/json, and -32601 for any other request. Its cost per call is the same whatever
+// block as application/json (as an event stream of one event for the tool
+// echo_sse), and -32601 for any other request. Its cost per call is the same whatever
 // client calls it, so the client benchmarks below differ only by the
 // client.
 func stubUpstream(tb testing.TB) *httptest.Server {
@@ -48,8 +49,16 @@ func stubUpstream(tb testing.TB) *httptest.Server {
 			_, _ = w.Write(protocol.AppendResult(nil, msg.ID, []byte(
 				`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"stub","version":"1"}}`)))
 		case "tools/call":
-			h.Set("Content-Type", "application/json")
-			_, _ = w.Write(protocol.AppendResult(nil, msg.ID, []byte(`{"content":[{"type":"text","text":"hello"}]}`)))
+			answer := protocol.AppendResult(nil, msg.ID, []byte(`{"content":[{"type":"text","text":"hello"}]}`))
+			var name [1]json.RawMessage
+			_ = protocol.LookupMembers(msg.Params, []string{"name"}, name[:])
+			if string(name[0]) == `"echo_sse"` {
+				h.Set("Content-Type", "text/event-stream")
+				answer = append(append([]byte("event: message\ndata: "), answer...), "\n\n"...)
+			} else {
+				h.Set("Content-Type", "application/json")
+			}
+			_, _ = w.Write(answer)
 		default:
 			if msg.Kind != protocol.KindRequest {
 				w.WriteHeader(http.StatusAccepted)
@@ -116,9 +125,11 @@ func (t *thinCaller) call(ctx context.Context, name string, args json.RawMessage
 
 // BenchmarkHopClient measures one tools/call from the gateway's side of
 // the hop against stubUpstream on loopback, one call at a time: through
-// the go-sdk session as Manager.Call sends it (sdk), through thinCaller on
-// the same session and RoundTripper (thin), and a bare POST whose answer
-// is read but not decoded (http, the floor of any HTTP client). cpu-µs/op
+// the go-sdk session as Manager.Call sends it, answered as JSON (sdk) or
+// as an event stream (sdk-sse, what most servers send), through
+// thinCaller on the same session and RoundTripper (thin), and a bare POST
+// whose answer is read but not decoded (http, the floor of any HTTP
+// client). cpu-µs/op
 // is the whole process's CPU time per call, the stub's included.
 func BenchmarkHopClient(b *testing.B) {
 	srv := stubUpstream(b)
@@ -162,6 +173,9 @@ func BenchmarkHopClient(b *testing.B) {
 	}
 	b.Run("sdk", func(b *testing.B) {
 		run(b, func() error { _, err := c.call(ctx, "echo", args); return err })
+	})
+	b.Run("sdk-sse", func(b *testing.B) {
+		run(b, func() error { _, err := c.call(ctx, "echo_sse", args); return err })
 	})
 	b.Run("thin", func(b *testing.B) {
 		run(b, func() error { _, err := thin.call(ctx, "echo", args); return err })
