@@ -1,6 +1,7 @@
 package response_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -55,5 +56,29 @@ func BenchmarkFailure(b *testing.B) {
 	for b.Loop() {
 		e := response.NewError(response.CodeArrayTooLarge, "too many items").WithContext("path", "/items").WithContext("limit", 100).WithContext("actual", 150)
 		response.Failure(e, meta, l)
+	}
+}
+
+// BenchmarkPassThrough is a proxied tools/call's result as a small
+// upstream tool returns it: one text block, with and without the
+// upstream's own _meta.
+func BenchmarkPassThrough(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		in   response.Passed
+	}{
+		{"text", response.Passed{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"hello"}`)}, Attempts: 1}},
+		{"text+meta", response.Passed{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"hello"}`)},
+			Meta: json.RawMessage(`{"progressToken":"p-1","com.example/trace":{"id":"abc"}}`), Attempts: 1}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			meta, l := response.Metadata{DurationMs: 3}, response.DefaultLimits()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := response.PassThrough(tc.in, meta, l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -2,7 +2,9 @@ package response
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -63,8 +65,14 @@ func PassThrough(in Passed, meta Metadata, l Limits) (*protocol.CallToolResult, 
 		}
 		blocks[i], m.Truncated = cut, m.Truncated || did
 	}
+	// The server's own _meta members are read once; every version of the
+	// result below (blocks dropped or not) shares them.
+	members, err := serverMeta(in.Meta)
+	if err != nil {
+		return nil, err
+	}
 	res := &protocol.CallToolResult{RawContent: blocks, StructuredContent: in.StructuredContent, IsError: in.IsError}
-	size, err := passedSize(res, in.Meta, m)
+	size, err := passedSize(res, members, m)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +85,7 @@ func PassThrough(in Passed, meta Metadata, l Limits) (*protocol.CallToolResult, 
 				"%d of the result's %d content blocks were left out: the result is %d bytes, over response.maxResponseBytes (%d)",
 				m.DroppedBlocks, len(in.Content), m.OriginalBytes, l.MaxResponseBytes)))
 			res.RawContent = append(blocks[:len(blocks):len(blocks)], note)
-			if size, err = passedSize(res, in.Meta, m); err != nil {
+			if size, err = passedSize(res, members, m); err != nil {
 				return nil, err
 			}
 		}
@@ -88,18 +96,13 @@ func PassThrough(in Passed, meta Metadata, l Limits) (*protocol.CallToolResult, 
 				WithContext("resultBytes", m.OriginalBytes).WithContext("maxResponseBytes", l.MaxResponseBytes)
 		}
 	}
-	if res.Meta, err = withPassedMeta(in.Meta, m); err != nil {
-		return nil, err
-	}
 	return res, nil
 }
 
-// passedSize is the encoded size of res with its _meta as it would be sent.
-func passedSize(res *protocol.CallToolResult, upstream json.RawMessage, m passedMeta) (int, error) {
-	var err error
-	if res.Meta, err = withPassedMeta(upstream, m); err != nil {
-		return 0, err
-	}
+// passedSize sets res's _meta to the server's members and m, and returns
+// the encoded size of res as it would be sent.
+func passedSize(res *protocol.CallToolResult, members []byte, m passedMeta) (int, error) {
+	res.Meta = appendPassedMeta(members, m)
 	b, err := protocol.AppendToolResult(nil, res)
 	if err != nil {
 		return 0, fmt.Errorf("the tool's result cannot be encoded: %w", err)
@@ -107,21 +110,55 @@ func passedSize(res *protocol.CallToolResult, upstream json.RawMessage, m passed
 	return len(b), nil
 }
 
-// withPassedMeta is the result's _meta: the server's own members, kept,
-// and MetaKey set to m (replacing a member of that name the server sent).
-func withPassedMeta(upstream json.RawMessage, m passedMeta) (json.RawMessage, error) {
-	members := map[string]json.RawMessage{}
-	if len(upstream) > 0 && string(upstream) != "null" {
-		if err := json.Unmarshal(upstream, &members); err != nil {
-			return nil, fmt.Errorf("the result's _meta is not a JSON object: %w", err)
+// serverMeta returns the members of the result's _meta as the server sent
+// them, but for MetaKey (which this server sets), as the start of a JSON
+// object: "{" and each member followed by a comma. An absent or null
+// _meta has no members; anything else but an object is an error.
+func serverMeta(meta json.RawMessage) ([]byte, error) {
+	out := []byte{'{'}
+	if len(meta) == 0 || string(meta) == "null" {
+		return out, nil
+	}
+	if !json.Valid(meta) {
+		return nil, errors.New("the result's _meta is not a JSON object: invalid JSON")
+	}
+	err := protocol.EachMember(meta, func(key string, value []byte) bool {
+		if key != MetaKey {
+			out = protocol.AppendString(out, key)
+			out = append(append(append(out, ':'), value...), ',')
 		}
-	}
-	own, err := json.Marshal(m)
+		return true
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the result's _meta is not a JSON object: %w", err)
 	}
-	members[MetaKey] = own
-	return json.Marshal(members)
+	return out, nil
+}
+
+// appendPassedMeta is the result's _meta: the server's members (from
+// serverMeta) and MetaKey set to m, encoded as encoding/json encodes
+// passedMeta (a test holds the two together).
+func appendPassedMeta(members []byte, m passedMeta) json.RawMessage {
+	b := make([]byte, 0, len(members)+128)
+	b = append(b, members...)
+	b = protocol.AppendString(b, MetaKey)
+	b = append(b, `:{"durationMs":`...)
+	b = strconv.AppendInt(b, m.DurationMs, 10)
+	b = append(b, `,"cached":`...)
+	b = strconv.AppendBool(b, m.Cached)
+	b = append(b, `,"truncated":`...)
+	b = strconv.AppendBool(b, m.Truncated)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(m.Attempts), 10)
+	if m.DroppedBlocks != 0 {
+		b = append(b, `,"droppedBlocks":`...)
+		b = strconv.AppendInt(b, int64(m.DroppedBlocks), 10)
+	}
+	if m.OriginalBytes != 0 {
+		b = append(b, `,"originalBytes":`...)
+		b = strconv.AppendInt(b, int64(m.OriginalBytes), 10)
+	}
+	return append(b, '}', '}')
 }
 
 // clipTextBlock cuts the text of a text block to l.MaxStringLength

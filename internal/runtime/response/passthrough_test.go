@@ -1,6 +1,7 @@
 package response
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -121,4 +122,84 @@ func jsonSame(a, b json.RawMessage) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// The result's _meta keeps every member the server sent, whatever its
+// name or value, and sets MetaKey (replacing a member of that name); an
+// absent or null _meta gets MetaKey alone; anything but an object is
+// refused.
+func TestPassThroughMeta(t *testing.T) {
+	lim := DefaultLimits()
+	cases := []struct {
+		name    string
+		meta    string
+		want    map[string]string // the server's members, compact
+		wantErr string
+	}{
+		{name: "absent", meta: ``, want: map[string]string{}},
+		{name: "null", meta: `null`, want: map[string]string{}},
+		{name: "empty", meta: `{}`, want: map[string]string{}},
+		{name: "members kept as sent", meta: ` { "progressToken" : "p-1", "com.example/x":{"a":[1, 2.50, 9007199254740993]}, "n":null }`,
+			want: map[string]string{"progressToken": `"p-1"`, "com.example/x": `{"a":[1,2.50,9007199254740993]}`, "n": `null`}},
+		{name: "escaped key", meta: `{"a\"b\u00e9":true}`, want: map[string]string{`a"bé`: `true`}},
+		{name: "ours replaced", meta: `{"` + MetaKey + `":{"durationMs":99999},"k":1}`, want: map[string]string{"k": `1`}},
+		{name: "not an object", meta: `[1]`, wantErr: "_meta is not a JSON object"},
+		{name: "not JSON", meta: `{"a":}`, wantErr: "_meta is not a JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Passed{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"x"}`)}, Meta: json.RawMessage(tc.meta), Attempts: 2}
+			res, err := PassThrough(in, Metadata{DurationMs: 5, Cached: true}, lim)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to say %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]json.RawMessage
+			if err := json.Unmarshal(res.Meta, &got); err != nil {
+				t.Fatalf("_meta %s: %v", res.Meta, err)
+			}
+			var ours passedMeta
+			if err := json.Unmarshal(got[MetaKey], &ours); err != nil {
+				t.Fatalf("_meta[%s] = %s: %v", MetaKey, got[MetaKey], err)
+			}
+			if want := (passedMeta{DurationMs: 5, Cached: true, Attempts: 2}); ours != want {
+				t.Errorf("_meta[%s] = %+v, want %+v", MetaKey, ours, want)
+			}
+			delete(got, MetaKey)
+			if len(got) != len(tc.want) {
+				t.Errorf("_meta = %s, want the server's members %v and ours", res.Meta, tc.want)
+			}
+			for k, v := range tc.want {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, got[k]); err != nil || buf.String() != v {
+					t.Errorf("_meta[%q] = %s, want %s", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+// appendPassedMeta writes passedMeta as encoding/json does, so that the
+// hand-written encoder cannot drift from the struct's tags.
+func TestAppendPassedMeta(t *testing.T) {
+	for _, m := range []passedMeta{
+		{},
+		{DurationMs: 12, Cached: true, Truncated: true, Attempts: 3},
+		{DurationMs: 1 << 40, Attempts: 1, DroppedBlocks: 2, OriginalBytes: 2 << 20},
+		{DurationMs: 0, Attempts: 1, OriginalBytes: 7},
+	} {
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(appendPassedMeta([]byte{'{'}, m), &got); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(m)
+		if string(got[MetaKey]) != string(want) || len(got) != 1 {
+			t.Errorf("appendPassedMeta(%+v) = %s, want {%q:%s}", m, appendPassedMeta([]byte{'{'}, m), MetaKey, want)
+		}
+	}
 }
