@@ -125,8 +125,9 @@ func (t *thinCaller) call(ctx context.Context, name string, args json.RawMessage
 
 // BenchmarkHopClient measures one tools/call from the gateway's side of
 // the hop against stubUpstream on loopback, one call at a time: through
-// the go-sdk session as Manager.Call sends it, answered as JSON (sdk) or
-// as an event stream (sdk-sse, what most servers send), through
+// the go-sdk's ClientSession (as modern-era calls go), answered as JSON (sdk) or
+// as an event stream (sdk-sse, what most servers send), through the
+// call-stream client Manager.Call uses (stream, stream-sse), through
 // thinCaller on the same session and RoundTripper (thin), and a bare POST
 // whose answer is read but not decoded (http, the floor of any HTTP
 // client). cpu-µs/op
@@ -147,7 +148,7 @@ func BenchmarkHopClient(b *testing.B) {
 	args := json.RawMessage(`{"text":"hello"}`)
 	ctx := context.Background()
 
-	want, err := c.call(ctx, "echo", args)
+	want, err := c.sdkCall(ctx, "echo", args)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,10 +173,17 @@ func BenchmarkHopClient(b *testing.B) {
 		}
 	}
 	b.Run("sdk", func(b *testing.B) {
-		run(b, func() error { _, err := c.call(ctx, "echo", args); return err })
+		run(b, func() error { _, err := c.sdkCall(ctx, "echo", args); return err })
 	})
 	b.Run("sdk-sse", func(b *testing.B) {
-		run(b, func() error { _, err := c.call(ctx, "echo_sse", args); return err })
+		run(b, func() error { _, err := c.sdkCall(ctx, "echo_sse", args); return err })
+	})
+	// stream is the client Manager.Call uses (callstream.go).
+	b.Run("stream", func(b *testing.B) {
+		run(b, func() error { _, err := c.callStream(ctx, "echo", args, nil); return err })
+	})
+	b.Run("stream-sse", func(b *testing.B) {
+		run(b, func() error { _, err := c.callStream(ctx, "echo_sse", args, nil); return err })
 	})
 	b.Run("thin", func(b *testing.B) {
 		run(b, func() error { _, err := thin.call(ctx, "echo", args); return err })
