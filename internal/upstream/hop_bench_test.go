@@ -77,7 +77,7 @@ func stubUpstream(tb testing.TB) *httptest.Server {
 // session the go-sdk established (Mcp-Session-Id, MCP-Protocol-Version)
 // through the same RoundTripper, and reads an application/json answer
 // with the protocol scanner, keeping the content blocks as the server
-// wrote them. It does not read event streams (see HOP-REPORT.md).
+// wrote them. It does not read event streams (see docs/gateway-hop.md).
 type thinCaller struct {
 	hc      *http.Client
 	url     string
