@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/r3labs/sse/v2"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -60,6 +60,16 @@ var errSessionGone = errors.New("session not found")
 // relayedRequests bounds the server-to-client requests one call may have
 // waiting at once: each holds a goroutine until the client answers.
 const relayedRequests = 16
+
+// maxRelayedRequestBytes bounds the params of a server request relayed to
+// the client (a sampling request may carry an image); maxRelayedBytes
+// those of a relayed notification (a log message, progress). Larger ones
+// are refused or dropped: the client session keeps what it is sent in its
+// streams' logs.
+const (
+	maxRelayedRequestBytes = 1 << 20
+	maxRelayedBytes        = 64 << 10
+)
 
 // maxResumes bounds how often one call's event stream is resumed (GET
 // with Last-Event-ID) after the server closed it without an answer
@@ -110,7 +120,8 @@ func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage
 	if err == nil {
 		return res, nil
 	}
-	if errors.Is(err, errSessionGone) {
+	var answered answerError
+	if errors.Is(err, errSessionGone) && !errors.As(err, &answered) {
 		// The server did not take the call: it no longer knows the
 		// session (a restart). A new session may send it again.
 		ex.sent.Store(false)
@@ -118,8 +129,22 @@ func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage
 	if ctx.Err() != nil && ex.sent.Load() {
 		c.cancelRequest(ctx, cs.id)
 	}
-	return CallResult{}, c.requestError(ctx, ex, op, err)
+	rerr := c.requestError(ctx, ex, op, err)
+	var e *Error
+	if errors.As(err, &answered) && errors.As(rerr, &e) {
+		// What went wrong is in this call's own answer (too large, not
+		// MCP, cut short): the session, which other calls share, is fine.
+		e.callOnly = true
+	}
+	return CallResult{}, rerr
 }
+
+// answerError marks a failure that came after the server accepted the
+// call's request: in its answer, or in resuming its stream.
+type answerError struct{ err error }
+
+func (e answerError) Error() string { return e.err.Error() }
+func (e answerError) Unwrap() error { return e.err }
 
 // request is the JSON of the call, with its id as the progress token when
 // the caller relays progress.
@@ -145,6 +170,16 @@ func (cs *callState) run(ctx context.Context, body []byte) (CallResult, error) {
 	if err != nil {
 		return CallResult{}, err
 	}
+	res, err := cs.follow(ctx, resp)
+	if err != nil && ctx.Err() == nil {
+		err = answerError{err}
+	}
+	return res, err
+}
+
+// follow reads the call's answer, resuming its stream when the server
+// ends it early.
+func (cs *callState) follow(ctx context.Context, resp *http.Response) (CallResult, error) {
 	for resumes := 0; ; resumes++ {
 		res, done, err := cs.read(ctx, resp)
 		resp.Body.Close()
@@ -178,16 +213,18 @@ func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult,
 		}
 		return cs.handle(ctx, b)
 	}
-	events := sse.NewEventStreamReader(resp.Body, int(cs.c.maxBody))
+	events := &eventReader{r: bufio.NewReaderSize(resp.Body, 32<<10), max: int(cs.c.maxBody)}
 	for {
-		ev, err := events.ReadEvent()
+		if err := ctx.Err(); err != nil {
+			return CallResult{}, false, err // nothing more is acted on once the call is over
+		}
+		data, err := events.next(cs)
 		if errors.Is(err, io.EOF) {
 			return CallResult{}, false, nil
 		}
 		if err != nil {
 			return CallResult{}, false, err
 		}
-		data := cs.event(ev)
 		if len(bytes.TrimSpace(data)) == 0 {
 			continue // a priming event, or a comment
 		}
@@ -197,20 +234,46 @@ func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult,
 	}
 }
 
-// event takes the id and retry fields of one event and returns its data
-// (data lines joined with newlines, as the SSE specification says).
-func (cs *callState) event(ev []byte) []byte {
-	var data []byte
-	for line := range bytes.SplitSeq(ev, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
+// eventReader reads a text/event-stream one line at a time, in time
+// linear in its length whatever the chunks it arrives in (a reader that
+// searches the whole pending buffer for an event's end on every read is
+// quadratic in a large event trickled in small chunks). An event's data
+// is bounded by max.
+type eventReader struct {
+	r    *bufio.Reader
+	max  int
+	data []byte
+}
+
+// next returns the data of the next event (data lines joined with
+// newlines, as the SSE specification says), taking its id and retry
+// fields into cs; io.EOF at the stream's end.
+func (er *eventReader) next(cs *callState) ([]byte, error) {
+	er.data = er.data[:0]
+	seen := false
+	for {
+		line, err := er.line()
+		if err != nil {
+			if errors.Is(err, io.EOF) && seen {
+				return er.data, nil // an event the stream ended without a blank line after
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if seen {
+				return er.data, nil
+			}
+			continue
+		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "data":
-			if data != nil {
-				data = append(data, '\n')
+			if seen {
+				er.data = append(er.data, '\n')
 			}
-			data = append(data, value...)
+			er.data = append(er.data, value...)
+			seen = true
 		case "id":
 			cs.lastID = string(value)
 		case "retry":
@@ -219,7 +282,30 @@ func (cs *callState) event(ev []byte) []byte {
 			}
 		}
 	}
-	return data
+}
+
+// line returns the next line without its end (LF, CR LF), bounded by max.
+func (er *eventReader) line() ([]byte, error) {
+	line, err := er.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		long := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(er.data) > er.max {
+				return nil, failed(fmt.Sprintf("an event of the call's stream is larger than %d bytes", er.max), errResponseTooLarge)
+			}
+			line, err = er.r.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
+	}
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return nil, err
+	}
+	if len(er.data)+len(line) > er.max {
+		return nil, failed(fmt.Sprintf("an event of the call's stream is larger than %d bytes", er.max), errResponseTooLarge)
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), nil
 }
 
 // handle acts on one message; done reports the call's response.
@@ -229,10 +315,12 @@ func (cs *callState) handle(ctx context.Context, data []byte) (CallResult, bool,
 		return CallResult{}, false, failed(notMCP, err)
 	}
 	switch {
-	case m.Method != "" && len(m.ID) > 0:
+	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
 		cs.serverRequest(ctx, m)
 	case m.Method != "":
-		cs.notification(ctx, m)
+		if len(m.Params) <= maxRelayedBytes {
+			cs.notification(ctx, m)
+		}
 	case string(m.ID) == strconv.Quote(cs.id):
 		if m.Error != nil {
 			return CallResult{}, true, m.Error
@@ -280,6 +368,15 @@ func (cs *callState) notification(ctx context.Context, m callMessage) {
 // client, on a goroutine of its own (the server may go on sending
 // progress meanwhile), and posts the client's answer back.
 func (cs *callState) serverRequest(ctx context.Context, m callMessage) {
+	// Every answer, a refusal included, takes a slot and goes on a
+	// goroutine bounded by the call's context: an upstream sending
+	// requests faster than they are answered loses the extra ones (it
+	// times them out), and none outlives the call.
+	select {
+	case cs.slots <- struct{}{}:
+	default:
+		return
+	}
 	answer := func(result json.RawMessage, perr *protocol.Error) {
 		var out []byte
 		if perr != nil {
@@ -287,23 +384,23 @@ func (cs *callState) serverRequest(ctx context.Context, m callMessage) {
 		} else {
 			out, _ = protocol.AppendResponse(nil, protocol.ID(m.ID), result)
 		}
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cs.c.cfg.RequestTimeout())
-		defer cancel()
-		cs.c.notify(actx, out)
-	}
-	if cs.relay == nil {
-		answer(nil, protocol.Errorf(protocol.CodeMethodNotFound, "%s is not relayed outside a client's call", m.Method))
-		return
-	}
-	select {
-	case cs.slots <- struct{}{}:
-	default:
-		answer(nil, protocol.Errorf(protocol.CodeInternalError, "too many requests of this call wait for the client (%d)", relayedRequests))
-		return
+		// An exchange of its own: a failed answer is not the call's failure.
+		cs.c.notify(withExchange(ctx, &exchange{call: true}), out)
 	}
 	cs.wg.Add(1)
 	go func() {
 		defer func() { <-cs.slots; cs.wg.Done() }()
+		switch {
+		case m.Method == protocol.MethodPing:
+			answer(json.RawMessage(`{}`), nil)
+			return
+		case cs.relay == nil:
+			answer(nil, protocol.Errorf(protocol.CodeMethodNotFound, "%s is not relayed outside a client's call", m.Method))
+			return
+		case len(m.Params) > maxRelayedRequestBytes:
+			answer(nil, protocol.Errorf(protocol.CodeInvalidParams, "%s params are %d bytes; the gateway relays at most %d", m.Method, len(m.Params), maxRelayedRequestBytes))
+			return
+		}
 		result, err := cs.relay.Request(ctx, m.Method, m.Params)
 		var perr *protocol.Error
 		switch {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -22,7 +25,12 @@ import (
 type scriptedServer struct {
 	mu     sync.Mutex
 	posted []string // bodies of the client's POSTs other than the handshake's
-	called int      // tools/call requests
+	// answered gets a token per such POST.
+	answered chan struct{}
+	called   int // tools/call requests
+	// hangAnswers makes every POST other than the handshake's and
+	// tools/call wait until the request ends.
+	hangAnswers bool
 	// modern answers server/discover (the 2026-07-28 era) and checks that
 	// each tools/call carries the era's _meta.
 	modern   bool
@@ -31,6 +39,7 @@ type scriptedServer struct {
 }
 
 func (s *scriptedServer) start(t *testing.T) string {
+	s.answered = make(chan struct{}, 64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			if last := r.Header.Get("Last-Event-ID"); last != "" && s.onResume != nil {
@@ -84,6 +93,14 @@ func (s *scriptedServer) start(t *testing.T) string {
 			s.mu.Lock()
 			s.posted = append(s.posted, string(body))
 			s.mu.Unlock()
+			select {
+			case s.answered <- struct{}{}:
+			default:
+			}
+			if s.hangAnswers {
+				<-r.Context().Done()
+				return
+			}
 			w.WriteHeader(http.StatusAccepted)
 		}
 	}))
@@ -110,6 +127,15 @@ func writeEvents(w http.ResponseWriter, events ...string) {
 		fmt.Fprint(w, e)
 	}
 	w.(http.Flusher).Flush()
+}
+
+// awaitAnswer waits until the client posted an answer to s, as a server
+// waits for the answer to its request before it goes on.
+func (s *scriptedServer) awaitAnswer() {
+	select {
+	case <-s.answered:
+	case <-time.After(10 * time.Second): // a hang guard
+	}
 }
 
 // recordingRelay records what a call relays and answers requests.
@@ -142,6 +168,7 @@ func (r *recordingRelay) Request(_ context.Context, method string, _ json.RawMes
 // the server ends early is resumed from the last event id.
 func TestCallStream(t *testing.T) {
 	result := `{"content":[{"type":"text","text":"ok","annotations":{"priority":1}}],"structuredContent":{"n":1}}`
+	var cur *scriptedServer // the case's server (the cases run one at a time)
 	cases := []struct {
 		name        string
 		onCall      func(w http.ResponseWriter, id json.RawMessage)
@@ -162,21 +189,23 @@ func TestCallStream(t *testing.T) {
 		}, wantProg: []string{"1/2 half"}, wantLogs: 1},
 		{name: "a server request answered through the relay", onCall: func(w http.ResponseWriter, id json.RawMessage) {
 			writeEvents(w, `data: {"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"maxTokens":1,"messages":[]}}`+"\n\n")
-			// The answer is posted back before the server goes on.
+			cur.awaitAnswer() // a server waits for the answer before it goes on
 			writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
 		}, answer: func(string) (json.RawMessage, error) {
 			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"Paris"}}`), nil
 		},
 			wantAnswers: []string{`"id":7,"result":{"role":"assistant"`}},
 		{name: "a client's refusal passed to the server", onCall: func(w http.ResponseWriter, id json.RawMessage) {
-			writeEvents(w, `data: {"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`+"\n\n",
-				fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`+"\n\n")
+			cur.awaitAnswer()
+			writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
 		}, answer: func(string) (json.RawMessage, error) {
 			return nil, protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare elicitation")
 		}, wantAnswers: []string{`"id":"e1","error":{"code":-32601,"message":"the client did not declare elicitation"`}},
 		{name: "without a relay, requests are refused", noRelay: true, onCall: func(w http.ResponseWriter, id json.RawMessage) {
-			writeEvents(w, `data: {"jsonrpc":"2.0","id":3,"method":"roots/list"}`+"\n\n",
-				fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":3,"method":"roots/list"}`+"\n\n")
+			cur.awaitAnswer()
+			writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
 		}, wantAnswers: []string{`"id":3,"error":{"code":-32601`}},
 		{name: "a stream ended early is resumed", onCall: func(w http.ResponseWriter, _ json.RawMessage) {
 			writeEvents(w, "id: ev-1\nretry: 1\ndata: \n\n")
@@ -201,6 +230,7 @@ func TestCallStream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &scriptedServer{onCall: tc.onCall, onResume: tc.onResume}
+			cur = srv
 			url := srv.start(t)
 			c := cfg("s", url)
 			c.MaxRetries = intp(0)
@@ -296,5 +326,137 @@ func TestCallStreamModernServer(t *testing.T) {
 	}
 	if len(res.Content) != 1 || !strings.Contains(string(res.Content[0]), `"modern"`) {
 		t.Errorf("result %s", res.Content)
+	}
+}
+
+// Attacks of a hostile upstream on a call's stream, each bounded: a 404 to
+// the resume of a call it accepted does not get the call sent again; a
+// flood of requests whose answers it never takes does not hold the call
+// past its deadline; an oversized answer fails that call only, not the
+// session other calls share; a ping is answered and a request with a null
+// id is not.
+func TestCallStreamHostileUpstream(t *testing.T) {
+	t.Run("a 404 to the resume does not send the call again", func(t *testing.T) {
+		srv := &scriptedServer{onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+			writeEvents(w, "id: ev-1\nretry: 1\ndata: \n\n")
+		}, onResume: func(w http.ResponseWriter, _ string) { w.WriteHeader(http.StatusNotFound) }}
+		url := srv.start(t)
+		c := cfg("s", url)
+		c.MaxRetries = intp(2)
+		m := testManager(t, Options{Declared: []Config{c}})
+		if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.CallRelayed(ctx(t), "s", "t", nil, nil); err == nil {
+			t.Fatal("no error")
+		}
+		if n := srv.calls(); n != 1 {
+			t.Errorf("the server got the call %d times, want once", n)
+		}
+		if st := status(t, m, "s"); st.State != StateConnected {
+			t.Errorf("state %s after one call's lost stream, want the session kept", st.State)
+		}
+	})
+	t.Run("requests it never takes the answers to do not hold the call", func(t *testing.T) {
+		stop := make(chan struct{})
+		srv := &scriptedServer{hangAnswers: true, onCall: func(w http.ResponseWriter, _ json.RawMessage) {
+			for i := range 40 {
+				writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"roots/list\"}\n\n", i))
+			}
+			<-stop // never answers
+		}}
+		url := srv.start(t)
+		t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for handlers
+		c := cfg("s", url)
+		c.RequestTimeoutMs, c.MaxRetries = 300, intp(0)
+		m := testManager(t, Options{Declared: []Config{c}})
+		if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err := m.CallRelayed(ctx(t), "s", "t", nil, nil)
+		var e *Error
+		if !errors.As(err, &e) || !e.Timeout {
+			t.Fatalf("err = %v, want the call's timeout", err)
+		}
+		if took := time.Since(start); took > 5*time.Second { // a hang guard: it was 12 s before
+			t.Errorf("the call took %v past its 300 ms deadline", took)
+		}
+		n := 0
+		for _, a := range srv.answers() {
+			if !strings.Contains(a, `"method"`) { // not the cancellation
+				n++
+			}
+		}
+		if n > relayedRequests {
+			t.Errorf("%d answers posted, want at most %d (the rest dropped)", n, relayedRequests)
+		}
+	})
+	t.Run("an oversized answer fails the call, not the session", func(t *testing.T) {
+		srv := &scriptedServer{onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s"}]}}`, id, strings.Repeat("x", 64<<10))
+		}}
+		url := srv.start(t)
+		m := testManager(t, Options{Declared: []Config{cfg("s", url)}, maxResponseBytes: 32 << 10})
+		if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.CallRelayed(ctx(t), "s", "t", nil, nil); err == nil {
+			t.Fatal("no error for a 64 KiB answer over a 32 KiB bound")
+		}
+		if st := status(t, m, "s"); st.State != StateConnected || st.ConsecutiveFailures != 0 {
+			t.Errorf("state %s, %d failures: one call's answer took the session down", st.State, st.ConsecutiveFailures)
+		}
+	})
+	t.Run("a ping is answered, a null id is no request", func(t *testing.T) {
+		var pinged *scriptedServer
+		srv := &scriptedServer{onCall: func(w http.ResponseWriter, id json.RawMessage) {
+			writeEvents(w, `data: {"jsonrpc":"2.0","id":"p1","method":"ping"}`+"\n\n",
+				`data: {"jsonrpc":"2.0","id":null,"method":"roots/list"}`+"\n\n")
+			pinged.awaitAnswer()
+			writeEvents(w, fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id))
+		}}
+		pinged = srv
+		url := srv.start(t)
+		m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+		if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.CallRelayed(ctx(t), "s", "t", nil, &recordingRelay{}); err != nil {
+			t.Fatal(err)
+		}
+		answers := srv.answers()
+		if len(answers) != 1 || !strings.Contains(answers[0], `"id":"p1","result":{}`) {
+			t.Errorf("answers %q, want one: the ping's", answers)
+		}
+	})
+}
+
+// The event reader takes events however their bytes arrive: data lines
+// joined, CR LF endings, a last event without its blank line, comments,
+// and an event over the bound refused.
+func TestEventReader(t *testing.T) {
+	stream := ": comment\r\nid: 1\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nretry: 5\ndata: x\n\ndata: " + strings.Repeat("y", 100) + "\n\ndata: last"
+	er := &eventReader{r: bufio.NewReaderSize(iotest.OneByteReader(strings.NewReader(stream)), 16), max: 1 << 10}
+	cs := &callState{}
+	var got []string
+	for {
+		d, err := er.next(cs)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(d))
+	}
+	want := []string{"{\"a\":\n1}", "x", strings.Repeat("y", 100), "last"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || cs.lastID != "1" || cs.retry != 5*time.Millisecond {
+		t.Errorf("events %q, id %q, retry %v; want %q, 1, 5ms", got, cs.lastID, cs.retry, want)
+	}
+	big := &eventReader{r: bufio.NewReaderSize(strings.NewReader("data: "+strings.Repeat("z", 4096)+"\n\n"), 16), max: 1 << 10}
+	if _, err := big.next(cs); !errors.Is(err, errResponseTooLarge) {
+		t.Errorf("an event over the bound: %v", err)
 	}
 }

@@ -137,7 +137,7 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if r.Context().Err() != nil {
 			return nil, err // the operation gave up; that is no failure of the server's
 		}
-		if r.Method == http.MethodGet && t.streamLost != nil {
+		if r.Method == http.MethodGet && t.streamLost != nil && (ex == nil || !ex.call) {
 			t.streamLost(t.probe)
 		}
 		return nil, t.fail(ex, transportFailure(err))
@@ -396,7 +396,7 @@ func broken(err error) bool {
 	switch {
 	case err == nil, serverAnswered(err):
 		return false
-	case errors.As(err, &e) && e.Timeout:
+	case errors.As(err, &e) && (e.Timeout || e.callOnly):
 		return false
 	}
 	return true

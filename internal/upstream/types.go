@@ -171,6 +171,9 @@ type Error struct {
 	// sent reports that a call's request may have reached the server: it
 	// is never sent again (a retry could repeat its effect).
 	sent bool
+	// callOnly reports a failure of one call's own answer, which says
+	// nothing against the session other calls share.
+	callOnly bool
 
 	// url is the server's URL, cut out of the message: HTTP client errors
 	// quote the URL, and a query string or user info may carry a

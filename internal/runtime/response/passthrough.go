@@ -170,18 +170,20 @@ func clipTextBlock(b json.RawMessage, l Limits) (json.RawMessage, bool, error) {
 	if len(b) <= l.MaxStringLength {
 		return b, false, nil
 	}
-	var typ [1]json.RawMessage
-	if err := protocol.LookupMembers(b, []string{"type"}, typ[:]); err != nil {
+	// The members as a client reads them: exactly these names, the last
+	// of a repeated one (a JSON decoder that folds case would see a "Text"
+	// member too, but the block is not cut for such a client's sake only).
+	var m [2]json.RawMessage
+	if err := protocol.LookupMembers(b, []string{"type", "text"}, m[:]); err != nil {
 		return nil, false, fmt.Errorf("not a JSON object: %w", err)
 	}
-	if string(typ[0]) != `"`+protocol.ContentText+`"` {
+	var typ string
+	if json.Unmarshal(m[0], &typ) != nil || typ != protocol.ContentText || m[1] == nil {
 		return b, false, nil
 	}
-	var head struct {
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, false, fmt.Errorf("not a JSON object: %w", err)
+	var head struct{ Text string }
+	if err := json.Unmarshal(m[1], &head.Text); err != nil {
+		return nil, false, fmt.Errorf("text is not a string: %w", err)
 	}
 	cut, did := clipRunes(head.Text, l.MaxStringLength, l.TruncationSuffix)
 	if !did {
