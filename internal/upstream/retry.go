@@ -24,12 +24,18 @@ type backoffFunc func(n int) time.Duration
 // [0, min(cap, base*2^(n-1))]. The jitter keeps many replicas (or many
 // servers failing at once) from retrying in lock step.
 func fullJitter(n int) time.Duration {
+	d := exponential(n, backoffCap)
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// exponential is min(cap, base*2^(n-1)), the pause before attempt n
+// (n >= 1) before jitter.
+func exponential(n int, cap time.Duration) time.Duration {
 	d := backoffBase
-	for i := 1; i < n && d < backoffCap; i++ {
+	for i := 1; i < n && d < cap; i++ {
 		d *= 2
 	}
-	d = min(d, backoffCap)
-	return time.Duration(rand.Int64N(int64(d) + 1))
+	return min(d, cap)
 }
 
 // equalJitter is the pause before reconnect attempt n (n >= 1): uniform in
@@ -37,11 +43,7 @@ func fullJitter(n int) time.Duration {
 // replicas do not reconnect in lock step; the other half keeps a dead
 // server from being dialled in a tight loop.
 func equalJitter(n int, cap time.Duration) time.Duration {
-	d := backoffBase
-	for i := 1; i < n && d < cap; i++ {
-		d *= 2
-	}
-	d = min(d, cap)
+	d := exponential(n, cap)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 

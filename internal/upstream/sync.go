@@ -250,14 +250,8 @@ func (m *Manager) listChanged(id string) {
 // re-list started, and marks the start of the next one. It reports false
 // if the manager closed meanwhile.
 func (m *Manager) waitRelistGap(s *server) bool {
-	if wait := m.opts.relistGap - time.Since(s.lastRelist); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-m.ctx.Done():
-			return false
-		}
+	if sleepCtx(m.ctx, m.opts.relistGap-time.Since(s.lastRelist)) != nil {
+		return false
 	}
 	s.lastRelist = time.Now()
 	return true
