@@ -172,18 +172,18 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
-	syncLayer, err := wireStateSync(cfg.StateSync, srv, tr, logger)
+	notifier, err := wireStateSync(cfg.StateSync, srv, tr, logger)
 	if err != nil {
 		return nil, err
 	}
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
-		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: syncLayer.changed,
+		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed,
 		TraceSampleRate: &cfg.Traces.SampleRate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)
 	}
-	if err := met.components(tr, st, syncLayer.bus); err != nil {
+	if err := met.components(tr, st, notifier); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	// The upstreams' prompts, resources and templates, served beside the
