@@ -17,13 +17,14 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtimetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
@@ -157,7 +158,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	})
 	closers = append(closers, pressure.Close)
 	policy := guard.NewPolicy(logger, cfg.Limits.MaxRequestBytes, pressure.Level)
-	pipe, err := pipeline.New(pipeline.Config{
+	pipe, err := guarded.New(pipeline.Config{
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
 		Record: func(c pipeline.CallRecord) { st.record(c); met.observeCall(c) }, Admit: limits.toolCall,
@@ -165,7 +166,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)
 	}
-	err = builtin.Register(srv, pipe, builtin.Info{
+	err = runtimetools.Register(srv, pipe, runtimetools.Info{
 		Name: "mcp-runtime", Version: version, Started: time.Now(),
 		Sessions: func() int { return tr.Sessions().Len() },
 	})

@@ -8,8 +8,8 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -128,7 +129,7 @@ func (s *surface) buildView(sf *upstream.Surface) *surfaceView {
 	v := &surfaceView{byName: map[string]upstream.Prompt{}, owner: map[string]string{},
 		tmplByURI: map[string]upstream.ResourceTemplate{}, reserved: s.reserved}
 	for _, p := range sf.Prompts {
-		exposed := handlers.ExposedName(p.Canonical, s.sep)
+		exposed := toolname.Exposed(p.Canonical, s.sep)
 		if other, taken := v.byName[exposed]; taken {
 			s.log.Warn().Str("server", p.Server).Str("prompt", p.Name).Str("takenBy", other.Canonical).
 				Msg("upstream prompt left out: its exposed name is another prompt's")

@@ -17,11 +17,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -35,7 +36,7 @@ const upstreamGroup = "upstream"
 // serverId.toolName (DESIGN.md, "Tool names").
 type federation struct {
 	m      *upstream.Manager
-	pipe   *pipeline.Pipeline
+	pipe   *guarded.Pipeline
 	tools  *handlers.ToolRegistry
 	notify func() (int, error) // tells clients the tool list changed
 	log    zerolog.Logger
@@ -54,7 +55,7 @@ type federation struct {
 
 // newFederation builds the manager from cfg and then opts; start
 // connects it.
-func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeline.Pipeline, tools *handlers.ToolRegistry,
+func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarded.Pipeline, tools *handlers.ToolRegistry,
 	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger, opts ...func(*upstream.Options)) (*federation, error) {
 	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log,
 		timeouts: cfg.Timeouts.TimeoutConfig(), sep: cfg.ToolNameSeparator, warned: map[string]bool{}}
@@ -168,7 +169,7 @@ func (f *federation) sync() {
 	tools := make([]handlers.Tool, 0, len(ups))
 	for _, u := range ups {
 		f.checkTimeoutLocked(u)
-		t, err := f.pipe.Tool(f.proxy(u, timeout.Category(u.Category)))
+		t, err := guarded.Wrap(f.pipe, f.proxy(u, timeout.Category(u.Category)))
 		if err != nil {
 			f.log.Warn().Err(err).Str("server", u.Server).Str("tool", u.Name).Msg("upstream tool left out")
 			continue
@@ -201,7 +202,7 @@ func (f *federation) checkTimeoutLocked(u upstream.Tool) {
 	if err != nil {
 		return
 	}
-	limit := f.timeouts.For(u.Canonical, handlers.ExposedName(u.Canonical, f.sep), timeout.Category(u.Category))
+	limit := f.timeouts.For(u.Canonical, toolname.Exposed(u.Canonical, f.sep), timeout.Category(u.Category))
 	req := st.Config.RequestTimeout()
 	key := fmt.Sprintf("%s/%v/%v", u.Server, req, limit)
 	if req < limit || f.warned[key] {
@@ -215,12 +216,12 @@ func (f *federation) checkTimeoutLocked(u upstream.Tool) {
 // proxy is the pipeline tool that forwards calls of u to its server. The
 // arguments were validated against u's inputSchema by the registry before
 // Run (INV-MCP-ECO-300).
-func (f *federation) proxy(u upstream.Tool, category timeout.Category) pipeline.Tool {
+func (f *federation) proxy(u upstream.Tool, category timeout.Category) guarded.Tool {
 	desc := u.Description
 	if strings.TrimSpace(desc) == "" {
 		desc = fmt.Sprintf("Tool %s of the upstream MCP server %s.", u.Name, u.Server)
 	}
-	return pipeline.Tool{
+	return guarded.Tool{
 		Name: u.Canonical, Title: u.Title, Description: desc,
 		InputSchema: u.InputSchema, Annotations: u.Annotations,
 		Category: category,
