@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
+	"github.com/mcp-runtime/mcp-runtime/internal/federation"
 	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
@@ -41,7 +42,7 @@ type app struct {
 	router    chi.Router
 	closers   []func() // background work to stop after the server
 	state     *state
-	fed       *federation
+	fed       *federation.Federation
 	certs     *tlscert.Reloader // nil: plain HTTP
 	// conns caps the open connections; set by serveOn before it serves.
 	conns *connlimit.Listener
@@ -143,7 +144,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Auth:                    authn,
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
-		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
+		// With REDIS_URL, client sessions are shared by the replicas.
 		Redis:          st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
 		RedisTimeout:   cfg.Redis.Timeout(),
@@ -189,25 +190,24 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	// The upstreams' prompts, resources and templates, served beside the
 	// server's own (registered above, so their schemes are known).
-	surf := newSurface(cfg, srv, tr, logger)
-	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, logger, surf.options(cfg))
+	surf := federation.NewSurface(srv, tr, cfg.ToolNameSeparator, cfg.Federation.HealthInterval(), logger)
+	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, logger)
 	if err != nil {
 		return nil, err
 	}
-	surf.attach(fed.m)
 	srv.SetFederated(surf)
-	srv.SetAmbiguousTool(ambiguousTool(cfg.Response.ResponseLimits()))
-	if err := fed.start(ctx); err != nil {
+	srv.SetAmbiguousTool(federation.AmbiguousTool(cfg.Response.ResponseLimits()))
+	if err := fed.Start(ctx); err != nil {
 		return nil, err
 	}
-	surf.start()
-	closers = append(closers, surf.close, func() { _ = fed.close(context.Background()) })
+	surf.Start()
+	closers = append(closers, surf.Close, func() { _ = fed.Close(context.Background()) })
 	r := chi.NewRouter()
 	// First, so that no route, not even a 404, waits for ever for a body.
 	r.Use(transport.BodyDeadline(cfg.Transport.ReadBodyTimeout()))
 	r.Use(securityHeaders(cfg.TLS.Enabled()))
 	r.Group(func(r chi.Router) {
-		r.Use(fed.loopGuard) // before the transport: a looping request creates no session
+		r.Use(fed.LoopGuard) // before the transport: a looping request creates no session
 		tr.Mount(r, "/mcp")
 	})
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
@@ -217,7 +217,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if cfg.Auth.Mode == auth.ModeAPIKey {
 		adminOpts.Keys = st.backend // /admin/apikeys
 	}
-	admin.New(fed.m, adminOpts).Mount(r)
+	admin.New(fed.Manager(), adminOpts).Mount(r)
 	// Protected Resource Metadata (RFC 9728), in oauth mode: public, it
 	// tells a client where to get a token.
 	if paths := auth.MetadataPaths(cfg.Auth); len(paths) > 0 {
@@ -301,7 +301,7 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         conns.ConnState,
-		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
+		// No WriteTimeout: it would cut long-lived SSE streams, each one long response.
 		// No ReadTimeout either, for the same reason: the body deadline
 		// (transport.BodyDeadline) and the listener bound the waits.
 	}
@@ -309,7 +309,7 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	scheme := "http"
 	if a.certs != nil {
 		// HTTP/2 and HTTP/1.1 over TLS; an SSE stream is a long response
-		// on either (issue 8, point 6).
+		// on either.
 		hs.TLSConfig = a.certs.Config()
 		serve = func() error { return hs.ServeTLS(ln, "", "") }
 		scheme = "https"
@@ -343,7 +343,7 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	}
 	// In-flight calls are done: disconnect the upstreams, flush the
 	// traces, then close the store they write to.
-	if ferr := a.fed.close(grace); ferr != nil {
+	if ferr := a.fed.Close(grace); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
 	if serr := a.state.close(grace); serr != nil {

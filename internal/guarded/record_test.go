@@ -16,7 +16,7 @@ import (
 // TestRecordEveryCall: every tools/call is reported to Record once —
 // success, tool failure, rejection by the limits before the handler, and
 // schema-invalid arguments — with its error code and sizes, never the
-// arguments themselves (the trace of issue 4).
+// arguments themselves, which is what a trace keeps.
 func TestRecordEveryCall(t *testing.T) {
 	var mu sync.Mutex
 	var got []pipeline.CallRecord

@@ -106,7 +106,7 @@ type Config struct {
 	// queues and drops when full).
 	Record func(CallRecord)
 	// Admit, if set, decides first whether the call may run at all (the
-	// caller's rate limit, issue 8 point 4); a non-nil error (RATE_LIMITED
+	// caller's rate limit, rateLimits.toolCalls); a non-nil error (RATE_LIMITED
 	// with retryAfterMs) answers the call, which is recorded like any
 	// other rejection.
 	Admit func(ctx context.Context, tool string) *response.Error
