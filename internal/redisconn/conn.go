@@ -1,0 +1,237 @@
+package redisconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// Kind is what an operation is for, which sets how long it may wait.
+type Kind int
+
+const (
+	// Hot operations are on a request's path and have a fallback: cache
+	// reads and writes (the database answers), rate limits (the replica
+	// counts alone), appending to a session's event log.
+	Hot Kind = iota
+	// Session operations are what a client waits for and has no
+	// fallback for: creating, claiming or loading a shared session,
+	// opening a stream.
+	Session
+	// Background operations run off any request: sweeps, recovery,
+	// invalidation fan-out, probes.
+	Background
+)
+
+// Timeouts bound each kind of operation.
+type Timeouts struct {
+	Hot, Session, Background time.Duration
+}
+
+// DefaultTimeouts are met by a Redis on a loaded host (replies of up to
+// about 100 ms were seen on a busy 2-core machine; BENCHMARKS.md), so one
+// slow reply is not taken for an outage: the hot path waits at most
+// 100 ms, a client's session 1 s.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{Hot: 100 * time.Millisecond, Session: time.Second, Background: 5 * time.Second}
+}
+
+func (t Timeouts) of(k Kind) time.Duration {
+	switch k {
+	case Session:
+		return t.Session
+	case Background:
+		return t.Background
+	}
+	return t.Hot
+}
+
+// ErrUnavailable is returned without contacting Redis while the breaker
+// is open: callers take their fallback at once.
+var ErrUnavailable = errors.New("redis unavailable")
+
+// Options configure a Conn.
+type Options struct {
+	Mode      Mode
+	URL       string
+	KeyPrefix string
+	Timeouts  Timeouts
+	Breaker   BreakerOptions
+	Log       zerolog.Logger
+	// OnHealth, when set, is called with false when the breaker opens and
+	// with true when a probe closes it (a metric, a test's signal). It
+	// must not block.
+	OnHealth func(available bool)
+}
+
+// Conn is the process's connection to Redis, shared by its users.
+type Conn struct {
+	client   redis.UniversalClient
+	keys     Keys
+	timeouts Timeouts
+	breaker  *Breaker
+	log      zerolog.Logger
+	ping     func(ctx context.Context) error // the probe; a test's stand-in
+	onHealth func(available bool)
+
+	mu      sync.Mutex
+	probing bool
+	closed  chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Open builds the client for o (it connects lazily) and a closed breaker.
+func Open(o Options) (*Conn, error) {
+	client, err := NewClient(o.Mode, o.URL)
+	if err != nil {
+		return nil, err
+	}
+	return New(client, o), nil
+}
+
+// New wraps client (a test's, say) as Open does; o.Mode and o.URL are
+// not used.
+func New(client redis.UniversalClient, o Options) *Conn {
+	return &Conn{client: client, keys: NewKeys(o.KeyPrefix), timeouts: o.Timeouts,
+		breaker: NewBreaker(o.Breaker, time.Now), log: o.Log, closed: make(chan struct{}),
+		ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
+		onHealth: o.OnHealth}
+}
+
+// Client is the go-redis client, for operations Do runs.
+func (c *Conn) Client() redis.UniversalClient { return c.client }
+
+// Keys names the deployment's keys.
+func (c *Conn) Keys() Keys { return c.keys }
+
+// Timeout is the bound of operations of kind k.
+func (c *Conn) Timeout(k Kind) time.Duration { return c.timeouts.of(k) }
+
+// Available reports whether operations go to Redis now (the breaker is
+// closed).
+func (c *Conn) Available() bool { return c.breaker.Allow() }
+
+// Do runs fn with ctx bounded by kind k's timeout, unless the breaker is
+// open (then ErrUnavailable at once), and counts its outcome towards
+// Redis's health. redis.Nil and replies that are the command's own error
+// (a script's, a wrong type) are answers from a working Redis; a
+// cancelled caller says nothing about Redis either.
+func (c *Conn) Do(ctx context.Context, k Kind, fn func(ctx context.Context) error) error {
+	if !c.breaker.Allow() {
+		return ErrUnavailable
+	}
+	octx, cancel := context.WithTimeout(ctx, c.timeouts.of(k))
+	err := fn(octx)
+	cancel()
+	switch {
+	case err == nil:
+		c.record(false)
+	case ctx.Err() != nil:
+		// The caller gave up (or its own deadline came first): that says
+		// nothing about Redis.
+	case !Unhealthy(err):
+		c.record(false)
+	default:
+		c.record(true)
+		return fmt.Errorf("redis: %w", err)
+	}
+	return err
+}
+
+// Unhealthy reports whether err says Redis could not serve (a timeout, a
+// connection failure, a node loading, failing over or without a master)
+// rather than answering the command with an error of its own.
+func Unhealthy(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "BUSY "} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func (c *Conn) record(failed bool) {
+	if !c.breaker.Record(failed) {
+		return
+	}
+	c.log.Warn().Msg("redis: too many operations failed; not waiting on it until a probe succeeds")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Under mu, as the probe's call: the calls are in the order of the
+	// changes.
+	if c.onHealth != nil {
+		c.onHealth(false)
+	}
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	if c.probing {
+		return
+	}
+	c.probing = true
+	c.wg.Add(1)
+	go c.probe()
+}
+
+// probe pings Redis while the breaker is open, waiting longer after each
+// failure, and closes it on the first success.
+func (c *Conn) probe() {
+	defer c.wg.Done()
+	for {
+		t := time.NewTimer(c.breaker.NextProbe())
+		select {
+		case <-c.closed:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeouts.Background)
+		err := c.ping(ctx)
+		cancel()
+		if err != nil {
+			c.breaker.Probed(false)
+			continue
+		}
+		since, _ := c.breaker.OpenSince()
+		// Closed and no longer probing in one step: a failure that opens
+		// the breaker again right after starts a new probe.
+		c.mu.Lock()
+		c.breaker.Probed(true)
+		c.probing = false
+		if c.onHealth != nil {
+			c.onHealth(true)
+		}
+		c.mu.Unlock()
+		c.log.Info().Dur("after", time.Since(since)).Msg("redis: answering again")
+		return
+	}
+}
+
+// Close stops probing and closes the client.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+	return c.client.Close()
+}
