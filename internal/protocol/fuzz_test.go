@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -66,6 +67,34 @@ func FuzzDecode(f *testing.F) {
 		if back.Kind != protocol.KindResponse || back.Error == nil ||
 			back.Error.Code != perr.Code || back.Error.Message != perr.Message || string(backID) != string(id) {
 			t.Fatalf("error response %s decodes as %+v id %q", out, back, backID)
+		}
+	})
+}
+
+// FuzzCheckModern: whatever a modern request and its headers hold, the
+// check answers with an accepted request or a 400 error, and never
+// panics; an accepted one names a modern version.
+func FuzzCheckModern(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28", "tools/call", "a")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x","_meta":{}}}`, "", "resources/read", "=?base64?eA==?=")
+	f.Fuzz(func(t *testing.T, body, version, method, name string) {
+		msg, _, derr := protocol.Decode([]byte(body))
+		if derr != nil || msg.Kind != protocol.KindRequest {
+			return
+		}
+		h := http.Header{}
+		h.Set(protocol.HeaderProtocolVersion, version)
+		h.Set(protocol.HeaderMethod, method)
+		h.Set(protocol.HeaderName, name)
+		meta, err := protocol.CheckModern(msg, h)
+		if err != nil {
+			if err.Status != http.StatusBadRequest || err.Error == nil {
+				t.Fatalf("error %+v", err)
+			}
+			return
+		}
+		if !protocol.IsModernVersion(meta.ProtocolVersion) {
+			t.Fatalf("accepted version %q", meta.ProtocolVersion)
 		}
 	})
 }

@@ -1,7 +1,8 @@
 package protocol
 
-// Protocol revisions served, newest first. 2026-07-28 (stateless, no
-// initialize) is a separate era and not negotiated here; see DESIGN.md.
+// Legacy protocol revisions served through initialize, newest first.
+// 2026-07-28 (stateless, no initialize) is a separate era, checked per
+// request (modern.go).
 const (
 	Version20251125 = "2025-11-25"
 	Version20250618 = "2025-06-18"
