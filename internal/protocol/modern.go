@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,14 +27,7 @@ func ModernVersions() []string { return append([]string(nil), modernVersions[:].
 
 // IsModernVersion reports whether v is a revision a modern request may
 // name.
-func IsModernVersion(v string) bool {
-	for _, s := range modernVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func IsModernVersion(v string) bool { return slices.Contains(modernVersions[:], v) }
 
 // Methods and notifications of the modern era.
 const (

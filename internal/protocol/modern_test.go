@@ -100,7 +100,7 @@ func TestIsModernRequest(t *testing.T) {
 		`{"protocolVersion":"2025-11-25","capabilities":{}}`:                 false,
 		`{"_meta":{"progressToken":1}}`:                                      false,
 		`{"_meta":"io.modelcontextprotocol/protocolVersion"}`:                false,
-		``:                                                                   false,
+		``: false,
 	} {
 		if got := protocol.IsModernRequest(json.RawMessage(params)); got != want {
 			t.Errorf("IsModernRequest(%s) = %v, want %v", params, got, want)

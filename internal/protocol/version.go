@@ -1,5 +1,7 @@
 package protocol
 
+import "slices"
+
 // Legacy protocol revisions served through initialize, newest first.
 // 2026-07-28 (stateless, no initialize) is a separate era, checked per
 // request (modern.go).
@@ -22,14 +24,7 @@ var supportedVersions = [...]string{Version20251125, Version20250618, Version202
 func SupportedVersions() []string { return append([]string(nil), supportedVersions[:]...) }
 
 // IsSupported reports whether v is a served revision.
-func IsSupported(v string) bool {
-	for _, s := range supportedVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func IsSupported(v string) bool { return slices.Contains(supportedVersions[:], v) }
 
 // Negotiate picks the version to answer initialize with: the client's own if
 // served, else the latest (basic/lifecycle: "MUST respond with the same
