@@ -60,8 +60,11 @@ helm: ## helm lint --strict, then helm template, of the chart with its default a
 		echo "    $$(grep -c '^kind: ' "$$out/$$name.yaml") objects: $$(grep '^kind: ' "$$out/$$name.yaml" | cut -d' ' -f2 | sort | paste -sd' ')"; \
 	done
 
-test-go: ## go test -race -count=1 ./...
-	$(GO) test -race -count=1 ./...
+# The Redis Cluster tests run against a cluster of six nodes on loopback
+# (scripts/redis-cluster.sh), started here unless it is already up.
+test-go: ## go test -race -count=1 ./... (with a local Redis Cluster for the cluster tests)
+	@scripts/redis-cluster.sh start
+	MCP_TEST_REDIS_CLUSTER="$$(scripts/redis-cluster.sh url)" $(GO) test -race -count=1 ./...
 
 fuzz-short: ## every FuzzXxx for FUZZTIME (default 10s), found by go test -list
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz-short.sh
