@@ -1,7 +1,8 @@
 package protocol
 
 // Protocol revisions served, newest first. 2026-07-28 (stateless, no
-// initialize) is a separate era and not negotiated here; see DESIGN.md.
+// initialize) is a separate era and not negotiated here
+// (docs/adr/0040-protocol-versions.md).
 const (
 	Version20251125 = "2025-11-25"
 	Version20250618 = "2025-06-18"
