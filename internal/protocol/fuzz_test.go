@@ -8,9 +8,10 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// FuzzDecode: Decode never panics; what it accepts is a well-formed message,
-// and what it rejects is answered by an error response that is itself a
-// well-formed message (error-stability.md).
+// FuzzDecode: Decode never panics; what it accepts is a well-formed
+// message, and what it rejects is answered by an error response that is
+// itself a well-formed message (docs/adr/0005-error-layers-and-envelope.md:
+// a malformed input is answered, and the server keeps serving).
 func FuzzDecode(f *testing.F) {
 	for _, tc := range decodeCases {
 		f.Add([]byte(tc.input))

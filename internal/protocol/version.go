@@ -4,7 +4,7 @@ import "slices"
 
 // Legacy protocol revisions served through initialize, newest first.
 // 2026-07-28 (stateless, no initialize) is a separate era, checked per
-// request (modern.go).
+// request (modern.go; docs/adr/0040-protocol-versions.md).
 const (
 	Version20251125 = "2025-11-25"
 	Version20250618 = "2025-06-18"
