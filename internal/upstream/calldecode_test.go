@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -119,4 +121,27 @@ func FuzzDecodeCallResult(f *testing.F) {
 			t.Fatalf("%q: %d blocks, isError %v; encoding/json reads %d, %v", raw, len(got.Content), got.IsError, len(ref.Content), ref.IsError)
 		}
 	})
+}
+
+// An answer's announced length reserves at most maxAnswerPrealloc before
+// its bytes arrive: an upstream announcing 16 MiB and sending one byte
+// would otherwise make the gateway hold 16 MiB per call.
+func TestReadAnswerReservesWhatArrives(t *testing.T) {
+	for _, tt := range []struct {
+		announced int64
+		body      string
+	}{
+		{16 << 20, "x"},
+		{2, "{}"},
+		{-1, `{"a":1}`},
+	} {
+		resp := &http.Response{ContentLength: tt.announced, Body: io.NopCloser(strings.NewReader(tt.body))}
+		got, err := readAnswer(resp)
+		if err != nil || string(got) != tt.body {
+			t.Fatalf("readAnswer = %q, %v", got, err)
+		}
+		if cap(got) > 2*maxAnswerPrealloc { // Grow rounds up to a size class
+			t.Errorf("announced %d, sent %d bytes: %d reserved", tt.announced, len(tt.body), cap(got))
+		}
+	}
 }

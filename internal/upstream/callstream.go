@@ -204,7 +204,7 @@ func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult,
 		ct, _, _ = mime.ParseMediaType(ct)
 	}
 	if ct == "application/json" {
-		b, err := readAnswer(resp, cs.c.maxBody)
+		b, err := readAnswer(resp)
 		if err != nil {
 			return CallResult{}, false, err
 		}
@@ -231,15 +231,20 @@ func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult,
 	}
 }
 
-// readAnswer reads a JSON answer whole, into a buffer of the size it
-// announced when that is within the transport's bound (which the body's
-// reader enforces either way).
-func readAnswer(resp *http.Response, max int64) ([]byte, error) {
-	if resp.ContentLength <= 0 || resp.ContentLength > max {
+// maxAnswerPrealloc bounds what a JSON answer's announced length may
+// reserve before its bytes arrive: an upstream announcing 16 MiB and
+// sending one byte must not make the gateway hold 16 MiB per call.
+const maxAnswerPrealloc = 64 << 10
+
+// readAnswer reads a JSON answer whole, into a buffer sized from the
+// length it announced (up to maxAnswerPrealloc; it grows with the data
+// beyond that). The body's reader enforces the transport's bound.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	if resp.ContentLength <= 0 {
 		return io.ReadAll(resp.Body)
 	}
 	var b bytes.Buffer
-	b.Grow(int(resp.ContentLength) + 1) // +1: ReadFrom sees EOF without growing
+	b.Grow(int(min(resp.ContentLength, maxAnswerPrealloc)) + 1) // +1: ReadFrom sees EOF without growing
 	_, err := b.ReadFrom(resp.Body)
 	return b.Bytes(), err
 }
