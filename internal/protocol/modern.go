@@ -175,20 +175,29 @@ func CheckModern(msg *Message, header http.Header) (ModernMeta, *StatusError) {
 }
 
 // checkHeaders compares the standard headers with the body
-// (basic/transports/streamable-http, "Server Validation").
+// (basic/transports/streamable-http, "Server Validation"). Each must be
+// sent once: an intermediary reading another of several values would
+// route on something else than what runs.
 func checkHeaders(msg *Message, header http.Header, version string) *StatusError {
 	mismatch := func(format string, args ...any) *StatusError {
 		return statusError(http.StatusBadRequest, CodeHeaderMismatch, "header mismatch: "+format, args...)
 	}
-	if got := header.Get(HeaderProtocolVersion); got == "" {
-		return mismatch("the %s header is required and must be %q, as in _meta", HeaderProtocolVersion, clip(version))
-	} else if got != version {
-		return mismatch("%s header %q does not match _meta's %q", HeaderProtocolVersion, clip(got), clip(version))
+	one := func(name, want string) *StatusError {
+		switch values := header.Values(name); {
+		case len(values) == 0 || values[0] == "":
+			return mismatch("the %s header is required and must be %q", name, clip(want))
+		case len(values) > 1:
+			return mismatch("the %s header is sent %d times; send it once", name, len(values))
+		case values[0] != want:
+			return mismatch("%s header %q does not match the body's %q", name, clip(values[0]), clip(want))
+		}
+		return nil
 	}
-	if got := header.Get(HeaderMethod); got == "" {
-		return mismatch("the %s header is required and must be %q", HeaderMethod, clip(msg.Method))
-	} else if got != msg.Method {
-		return mismatch("%s header %q does not match the body's method %q", HeaderMethod, clip(got), clip(msg.Method))
+	if err := one(HeaderProtocolVersion, version); err != nil {
+		return err
+	}
+	if err := one(HeaderMethod, msg.Method); err != nil {
+		return err
 	}
 	member := ""
 	switch msg.Method {
@@ -199,14 +208,35 @@ func checkHeaders(msg *Message, header http.Header, version string) *StatusError
 	default:
 		return nil
 	}
-	var v [1]json.RawMessage
-	_ = LookupMembers(msg.Params, []string{member}, v[:])
-	body, _ := StringValue(v[0])
-	raw := header.Get(HeaderName)
-	if raw == "" {
-		return mismatch("the %s header is required on %s and must be params.%s", HeaderName, msg.Method, member)
+	body, ok := "", false
+	ambiguous := false
+	if len(msg.Params) > 0 && msg.Params[0] == '{' {
+		_ = EachMember(msg.Params, func(k string, v []byte) bool {
+			switch {
+			case k == member:
+				body, ok = StringValue(v)
+			case strings.EqualFold(k, member):
+				// A decoder matching names regardless of case (as
+				// encoding/json does) could read this member instead.
+				ambiguous = true
+			}
+			return true
+		})
 	}
-	got, err := DecodeHeaderValue(raw)
+	if ambiguous {
+		return statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: params has a member that differs from %q only in case", member)
+	}
+	if !ok {
+		return statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: params.%s must be a string", member)
+	}
+	values := header.Values(HeaderName)
+	switch {
+	case len(values) == 0 || values[0] == "":
+		return mismatch("the %s header is required on %s and must be params.%s", HeaderName, msg.Method, member)
+	case len(values) > 1:
+		return mismatch("the %s header is sent %d times; send it once", HeaderName, len(values))
+	}
+	got, err := DecodeHeaderValue(values[0])
 	if err != nil {
 		return mismatch("%s header: %v", HeaderName, err)
 	}

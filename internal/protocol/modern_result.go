@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,10 +46,11 @@ var errResultNotObject = errors.New("a result must be a JSON object")
 // AppendModernResult appends result (a JSON object, valid JSON) as a
 // modern result: with resultType, with ttlMs and cacheScope when hint is
 // set (the cacheable methods), and with serverInfo (its JSON) added to
-// _meta. Members of those names already in result are replaced; the
-// other members of result and of its _meta are kept as written.
+// _meta. Members of those names (in any case) already in result are
+// replaced; the other members of result and of its _meta are kept as
+// written.
 func AppendModernResult(dst, result []byte, resultType string, hint *CacheHint, serverInfo []byte) ([]byte, error) {
-	if len(result) == 0 || result[skipSpace(result, 0)] != '{' {
+	if i := skipSpace(result, 0); i >= len(result) || result[i] != '{' {
 		return nil, errResultNotObject
 	}
 	dst = append(dst, `{"resultType":`...)
@@ -61,11 +63,13 @@ func AppendModernResult(dst, result []byte, resultType string, hint *CacheHint, 
 	}
 	var meta []byte
 	err := eachMember(result, func(k string, v []byte) bool {
-		switch k {
-		case "resultType", "ttlMs", "cacheScope":
-			return true
-		case "_meta":
+		switch {
+		case k == "_meta":
 			meta = v
+			return true
+		case strings.EqualFold(k, "resultType"), strings.EqualFold(k, "ttlMs"), strings.EqualFold(k, "cacheScope"):
+			// Replaced by ours, in every spelling: a client decoding
+			// names regardless of case would read a later one.
 			return true
 		}
 		dst = append(dst, ',')

@@ -22,6 +22,8 @@ func TestAppendModernResult(t *testing.T) {
 			`{"resultType":"complete","content":[ ],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"},"io.mcp-runtime/call":{ "ms" : 1 }}}`},
 		{"members of those names are replaced", `{"resultType":"x","ttlMs":-1,"cacheScope":"?","_meta":{"io.modelcontextprotocol/serverInfo":"old"}}`, &protocol.CacheHint{},
 			`{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
+		{"other spellings of those names are replaced too", `{"ResultType":"input_required","CacheScope":"public","TTLMS":9,"content":[]}`, nil,
+			`{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
 		{"empty", `{}`, nil, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
 	}
 	for _, tt := range tests {
@@ -38,8 +40,10 @@ func TestAppendModernResult(t *testing.T) {
 			}
 		})
 	}
-	if _, err := protocol.AppendModernResult(nil, []byte(`[]`), protocol.ResultComplete, nil, info); err == nil {
-		t.Fatal("an array was taken for a result")
+	for _, bad := range []string{`[]`, ` `, ``, "\n"} {
+		if _, err := protocol.AppendModernResult(nil, []byte(bad), protocol.ResultComplete, nil, info); err == nil {
+			t.Fatalf("%q was taken for a result", bad)
+		}
 	}
 }
 

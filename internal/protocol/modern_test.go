@@ -150,3 +150,46 @@ func TestMissingCapability(t *testing.T) {
 		t.Error("a modern method is removed")
 	}
 }
+
+// The headers cannot say one thing while the body runs another: no second
+// value of a header, no second spelling of the member it mirrors, no
+// empty name standing for a missing one.
+func TestCheckModernMismatchAttacks(t *testing.T) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	tests := []struct {
+		name, body string
+		header     [][2]string
+		code       int
+	}{
+		{"a prompt name in another case", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"public","Name":"secret",` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "prompts/get"}, {"Mcp-Name", "public"}}, protocol.CodeInvalidParams},
+		{"a resource URI in another case", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///public","URI":"file:///etc/secret",` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "resources/read"}, {"Mcp-Name", "file:///public"}}, protocol.CodeInvalidParams},
+		{"two Mcp-Name values", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"secret",` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "secret"}, {"Mcp-Name", "public"}}, protocol.CodeHeaderMismatch},
+		{"two Mcp-Method values", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a",` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Method", "tools/list"}, {"Mcp-Name", "a"}}, protocol.CodeHeaderMismatch},
+		{"two version values", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Protocol-Version", "2025-11-25"}, {"Mcp-Method", "tools/list"}}, protocol.CodeHeaderMismatch},
+		{"an empty Base64 name for a missing one", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "=?base64??="}}, protocol.CodeInvalidParams},
+		{"a name that is not a string", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,` + meta + `}}`,
+			[][2]string{{"Mcp-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "7"}}, protocol.CodeInvalidParams},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, _, derr := protocol.Decode([]byte(tt.body))
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			h := http.Header{}
+			for _, kv := range tt.header {
+				h.Add(kv[0], kv[1])
+			}
+			_, err := protocol.CheckModern(msg, h)
+			if err == nil || err.Code != tt.code || err.Status != http.StatusBadRequest {
+				t.Fatalf("err = %+v, want 400 with code %d", err, tt.code)
+			}
+		})
+	}
+}

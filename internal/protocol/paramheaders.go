@@ -49,7 +49,7 @@ func ParamHeaders(inputSchema json.RawMessage) ([]ParamHeader, error) {
 	for _, h := range out {
 		key := strings.ToLower(h.Name)
 		if other, dup := seen[key]; dup {
-			return nil, fmt.Errorf("x-mcp-header %q of %s repeats that of %s (names are compared case-insensitively)", h.Name, strings.Join(h.Path, "."), other)
+			return nil, fmt.Errorf("x-mcp-header %q of property %q repeats that of property %q (names are compared case-insensitively)", h.Name, clip(strings.Join(h.Path, ".")), clip(other))
 		}
 		seen[key] = strings.Join(h.Path, ".")
 	}
@@ -102,20 +102,20 @@ func collectParamHeaders(node any, path []string, static bool, out *[]ParamHeade
 func paramHeader(schema map[string]any, v any, path []string, static bool) (ParamHeader, error) {
 	where := "the schema's root"
 	if len(path) > 0 {
-		where = "property " + strings.Join(path, ".")
+		where = fmt.Sprintf("property %q", clip(strings.Join(path, ".")))
 	}
 	name, ok := v.(string)
 	if !ok || !isToken(name) {
 		return ParamHeader{}, fmt.Errorf("x-mcp-header of %s must be a header name token (letters, digits and !#$%%&'*+-.^_`|~)", where)
 	}
 	if !static || len(path) == 0 {
-		return ParamHeader{}, fmt.Errorf("x-mcp-header %q is not on a property reached through properties keys alone (not through items, oneOf, anyOf, allOf, not, if/then/else or $ref)", name)
+		return ParamHeader{}, fmt.Errorf("x-mcp-header %q is not on a property reached through properties keys alone (not through items, oneOf, anyOf, allOf, not, if/then/else or $ref)", clip(name))
 	}
 	typ, _ := schema["type"].(string)
 	switch typ {
 	case "string", "integer", "boolean":
 	default:
-		return ParamHeader{}, fmt.Errorf("x-mcp-header %q is on %s, whose type is not string, integer or boolean", name, where)
+		return ParamHeader{}, fmt.Errorf("x-mcp-header %q is on %s, whose type is not string, integer or boolean", clip(name), where)
 	}
 	return ParamHeader{Name: name, Path: path, Type: typ}, nil
 }
@@ -139,56 +139,76 @@ func isToken(s string) bool {
 
 // CheckParamHeaders compares the Mcp-Param-* headers of a tools/call with
 // its arguments (valid JSON): an argument present must have its header,
-// with the same value (integers compared as numbers); an argument absent
-// or null must have none. A failure is 400/-32020.
+// once, with the same value (integers compared as numbers); an argument
+// absent or null must have none. A failure is 400/-32020.
 func CheckParamHeaders(specs []ParamHeader, args json.RawMessage, header http.Header) *StatusError {
 	mismatch := func(format string, a ...any) *StatusError {
 		return statusError(http.StatusBadRequest, CodeHeaderMismatch, "header mismatch: "+format, a...)
 	}
 	for _, h := range specs {
 		hname := HeaderParamPrefix + h.Name
+		path := clip(strings.Join(h.Path, "."))
 		values := header.Values(hname)
-		arg := argumentAt(args, h.Path)
+		arg, ambiguous := argumentAt(args, h.Path)
+		if ambiguous {
+			// A tool decoding names regardless of case (encoding/json
+			// into a struct) could read the other spelling.
+			return mismatch("the argument %q is given under names that differ only in case", path)
+		}
 		if arg == nil {
 			if len(values) > 0 {
-				return mismatch("%s is sent but the argument %s is not", hname, strings.Join(h.Path, "."))
+				return mismatch("%s is sent but the argument %q is not", hname, path)
 			}
 			continue
 		}
 		if len(values) != 1 {
-			return mismatch("the argument %s is sent, so exactly one %s header must be too", strings.Join(h.Path, "."), hname)
+			return mismatch("the argument %q is sent, so exactly one %s header must be too", path, hname)
 		}
 		got, err := DecodeHeaderValue(values[0])
 		if err != nil {
 			return mismatch("%s: %v", hname, err)
 		}
 		if !sameArgument(h.Type, got, arg) {
-			return mismatch("%s %q does not match the argument %s", hname, clip(got), strings.Join(h.Path, "."))
+			return mismatch("%s %q does not match the argument %q", hname, clip(got), path)
 		}
 	}
 	return nil
 }
 
-// argumentAt is the raw value at path in args, nil when absent or null.
-func argumentAt(args json.RawMessage, path []string) json.RawMessage {
-	v := args
+// argumentAt is the raw value at path in args, nil when absent or null;
+// ambiguous when an object on the path has another member whose name
+// differs from the path's only in case.
+func argumentAt(args json.RawMessage, path []string) (v json.RawMessage, ambiguous bool) {
+	v = args
 	for _, key := range path {
 		if len(v) == 0 || v[0] != '{' {
-			return nil
+			return nil, false
 		}
-		var m [1]json.RawMessage
-		if LookupMembers(v, []string{key}, m[:]) != nil {
-			return nil
+		var found json.RawMessage
+		_ = EachMember(v, func(k string, val []byte) bool {
+			switch {
+			case k == key:
+				found = val
+			case strings.EqualFold(k, key):
+				ambiguous = true
+			}
+			return true
+		})
+		if ambiguous {
+			return nil, true
 		}
-		v = m[0]
+		v = found
 	}
 	if len(v) == 0 || string(v) == "null" {
-		return nil
+		return nil, false
 	}
-	return v
+	return v, false
 }
 
-// sameArgument compares a header's value with the argument's JSON.
+// sameArgument compares a header's value with the argument's JSON. An
+// integer header is a plain decimal, optionally with a zero fraction
+// ("42", "-7", "42.0"): other spellings an intermediary would not take
+// for the same number ("+42", "042", "4.2e1") are refused.
 func sameArgument(typ, header string, arg json.RawMessage) bool {
 	switch typ {
 	case "string":
@@ -197,9 +217,22 @@ func sameArgument(typ, header string, arg json.RawMessage) bool {
 	case "boolean":
 		return string(arg) == header
 	case "integer":
+		if !plainInteger(header) {
+			return false
+		}
 		a, err1 := strconv.ParseFloat(string(arg), 64)
 		h, err2 := strconv.ParseFloat(header, 64)
 		return err1 == nil && err2 == nil && a == h && a == math.Trunc(a) && math.Abs(a) <= maxSafeInteger
 	}
 	return false
+}
+
+// plainInteger reports whether s is -?(0|[1-9][0-9]*)(\.0+)?.
+func plainInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, dotted := strings.Cut(s, ".")
+	if whole == "" || len(whole) > 1 && whole[0] == '0' || strings.Trim(whole, "0123456789") != "" {
+		return false
+	}
+	return !dotted || frac != "" && strings.Trim(frac, "0") == ""
 }

@@ -72,6 +72,14 @@ func TestCheckParamHeaders(t *testing.T) {
 		{"different integer", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "43"}, false},
 		{"boolean spelled otherwise", `{"opts":{"dry":true}}`, []string{"Mcp-Param-Dry", "True"}, false},
 		{"a character a header may not hold", `{"region":"é"}`, []string{"Mcp-Param-Region", "é"}, false},
+		{"negative integers", `{"opts":{"shard":-7}}`, []string{"Mcp-Param-Shard", "-7"}, true},
+		{"a plus sign", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "+42"}, false},
+		{"a leading zero", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "042"}, false},
+		{"an exponent", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "4.2e1"}, false},
+		{"hexadecimal", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "0x2Ap0"}, false},
+		{"a fraction that is not zero", `{"opts":{"shard":42}}`, []string{"Mcp-Param-Shard", "42.5"}, false},
+		{"the argument under a second spelling", `{"region":"us","Region":"eu"}`, []string{"Mcp-Param-Region", "us"}, false},
+		{"an object on the path under a second spelling", `{"opts":{"shard":1},"OPTS":{"shard":2}}`, []string{"Mcp-Param-Shard", "1"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
