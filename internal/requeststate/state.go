@@ -123,7 +123,7 @@ func (s *Sealer) Seal(b Binding, payload []byte, ttl time.Duration) (string, err
 // Open returns the payload of token if it was sealed by one of the keys,
 // for b, and has not expired.
 func (s *Sealer) Open(b Binding, token string) ([]byte, error) {
-	if len(token) > MaxTokenBytes || !strings.HasPrefix(token, prefix) {
+	if len(token) > MaxTokenBytes || !strings.HasPrefix(token, prefix) || !base64URL(token[len(prefix):]) {
 		return nil, ErrMalformed
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(prefix):])
@@ -155,6 +155,20 @@ func (s *Sealer) Open(b Binding, token string) ([]byte, error) {
 		return nil, ErrExpired
 	}
 	return payload, nil
+}
+
+// base64URL reports whether s holds only the base64url alphabet: the
+// decoder skips CR and LF, so without this check many strings would open
+// to one state, and anything keyed on the token's text (a store of spent
+// tokens) could be passed by another spelling of it.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // additional is the authenticated data: the token's head and the binding,

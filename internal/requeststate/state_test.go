@@ -58,6 +58,8 @@ func TestSealOpen(t *testing.T) {
 		{"not ours", binding(), "hello", ErrMalformed},
 		{"not base64", binding(), "v1.***", ErrMalformed},
 		{"truncated", binding(), tok[:20], ErrMalformed},
+		{"another spelling (line breaks the decoder skips)", binding(), tok[:10] + "\r\n" + tok[10:], ErrMalformed},
+		{"padded", binding(), tok + "==", ErrMalformed},
 		{"too large", binding(), "v1." + strings.Repeat("A", MaxTokenBytes), ErrMalformed},
 	}
 	for _, r := range refusals {
