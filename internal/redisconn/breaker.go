@@ -53,12 +53,27 @@ type Breaker struct {
 	buckets [buckets]bucket
 }
 
-// NewBreaker returns a closed breaker; now is its clock.
+// NewBreaker returns a closed breaker; now is its clock. Unset (zero)
+// options take DefaultBreaker's values.
 func NewBreaker(o BreakerOptions, now func() time.Time) *Breaker {
+	d := DefaultBreaker()
+	if o.Window <= 0 {
+		o.Window = d.Window
+	}
+	if o.MinOps <= 0 {
+		o.MinOps = d.MinOps
+	}
+	if o.FailureRate <= 0 || o.FailureRate > 1 {
+		o.FailureRate = d.FailureRate
+	}
+	if o.Consecutive <= 0 {
+		o.Consecutive = d.Consecutive
+	}
+	if o.OpenFor <= 0 {
+		o.OpenFor = d.OpenFor
+	}
 	o.Window = max(o.Window, buckets*time.Millisecond)
-	o.OpenFor = max(o.OpenFor, time.Millisecond)
 	o.MaxOpenFor = max(o.MaxOpenFor, o.OpenFor)
-	o.Consecutive = max(o.Consecutive, 1)
 	return &Breaker{o: o, now: now, wait: o.OpenFor}
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,6 +43,22 @@ type Timeouts struct {
 // 100 ms, a client's session 1 s.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{Hot: 100 * time.Millisecond, Session: time.Second, Background: 5 * time.Second}
+}
+
+// orDefaults fills each unset bound with DefaultTimeouts' (a zero bound
+// would fail every operation, and the probe, at once).
+func (t Timeouts) orDefaults() Timeouts {
+	d := DefaultTimeouts()
+	if t.Hot <= 0 {
+		t.Hot = d.Hot
+	}
+	if t.Session <= 0 {
+		t.Session = d.Session
+	}
+	if t.Background <= 0 {
+		t.Background = d.Background
+	}
+	return t
 }
 
 func (t Timeouts) of(k Kind) time.Duration {
@@ -98,6 +117,7 @@ func Open(o Options) (*Conn, error) {
 // New wraps client (a test's, say) as Open does; o.Mode and o.URL are
 // not used.
 func New(client redis.UniversalClient, o Options) *Conn {
+	o.Timeouts = o.Timeouts.orDefaults()
 	return &Conn{client: client, keys: NewKeys(o.KeyPrefix), timeouts: o.Timeouts,
 		breaker: NewBreaker(o.Breaker, time.Now), log: o.Log, closed: make(chan struct{}),
 		ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
@@ -144,12 +164,24 @@ func (c *Conn) Do(ctx context.Context, k Kind, fn func(ctx context.Context) erro
 	return err
 }
 
-// Unhealthy reports whether err says Redis could not serve (a timeout, a
-// connection failure, a node loading, failing over or without a master)
-// rather than answering the command with an error of its own.
+// Unhealthy reports whether err says Redis could not serve — a timeout,
+// a connection that failed or was closed, an exhausted pool, a node
+// loading, failing over or without a master — rather than answering the
+// command with an error of its own. Any other error is the caller's (a
+// value it could not decode, say): Redis answered.
 func Unhealthy(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), errors.Is(err, context.Canceled):
 		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
@@ -159,9 +191,8 @@ func Unhealthy(err error) bool {
 				return true
 			}
 		}
-		return false
 	}
-	return true
+	return false
 }
 
 func (c *Conn) record(failed bool) {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,7 +39,10 @@ func TestDoCountsOnlyRedisFailures(t *testing.T) {
 		{"the command's own error", fmt.Errorf("eval: %w", proto("ERR wrong number of arguments")), false, false},
 		{"a script's error", proto("NOSCRIPT No matching script"), false, false},
 		{"our timeout", context.DeadlineExceeded, false, true},
-		{"connection refused", errors.New("dial tcp 127.0.0.1:6379: connect: connection refused"), false, true},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false, true},
+		{"a connection cut", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), false, true},
+		{"the pool closed", redis.ErrClosed, false, true},
+		{"the caller's own error (a value it could not decode)", errors.New("decoding the cached entry: unexpected end of JSON input"), false, false},
 		{"a node loading its data", proto("LOADING Redis is loading the dataset in memory"), false, true},
 		{"a cluster without a master for a slot", proto("CLUSTERDOWN The cluster is down"), false, true},
 		{"a replica promoted away", proto("READONLY You can't write against a read only replica."), false, true},
@@ -68,6 +75,21 @@ type proto string
 
 func (e proto) Error() string { return string(e) }
 func (proto) RedisError()     {}
+
+// Options left at zero take the defaults: a zero bound would fail every
+// operation, and the probe, at once, and leave the breaker open for good.
+func TestZeroOptions(t *testing.T) {
+	c := New(redis.NewClient(&redis.Options{Addr: redisAddr}), Options{})
+	t.Cleanup(func() { c.Close() })
+	for range 10 {
+		if err := c.Do(context.Background(), Hot, func(ctx context.Context) error { return c.Client().Ping(ctx).Err() }); err != nil {
+			t.Fatalf("Do with zero options: %v", err)
+		}
+	}
+	if c.Timeout(Hot) != DefaultTimeouts().Hot || !c.Available() {
+		t.Fatalf("hot bound %v, available %v", c.Timeout(Hot), c.Available())
+	}
+}
 
 // Each kind of operation gets its own bound.
 func TestDoBoundsEachKind(t *testing.T) {
