@@ -25,14 +25,31 @@ func (k Keys) Key(parts ...string) string {
 }
 
 // Tagged is a key of the group tag: kind, then "{tag}", then the rest of
-// parts, joined with ":". Every key of one group hashes to one slot.
+// parts, joined with ":". Every key of one group hashes to one slot. The
+// tag is written with '{', '}' and '%' escaped (%7B, %7D, %25) and an
+// empty tag as "%": a brace inside it, or an empty "{}", would make Redis
+// hash another part of the key, and the group's keys would scatter.
 func (k Keys) Tagged(kind, tag string, parts ...string) string {
 	var b strings.Builder
 	b.Grow(len(k.prefix) + len(kind) + len(tag) + 3 + 8*len(parts))
 	b.WriteString(k.prefix)
 	b.WriteString(kind)
 	b.WriteString(":{")
-	b.WriteString(tag)
+	if tag == "" {
+		b.WriteByte('%')
+	}
+	for i := 0; i < len(tag); i++ {
+		switch c := tag[i]; c {
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		case '%':
+			b.WriteString("%25")
+		default:
+			b.WriteByte(c)
+		}
+	}
 	b.WriteByte('}')
 	for _, p := range parts {
 		b.WriteByte(':')

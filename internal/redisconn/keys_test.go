@@ -25,7 +25,7 @@ func TestSlot(t *testing.T) {
 
 func TestTaggedKeysShareASlot(t *testing.T) {
 	k := NewKeys("mcp-runtime:")
-	for _, id := range []string{"s1", "0b3f5c2e-9d7a-4a55-8f0e-2f2d7c1d9a10", "a:b", "x}y"} {
+	for _, id := range []string{"s1", "0b3f5c2e-9d7a-4a55-8f0e-2f2d7c1d9a10", "a:b", "x}y", "}", "", "{", "{}", "%7D"} {
 		group := []string{
 			k.Tagged("session", id), k.Tagged("session", id, "log"),
 			k.Tagged("session", id, "stream", "7", "events"), k.Tagged("session", id, "home"),
@@ -38,6 +38,15 @@ func TestTaggedKeysShareASlot(t *testing.T) {
 	}
 	if got, want := k.Tagged("session", "s1", "log"), "mcp-runtime:session:{s1}:log"; got != want {
 		t.Errorf("Tagged = %q, want %q", got, want)
+	}
+	// Escaping keeps distinct tags distinct.
+	seen := map[string]string{}
+	for _, id := range []string{"", "%", "}", "%7D", "{", "%7B", "%25"} {
+		key := k.Tagged("session", id)
+		if other, dup := seen[key]; dup {
+			t.Errorf("tags %q and %q both give %q", id, other, key)
+		}
+		seen[key] = id
 	}
 	if got, want := k.Key("rl", "tenant", "7"), "mcp-runtime:rl:tenant:7"; got != want {
 		t.Errorf("Key = %q, want %q", got, want)
