@@ -61,9 +61,10 @@ helm: ## helm lint --strict, then helm template, of the chart with its default a
 	done
 
 # The Redis Cluster tests run against a cluster of six nodes on loopback
-# (scripts/redis-cluster.sh), started here unless it is already up.
+# (scripts/redis-cluster.sh), started for the run and stopped after it.
 test-go: ## go test -race -count=1 ./... (with a local Redis Cluster for the cluster tests)
 	@scripts/redis-cluster.sh start
+	@trap 'scripts/redis-cluster.sh stop' EXIT; \
 	MCP_TEST_REDIS_CLUSTER="$$(scripts/redis-cluster.sh url)" $(GO) test -race -count=1 ./...
 
 fuzz-short: ## every FuzzXxx for FUZZTIME (default 10s), found by go test -list

@@ -42,10 +42,18 @@ healthy() {
 	done
 }
 
+# ours PORT: the Redis on PORT is one of this cluster's nodes (its data
+# directory is ours), not some other server that took the port.
+ours() {
+	[[ "$(redis-cli -p "$1" config get dir 2>/dev/null | sed -n 2p)" == "${DIR}/$1" ]]
+}
+
 stop() {
 	local p
 	for p in $(ports); do
-		redis-cli -p "${p}" shutdown nosave >/dev/null 2>&1 || true
+		if ours "${p}"; then
+			redis-cli -p "${p}" shutdown nosave >/dev/null 2>&1 || true
+		fi
 	done
 	rm -rf "${DIR}"
 }
@@ -57,6 +65,12 @@ start() {
 	fi
 	stop
 	local p i
+	for p in $(ports); do
+		if redis-cli -p "${p}" ping >/dev/null 2>&1; then
+			say "port ${p} is taken by a server that is not this cluster's; set REDIS_CLUSTER_PORT"
+			return 1
+		fi
+	done
 	for p in $(ports); do
 		mkdir -p "${DIR}/${p}"
 		# appendfsync always: a write a master acknowledged is on its

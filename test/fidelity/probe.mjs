@@ -99,8 +99,17 @@ const calls = [
   // answers with none; roots asked for during a call are relayed (the
   // sampling and elicitation calls above show the relay).
 ];
+// A call that fails the same way on both sides would compare equal and
+// prove nothing: the direct call must succeed.
+function succeeded(what, r) {
+  if (r && (r.thrown || r.isError)) {
+    failed++;
+    report.push(`DIFF  ${what} failed when called directly, so comparing proves nothing: ${JSON.stringify(r).slice(0, 300)}`);
+  }
+  return r;
+}
 for (const [name, args] of calls) {
-  same(`tools/call ${name}`, ours(await attempt(() => d.callTool({ name, arguments: args }))),
+  same(`tools/call ${name}`, ours(succeeded(`tools/call ${name}`, await attempt(() => d.callTool({ name, arguments: args })))),
     ours(await attempt(() => g.callTool({ name: prefix + name, arguments: args }))));
 }
 const progress = async (c, name) => {
@@ -116,7 +125,7 @@ const dp = (await d.listPrompts()).prompts;
 const gp = (await g.listPrompts()).prompts.filter(p => p.name.startsWith(prefix));
 same("prompts/list: the upstream's prompts", dp.map(p => prompt({ ...p, name: prefix + p.name })).sort(byName), gp.map(prompt).sort(byName));
 for (const p of dp.filter(p => !(p.arguments || []).some(a => a.required))) {
-  same(`prompts/get ${p.name}`, await attempt(() => d.getPrompt({ name: p.name })), await attempt(() => g.getPrompt({ name: prefix + p.name })));
+  same(`prompts/get ${p.name}`, succeeded(`prompts/get ${p.name}`, await attempt(() => d.getPrompt({ name: p.name }))), await attempt(() => g.getPrompt({ name: prefix + p.name })));
 }
 const dr = (await d.listResources()).resources;
 const gr = [];
@@ -128,7 +137,7 @@ do {
 } while (cursor);
 same("resources/list: the upstream's first page, all offered", dr.filter(r => !gr.some(x => x.uri === r.uri)).map(r => r.uri), []);
 for (const r of dr.slice(0, 4)) {
-  same(`resources/read ${r.uri}`, await attempt(() => d.readResource({ uri: r.uri })), await attempt(() => g.readResource({ uri: r.uri })));
+  same(`resources/read ${r.uri}`, succeeded(`resources/read ${r.uri}`, await attempt(() => d.readResource({ uri: r.uri }))), await attempt(() => g.readResource({ uri: r.uri })));
 }
 const dtm = (await d.listResourceTemplates()).resourceTemplates;
 const gtm = (await g.listResourceTemplates()).resourceTemplates;
