@@ -67,38 +67,10 @@ type ClientSession struct {
 	streamOrder []string
 	nextStream  int
 
-	// shared is the Redis store when client sessions are shared between
-	// replicas (issue 7, point 1); nil for the in-memory store. Changes
-	// the client makes (log level, subscriptions) are written through it.
-	shared *redisSessions
-	// homeID is the replica Redis names as home, as far as this copy
-	// knows ("" in memory): the replica that tells the session of the
-	// broadcasts every replica sees by itself (tools/list_changed), so
-	// that it is told once, and that another replica takes over from
-	// when it dies (issue 7 point 2, redislog.go). Resource updates do
-	// not depend on it: their origin writes them to every subscriber's
-	// log (redisfanout.go). See homeLocked.
-	homeID string
-	// unsaved holds the changes the client made on this copy that Redis
-	// has not taken (the write-through failed or was skipped), the last
-	// one per hash field. The sweeper replays them as they are, as
-	// idempotent HSET/HDEL, once Redis answers (issue 7, point 6: nothing
-	// acknowledged is lost) — never the copy's whole view, which would
-	// undo what other replicas acknowledged meanwhile (issue 7, point 1).
-	unsaved map[string]sessionChange
-	// lost: Redis has no hash for a session a client still uses here (it
-	// lost its data, or the TTL ran out while this replica could not
-	// refresh it): the sweeper writes the whole copy back, but only where
-	// the hash is still missing (point 6).
-	lost bool
-	// refreshDue: a sweep could not extend the session's TTL (Redis
-	// skipped or failing); the next sweep retries it. It is no reason to
-	// write anything back (point 1).
-	refreshDue bool
-	// wmu orders this copy's writes to Redis: a write-through and the
-	// replay of unsaved changes never cross, so that an older value never
-	// lands after a newer one (point 1).
-	wmu sync.Mutex
+	// rep links the session to the other replicas serving it
+	// (replica.go): localReplica in memory, set before the session is
+	// used and never changed.
+	rep replicator
 }
 
 // SessionInit is what initialize establishes for a new client session.
@@ -138,6 +110,7 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
+		rep:        localReplica{},
 	}
 	s.touch(now)
 	return s
@@ -167,9 +140,7 @@ func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 	s.mu.Lock()
 	s.logLevel = l
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opLevel, Level: string(l)})
-	}
+	s.rep.changed(sessionChange{Op: opLevel, Level: string(l)})
 }
 
 // Subscribe implements handlers.Session.
@@ -193,9 +164,7 @@ func (s *ClientSession) Subscribe(uri string) error {
 		s.addSub(uri)
 	}
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opSub, URI: uri})
-	}
+	s.rep.changed(sessionChange{Op: opSub, URI: uri})
 	return nil
 }
 
@@ -207,9 +176,7 @@ func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
 	s.removeSub(uri)
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opUnsub, URI: uri})
-	}
+	s.rep.changed(sessionChange{Op: opUnsub, URI: uri})
 }
 
 // addSub and removeSub change the subscription set; s.mu must be held.
@@ -217,7 +184,7 @@ func (s *ClientSession) Unsubscribe(uri string) {
 // found through Redis's (redisfanout.go), which every replica sees.
 func (s *ClientSession) addSub(uri string) {
 	s.subs[uri] = struct{}{}
-	if s.shared == nil {
+	if s.rep.indexesLocally() {
 		s.index.add(s.tenant, uri, s)
 	}
 }
@@ -225,34 +192,21 @@ func (s *ClientSession) addSub(uri string) {
 func (s *ClientSession) removeSub(uri string) {
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		if s.shared == nil {
+		if s.rep.indexesLocally() {
 			s.index.remove(s.tenant, uri, s)
 		}
 	}
 }
 
-// apply takes a change another replica (or this one) made to the shared
-// state, in the order Redis published it, without writing it back.
-func (s *ClientSession) apply(c sessionChange, self string) {
-	if c.Op == opHome && c.Home != self {
-		// Another replica claimed the session because it opened its GET
-		// stream there (or took over from a dead home): the client
-		// reconnected, and a message must not go out on two streams
-		// (basic/transports; issue 7 point 2). Close this replica's, as
-		// attach supersedes a connection in memory, with a retry hint in
-		// case it is in fact the client's live one.
-		defer s.standalone.closeConn(supersededRetryMs)
-	}
+// applyChange takes a change the client made on another replica (or
+// this one), in the order the shared store saw it, without writing it
+// back.
+func (s *ClientSession) applyChange(c sessionChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return
+	if !s.ended {
+		s.applyClientChange(c)
 	}
-	if c.Op == opHome {
-		s.homeID = c.Home
-		return
-	}
-	s.applyClientChange(c)
 }
 
 // applyClientChange takes a change the client made (log level, a
@@ -272,34 +226,14 @@ func (s *ClientSession) applyClientChange(c sessionChange) {
 
 // isHome reports whether this replica tells the session of the
 // broadcasts every replica sees (tools/list_changed).
-func (s *ClientSession) isHome() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.homeLocked()
-}
-
-// homeLocked is isHome with s.mu held: always in memory, and with Redis
-// where the home Redis names is this replica.
-func (s *ClientSession) homeLocked() bool {
-	return s.shared == nil || s.homeID == s.shared.self
-}
+func (s *ClientSession) isHome() bool { return s.rep.isHome() }
 
 // broadcast logs on the GET stream an event every replica produces by
 // itself (tools/list_changed) and reports whether this replica believes
-// it tells the session. In memory it is an append. A shared session's
-// every copy queues it, and Redis keeps one (redislog.go): the home's,
-// or, when the home replica is dead, that of the first copy to take over
-// as home (issue 7 point 2).
+// it tells the session. In memory it is an append; a shared session's
+// copies each offer it, and one of them logs it (redislog.go).
 func (s *ClientSession) broadcast(data []byte) bool {
-	s.mu.Lock()
-	home, homeID := s.homeLocked(), s.homeID
-	s.mu.Unlock()
-	if s.shared == nil {
-		s.standalone.append(data)
-		return true
-	}
-	s.standalone.remote.broadcast(s.standalone, data, homeID)
-	return home
+	return s.rep.broadcast(s.standalone, data)
 }
 
 // subscriptions returns the URIs the session is subscribed to.
@@ -419,9 +353,7 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	ch := make(chan *protocol.Message, 1)
 	s.pending[string(id)] = ch
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.awaitAnswer(s, id)
-	}
+	s.rep.awaitAnswer(id)
 	return id, ch, nil
 }
 
@@ -429,9 +361,7 @@ func (s *ClientSession) forget(id protocol.ID) {
 	s.mu.Lock()
 	delete(s.pending, string(id))
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.forgetAnswer(s, id)
-	}
+	s.rep.forgetAnswer(id)
 }
 
 // deliver hands a client's response to the server-to-client request waiting
@@ -459,9 +389,7 @@ func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.mirror(s, st, id)
-	}
+	s.rep.mirror(st, id)
 	return s.retain(st)
 }
 

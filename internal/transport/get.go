@@ -41,13 +41,13 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		name, seq, ok := parseEventID(last)
 		resumed := sess.stream(name)
-		if ok && sess.shared != nil && isPostStreamName(name) && (resumed == nil || resumed.post != nil && !resumed.post.origin) {
+		if ok && isPostStreamName(name) && (resumed == nil || resumed.follower()) {
 			// Another replica's POST stream, or a delivered one of this
-			// replica's: its log is in Redis (issue 7 point 3).
+			// replica's: a shared session's log outlives it here.
 			var err error
-			if resumed, err = sess.shared.follow(r.Context(), sess, name, resumed); err != nil {
-				// Redis cannot say: never a 400 that would make the
-				// client give up a response that may be there (point 6).
+			if resumed, err = sess.rep.resume(r.Context(), name, resumed); err != nil {
+				// The shared log cannot say: never a 400 that would make
+				// the client give up a response that may be there.
 				retryLater(w, rec, "cannot resume %q now: %v", last, err)
 				return
 			}
@@ -67,19 +67,11 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			t.log.Info().Str("session", sess.id).Str("lastEventId", logging.Field(last)).Msg("resume: unknown stream; opening the standalone stream")
 		}
 	}
-	if st.remote != nil {
-		// A shared session (issue 7): start where the last connection,
-		// on any replica, stopped, and make this replica the one that
-		// logs tools/list_changed for it, since it holds the stream.
-		if err := st.remote.sync(r.Context(), st); err != nil {
-			// Without the position the stream would start from this
-			// copy's, possibly far behind: the client would get again
-			// what it had (point 3). The session lives: retry (point 6).
+	if st == sess.standalone {
+		if err := sess.rep.openStandalone(r.Context(), st); err != nil {
+			// The session lives: the client retries.
 			retryLater(w, rec, "cannot open the stream now: %v", err)
 			return
-		}
-		if !sess.isHome() {
-			sess.shared.claimHome(sess)
 		}
 	}
 	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.attached() && sess.openStreams() >= limit {

@@ -591,6 +591,9 @@ func (h *harness) toolsListOK(t testing.TB, sid string) {
 	}
 }
 
+// shared returns the shared session store of a replica made with Redis.
+func (h *harness) shared() *redisSessions { return h.tr.sessions.(*redisSessions) }
+
 func (h *harness) session(t testing.TB, sid string) *ClientSession {
 	t.Helper()
 	s, err := h.tr.Sessions().Get(context.Background(), sid)

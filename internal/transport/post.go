@@ -274,14 +274,14 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
 			return nil
 		}
-		if !sess.cancelRequest(p.RequestID) && sess.shared != nil && len(p.RequestID) <= maxForwardedCancelID {
+		if !sess.cancelRequest(p.RequestID) && len(p.RequestID) <= maxForwardedCancelID {
 			// The request may run on another replica: without this, a
 			// cancellation landing elsewhere than its request would be
-			// accepted and ignored. Each one is published to every
-			// replica, so its size is bounded: an id longer than any
-			// client sends is not forwarded (cancellation is advisory,
+			// accepted and ignored. Each one may reach every replica, so
+			// its size is bounded: an id longer than any client sends is
+			// not forwarded (cancellation is advisory,
 			// basic/utilities/cancellation).
-			return sess.shared.forwardCancel(ctx, sess, p.RequestID)
+			return sess.rep.forwardCancel(ctx, p.RequestID)
 		}
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
@@ -315,12 +315,11 @@ func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess 
 		body = protocol.AppendError(nil, msg.ID, refused)
 	}
 	var err error
-	switch {
-	case sess.deliver(msg):
-	case sess.shared != nil:
-		err = sess.shared.forwardAnswer(r.Context(), sess, msg, body)
-	default:
-		t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+	if !sess.deliver(msg) {
+		var routed bool
+		if routed, err = sess.rep.forwardAnswer(r.Context(), msg, body); !routed && err == nil {
+			t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+		}
 	}
 	switch {
 	case refused != nil:
@@ -448,7 +447,7 @@ func (t *Transport) writeNow(w http.ResponseWriter, final []byte) {
 
 // streamResponse serves a POST response stream to its end.
 func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
-	st.post.open() // a shared session's: in Redis before the client learns its name
+	st.log.open() // a shared log has the stream before the client learns its name
 	c, cursor := st.attach(0)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))

@@ -129,7 +129,7 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 		t.Fatalf("offline session logged %d events after 3 updates", n)
 	}
 
-	set := reps[0].tr.shared.subsKey("default", uri)
+	set := reps[0].shared().subsKey("default", uri)
 	members := func() []string { return rdb.SMembers(context.Background(), set).Val() }
 	if got := members(); len(got) != 3 {
 		t.Fatalf("reverse index %v, want the 3 subscribers", got)
@@ -192,7 +192,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	b.toolsListOK(t, sid) // B and C have copies, as replicas the client used
 	c.toolsListOK(t, sid)
 	hash := prefix + "cs:{" + sid + "}"
-	homeA := a.tr.shared.self
+	homeA := a.shared().self
 	if home := rdb.HGet(context.Background(), hash, "home").Val(); home != homeA {
 		t.Fatalf("home %q, want A (%s)", home, homeA)
 	}
@@ -201,7 +201,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	a.ts.CloseClientConnections()
 	_ = rdbA.Close()
 	eventually(t, waitLong, "A's liveness key to expire", func() bool {
-		return rdb.Exists(context.Background(), a.tr.shared.replicaKey(homeA)).Val() == 0
+		return rdb.Exists(context.Background(), a.shared().replicaKey(homeA)).Val() == 0
 	})
 	listChanged := func() {
 		t.Helper()
@@ -240,7 +240,7 @@ func TestRedisFanout_QueueFull(t *testing.T) {
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	h := replica(t, testRedis(t, proxy.Addr()), prefix)
 	proxy.Cut()
-	n := 2 * cap(h.tr.shared.logq)
+	n := 2 * cap(h.shared().logq)
 	start := time.Now()
 	for range n {
 		if _, err := h.tr.ResourceUpdated("", "test://flood"); err != nil {

@@ -466,3 +466,24 @@ func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id st
 	return scriptAppend.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id)},
 		m.ttlMs(), m.logSize, op.data, m.channel, wake, "t:"+m.self, op.tok, home, sub, deadHome, change)
 }
+
+// The eventLog of a shared session's GET stream: Redis holds the log,
+// the ring stays empty.
+
+func (l *redisLog) take(st *stream, data []byte) bool {
+	l.append(st, data)
+	return true
+}
+
+func (l *redisLog) pushed(uint64, []byte, bool) {}
+
+func (l *redisLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+	evs, lost := l.next(st, cursor, buf)
+	return evs, false, lost, true
+}
+
+func (l *redisLog) limit(st *stream) (uint64, bool) { return st.nextSeq - 1, true }
+
+func (l *redisLog) follower() bool { return false }
+
+func (l *redisLog) open() {}

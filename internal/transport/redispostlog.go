@@ -157,7 +157,7 @@ func (m *redisSessions) postKey(id, stream string) string { return m.hashKey(id)
 // this replica, an origin mirrored in Redis. Nothing is written until the
 // stream's writer opens it (open) and its events are appended.
 func (m *redisSessions) mirror(s *ClientSession, st *stream, id protocol.ID) {
-	st.post = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
+	st.log = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
 }
 
 // open creates the Redis Stream before the first byte of the response,
@@ -281,9 +281,10 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	st := have
 	if st == nil {
 		st = newStream(name, s.logLimit)
-		st.post = &postLog{m: m, st: st, sid: s.id, key: key}
+		st.log = &postLog{m: m, st: st, sid: s.id, key: key}
 		st = s.retain(st)
 	}
+	p := st.log.(*postLog) // a follower: made here, or have
 	// The last seq issued, so that attach clamps an id from the future as
 	// in memory: the last event's, or the one before an f marker.
 	seq, _ := postSeq(last[0].ID)
@@ -298,8 +299,8 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	// Every entry names the origin and the request (1-0 included), so
 	// that the follower can watch the origin (issue 7, point 4 of the
 	// review).
-	if st.post.ownerID == "" {
-		st.post.ownerID, st.post.reqID = owner, reqID
+	if p.ownerID == "" {
+		p.ownerID, p.reqID = owner, reqID
 	}
 	// The end is in the log: a resume from it has nothing more to wait
 	// for (read).
@@ -308,7 +309,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	return st, nil
 }
 
-// read is a follower's next: the events after cursor in Redis, whether
+// readLog is a follower's next: the events after cursor in Redis, whether
 // the stream has ended once they are written, and whether events after
 // cursor were trimmed. A full page wakes the connection again for the
 // rest; a Redis failure reads nothing, and the next wake-up or keep-alive
@@ -316,7 +317,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 // origin's liveness key, first, so that the read has all the origin wrote
 // before its key expired: an origin found dead with no end in the log
 // gets one (orphaned; issue 7, point 4 of the review).
-func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
+func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
 	}
@@ -465,9 +466,28 @@ func (s *ClientSession) mirroredKeys() []string {
 	defer s.mu.Unlock()
 	var keys []string
 	for _, st := range s.streams {
-		if p := st.post; p != nil && p.origin && !st.finished() {
+		if p, ok := st.log.(*postLog); ok && p.origin && !st.finished() {
 			keys = append(keys, p.key)
 		}
 	}
 	return keys
 }
+
+// The eventLog of a POST stream: the origin's ring mirrored into Redis,
+// or a follower reading the mirror.
+
+func (p *postLog) take(*stream, []byte) bool { return false }
+
+func (p *postLog) pushed(seq uint64, data []byte, final bool) { p.queue(seq, data, final) }
+
+func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+	if p.origin {
+		return buf, false, false, false
+	}
+	evs, done, lost := p.readLog(st, cursor, buf)
+	return evs, done, lost, true
+}
+
+func (p *postLog) markFlushed(uint64) {}
+
+func (p *postLog) follower() bool { return !p.origin }

@@ -136,7 +136,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if got := rdb.HGetAll(ctx, hash).Val(); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
 		t.Fatalf("session hash %v after JSON tools/calls, want %v", got, beforeHash)
 	}
-	if n := len(a.tr.shared.logq); n != 0 {
+	if n := len(a.shared().logq); n != 0 {
 		t.Fatalf("%d log writes queued after JSON tools/calls", n)
 	}
 
@@ -229,7 +229,7 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	rdbA, rdbB := testRedis(t, testRedisAddr), testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdbA, prefix), replica(t, rdbB, prefix)
-	reads := &keyReads{cmd: "exists", key: a.tr.shared.replicaKey(a.tr.shared.self)}
+	reads := &keyReads{cmd: "exists", key: a.shared().replicaKey(a.shared().self)}
 	rdbB.AddHook(reads)
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid)
@@ -276,9 +276,9 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	// Had A been alive after all (a partition longer than its key's TTL),
 	// its response would come after the end: refused, so no client ever
 	// gets two answers to one request.
-	m, key := b.tr.shared, prefix+"cs:{"+sid+"}:"+name
+	m, key := b.shared(), prefix+"cs:{"+sid+"}:"+name
 	n, err := scriptPostAppend.Run(context.Background(), rdb, []string{m.hashKey(sid), key},
-		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.tr.shared.self, "31").Int()
+		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.shared().self, "31").Int()
 	if err != nil || n != 0 {
 		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
 	}

@@ -250,9 +250,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	key := prefix + "cs:{" + sid + "}"
 	s.lastSeen.Store(0) // the client left long ago
 	rdb.Del(context.Background(), key, key+":g")
-	s.mu.Lock()
-	s.lost = true // as missing() leaves a copy its client used
-	s.mu.Unlock()
+	sharedCopy(s).setLost() // as missing() leaves a copy its client used
 	// For two sweeps and more (a write-back would set a 1 s TTL).
 	for range 15 {
 		time.Sleep(50 * time.Millisecond)
@@ -271,6 +269,6 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 // isDirty reports whether this copy holds anything Redis lacks: changes
 // to replay, or the whole session to write back.
 func (s *ClientSession) isDirty() bool {
-	lost, unsaved, _ := s.syncState()
+	lost, unsaved, _ := sharedCopy(s).syncState()
 	return lost || unsaved
 }

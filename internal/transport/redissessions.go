@@ -8,15 +8,12 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-
-	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 // redisSessions shares client sessions between replicas (issue 7, points
@@ -297,13 +294,15 @@ func (m *redisSessions) heartbeat(alive bool) {
 // collide: a Last-Event-ID or a response meant for another replica's
 // stream or request is then unknown here, never misdelivered.
 func (m *redisSessions) share(s *ClientSession, home bool) {
-	s.shared = m
+	c := &redisCopy{m: m, s: s}
 	if home {
-		s.homeID = m.self
+		c.homeID = m.self
 	}
+	s.rep = c
 	s.nextOutID = mrand.Int64N(1<<40) << 16
 	s.nextStream = int(mrand.Int64N(1<<40) << 16)
-	s.standalone.remote = &redisLog{m: m, id: s.id}
+	c.glog = &redisLog{m: m, id: s.id}
+	s.standalone.log = c.glog
 }
 
 func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
@@ -381,8 +380,8 @@ func sessionFields(s *ClientSession) ([]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
-	if s.homeID != "" && s.homeLocked() {
-		f = append(f, "home", s.homeID)
+	if c := sharedCopy(s); c.isHome() {
+		f = append(f, "home", c.m.self)
 	}
 	for uri := range s.subs {
 		f = append(f, "s:"+uri, "1")
@@ -552,7 +551,7 @@ func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall)
 			s.terminate()
 			return nil, ErrSessionNotFound
 		}
-		s.apply(ch, m.self)
+		sharedCopy(s).apply(ch)
 	}
 	m.byID[id] = s
 	return s, nil
@@ -590,34 +589,8 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	}
 	s := newClientSession(m.parent, id, in, m.now())
 	m.share(s, h["home"] == m.self)
-	s.reset(h)
+	sharedCopy(s).reset(h)
 	return s, nil
-}
-
-// reset replaces the client-changed state with the hash's; used when the
-// copy is built and after this replica may have missed changes. The
-// changes of this copy that Redis has not taken yet hold on top: they
-// were acknowledged, and the sweeper writes them (issue 7, point 6).
-func (s *ClientSession) reset(h map[string]string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := h["level"]; l != "" {
-		s.logLevel = protocol.LoggingLevel(l)
-	}
-	s.homeID = h["home"]
-	for uri := range s.subs {
-		if h["s:"+uri] == "" {
-			s.removeSub(uri)
-		}
-	}
-	for f := range h {
-		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
-			s.addSub(uri)
-		}
-	}
-	for _, c := range s.unsaved {
-		s.applyClientChange(c)
-	}
 }
 
 // Delete ends the session everywhere (issue 7, point 5): the keys go, a
@@ -749,10 +722,11 @@ func (m *redisSessions) drainBound() time.Duration {
 // kept as unsaved and replayed, alone, when Redis answers (point 6).
 func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	c.Origin, c.ID = m.self, s.id
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	sc := sharedCopy(s)
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
 	if m.skipping() != nil {
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
@@ -771,18 +745,18 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	}
 	if err != nil {
 		m.failed(err)
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		return
 	}
 	m.ok()
 	if n == 0 {
 		// Not applied: it goes with the rewrite, or is replayed if
 		// another replica wrote the session back first.
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		m.missing(s)
 		return
 	}
-	s.saved(c) // an older unsaved change of the field must not follow it
+	sc.saved(c) // an older unsaved change of the field must not follow it
 }
 
 // evalChange queues on p a change of s: scriptUpdate, and for a
@@ -838,9 +812,7 @@ func (m *redisSessions) missing(s *ClientSession) {
 		m.evict(s, cutoff)
 		return
 	}
-	s.mu.Lock()
-	s.lost = true
-	s.mu.Unlock()
+	sharedCopy(s).setLost()
 	m.kickSweep()
 }
 
@@ -849,37 +821,6 @@ func (m *redisSessions) kickSweep() {
 	case m.kick <- struct{}{}:
 	default:
 	}
-}
-
-// claimHome makes this replica the session's home: the one that logs
-// tools/list_changed, which every replica sees by itself, so that it is
-// logged exactly once. The replica holding the GET stream claims it,
-// since it is the one sure to be alive. (Resource updates no longer
-// depend on the home: their origin logs them; redisfanout.go.)
-func (m *redisSessions) claimHome(s *ClientSession) {
-	s.mu.Lock()
-	s.homeID = m.self
-	s.mu.Unlock()
-	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
-}
-
-// keepUnsaved records c, which Redis has not taken, for the sweeper to
-// replay; it replaces an older one of the same field.
-func (s *ClientSession) keepUnsaved(c sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unsaved == nil {
-		s.unsaved = map[string]sessionChange{}
-	}
-	s.unsaved[changeField(c)] = c
-}
-
-// saved forgets the unsaved change of c's field, which Redis just took
-// a newer value of.
-func (s *ClientSession) saved(c sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.unsaved, changeField(c))
 }
 
 // skipping returns errRedisSkipped while Redis is skipped after a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net"
 	"os"
 	"slices"
@@ -199,7 +198,7 @@ func (m *redisSessions) onChange(payload string) {
 	case c.Op == opSync:
 		// Re-read below, outside the lock.
 	default:
-		s.apply(c, m.self)
+		sharedCopy(s).apply(c)
 	}
 	m.mu.Unlock()
 	switch {
@@ -244,8 +243,8 @@ func (m *redisSessions) resync(all []*ClientSession) {
 			// Changes this copy holds that Redis lacks stay on top, and
 			// the sweeper replays them; a copy that was to be written
 			// back was by another replica.
-			s.reset(h)
-			if s.clearLost() {
+			sharedCopy(s).reset(h)
+			if sharedCopy(s).clearLost() {
 				m.kickSweep()
 			}
 		default:
@@ -285,7 +284,7 @@ func (m *redisSessions) sweep(every time.Duration) {
 		cutoff := now.Add(-m.idle)
 		var refresh, replay, rewrite, check []*ClientSession
 		m.Each(func(s *ClientSession) bool {
-			lost, unsaved, due := s.syncState()
+			lost, unsaved, due := sharedCopy(s).syncState()
 			switch {
 			case lost && s.idleSince(cutoff) && !s.busy():
 				// Its client left while Redis could not take it back:
@@ -326,7 +325,7 @@ func (m *redisSessions) sweep(every time.Duration) {
 			// back: it may only have served reads, and its view would
 			// undo what other replicas acknowledged (issue 7, point 1).
 			for _, s := range refresh {
-				s.setRefreshDue(true)
+				sharedCopy(s).setRefreshDue(true)
 			}
 			continue
 		}
@@ -347,16 +346,16 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	// (point 1): it waits for this round.
 	locked := slices.Concat(replay, rewrite)
 	for _, s := range locked {
-		s.wmu.Lock()
+		sharedCopy(s).wmu.Lock()
 	}
 	defer func() {
 		for _, s := range locked {
-			s.wmu.Unlock()
+			sharedCopy(s).wmu.Unlock()
 		}
 	}()
 	ops := make([][]sessionChange, len(replay))
 	for i, s := range replay {
-		ops[i] = s.takeUnsaved()
+		ops[i] = sharedCopy(s).takeUnsaved()
 		n += len(ops[i])
 	}
 	type rewriteArgs struct {
@@ -375,7 +374,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		rewrites = append(rewrites, rewriteArgs{s, append([]any{m.ttlMs(), m.channel, msg, seq, flushed}, fields...)})
 	}
 	for _, s := range refresh {
-		s.setRefreshDue(false) // set again if this round fails
+		sharedCopy(s).setRefreshDue(false) // set again if this round fails
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout+time.Duration(n)*time.Millisecond)
 	defer cancel()
@@ -422,10 +421,10 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	if err := outage(err, all); err != nil {
 		m.failed(err)
 		for _, s := range refresh {
-			s.setRefreshDue(true)
+			sharedCopy(s).setRefreshDue(true)
 		}
 		for i, s := range replay {
-			s.restoreUnsaved(ops[i]...)
+			sharedCopy(s).restoreUnsaved(ops[i]...)
 		}
 		return
 	}
@@ -436,7 +435,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		switch v, err := c.Int(); {
 		case err != nil:
 			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session refresh refused by redis")
-			s.setRefreshDue(true)
+			sharedCopy(s).setRefreshDue(true)
 		case v == 0:
 			m.missing(s)
 		}
@@ -447,11 +446,11 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			switch v, err := c.Int(); {
 			case err != nil:
 				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
-				s.restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
+				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
 			case v == 0:
 				// Written back with the copy, or replayed again if
 				// another replica writes the session back first.
-				s.restoreUnsaved(ops[i][j])
+				sharedCopy(s).restoreUnsaved(ops[i][j])
 				gone = true
 			case v == 2:
 				reread = append(reread, s) // a newer home claim stands
@@ -470,7 +469,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		case v == 0:
 			m.drop(s.id) // deleted (point 5): the tombstone says so
 		case v == 1:
-			s.written()
+			sharedCopy(s).written()
 		default:
 			// Another replica wrote it back first: take its view, then
 			// replay this copy's unsaved changes on it.
@@ -524,65 +523,6 @@ func retryableReply(err error) bool {
 		}
 	}
 	return false
-}
-
-// syncState reports what the sweeper owes Redis for this copy.
-func (s *ClientSession) syncState() (lost, unsaved, refreshDue bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost, len(s.unsaved) > 0, s.refreshDue
-}
-
-func (s *ClientSession) setRefreshDue(due bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refreshDue = due
-}
-
-// takeUnsaved returns the changes to replay, in field order, and
-// forgets them; restoreUnsaved puts back those Redis did not take,
-// unless a newer change of the field came meanwhile.
-func (s *ClientSession) takeUnsaved() []sessionChange {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fields := slices.Sorted(maps.Keys(s.unsaved))
-	ops := make([]sessionChange, 0, len(fields))
-	for _, f := range fields {
-		ops = append(ops, s.unsaved[f])
-	}
-	clear(s.unsaved)
-	return ops
-}
-
-func (s *ClientSession) restoreUnsaved(ops ...sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unsaved == nil {
-		s.unsaved = map[string]sessionChange{}
-	}
-	for _, c := range ops {
-		if _, newer := s.unsaved[changeField(c)]; !newer {
-			s.unsaved[changeField(c)] = c
-		}
-	}
-}
-
-// written: the whole copy, unsaved changes included, is in Redis again.
-func (s *ClientSession) written() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost = false
-	clear(s.unsaved)
-}
-
-// clearLost: Redis has the session again (another replica wrote it
-// back); true if this copy still has changes to replay.
-func (s *ClientSession) clearLost() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lost := s.lost
-	s.lost = false
-	return lost && len(s.unsaved) > 0
 }
 
 func (m *redisSessions) stopping() bool {

@@ -372,14 +372,14 @@ func TestSessionLoadsAreBounded(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 	sid := a.initialize(t)
-	for range cap(b.tr.shared.loads) { // every slot taken
-		b.tr.shared.loads <- struct{}{}
+	for range cap(b.shared().loads) { // every slot taken
+		b.shared().loads <- struct{}{}
 	}
 	r := b.post(t, sid, rpc(1, "tools/list", nil))
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a load over the bound: want 503 with Retry-After, got %v", r)
 	}
-	<-b.tr.shared.loads
+	<-b.shared().loads
 	b.toolsListOK(t, sid)
 }
 
@@ -396,10 +396,10 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	cancel()
 	// The first caller, whose client has left, begins the load; the
 	// others join it.
-	if _, err := b.tr.shared.Get(gone, sid); err != nil {
+	if _, err := b.shared().Get(gone, sid); err != nil {
 		t.Fatalf("a load begun by a request whose client left: %v", err)
 	}
-	b.tr.shared.drop(sid)
+	b.shared().drop(sid)
 	// Concurrently: whichever caller begins the load, the ones whose
 	// client stays get the session.
 	errs := make(chan error, 8)
@@ -409,7 +409,7 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 			ctx = gone
 		}
 		go func() {
-			_, err := b.tr.shared.Get(ctx, sid)
+			_, err := b.shared().Get(ctx, sid)
 			if ctx == gone && errors.Is(err, context.Canceled) {
 				err = nil // its own client left while it waited: fine
 			}
@@ -433,7 +433,7 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid)
-	m := b.tr.shared
+	m := b.shared()
 	s := b.session(t, sid)
 	s.lastSeen.Store(0) // idle here for ever: the sweeper's to let go
 	got, err := m.Get(context.Background(), sid)
