@@ -91,66 +91,6 @@ type postLog struct {
 	checked time.Time
 }
 
-var (
-	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin, request id.
-	// 1 when the stream is this origin's (new, or events already
-	// written), 0 when another replica's stream holds the name, -1 if the
-	// session is gone.
-	scriptPostOpen = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
-if #first == 0 then
-  redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[2], 'r', ARGV[3])
-elseif first[1][2][1] ~= 'o' or first[1][2][2] ~= ARGV[2] then
-  return 0
-end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return 1`)
-	// scriptPostAppend: KEYS hash, post log; ARGV ttl, maxlen, seq, data
-	// ('' for the end without a response), final ('1' or ''), channel,
-	// wake message, origin, request id. 1 appended, 0 appended already (a
-	// retried batch) or the log has its end (which a follower may have
-	// written for an origin it took for dead: nothing goes after it), -1
-	// the session is gone.
-	scriptPostAppend = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local seq = tonumber(ARGV[3])
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #last > 0 and tonumber(string.sub(last[1][1], 3)) >= seq then return 0 end
-if #last > 0 then
-  local e = last[1][2]
-  for i = 1, #e, 2 do if e[i] == 'f' then return 0 end end
-end
-if #last == 0 then redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[8], 'r', ARGV[9]) end
-local f = {'o', ARGV[8], 'r', ARGV[9]}
-if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
-if ARGV[5] == '1' then f[#f + 1] = 'f'; f[#f + 1] = '1' end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 1`)
-	// scriptPostOrphan ends the log of a POST stream whose origin died
-	// without ending it (issue 7, point 4 of the review): KEYS hash, post
-	// log; ARGV ttl, maxlen, seq, data ('' for a bare end), channel, wake
-	// message, origin, request id. 1 written; 0 the log grew meanwhile
-	// (read it again); 2 it has its end already; -1 the session or the
-	// log is gone.
-	scriptPostOrphan = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #last == 0 then return -1 end
-local e = last[1][2]
-for i = 1, #e, 2 do if e[i] == 'f' then return 2 end end
-if tonumber(string.sub(last[1][1], 3)) >= tonumber(ARGV[3]) then return 0 end
-local f = {'o', ARGV[7], 'r', ARGV[8]}
-if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
-f[#f + 1] = 'f'; f[#f + 1] = '1'
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[5], ARGV[6])
-return 1`)
-)
-
 func (m *redisSessions) postKey(id, stream string) string { return m.hashKey(id) + ":" + stream }
 
 // mirror makes st, the new stream of a POST response to request id on
@@ -175,7 +115,7 @@ func (p *postLog) open() {
 	var n int
 	if err == nil {
 		ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
-		n, err = scriptPostOpen.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key}, p.m.ttlMs(), p.m.self, p.reqID).Int()
+		n, err = p.m.lua.openPost(ctx, p.m.rdb, postOpenArgs{hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), origin: p.m.self, reqID: p.reqID}).Int()
 		cancel()
 		if err != nil {
 			p.m.failed(err)
@@ -244,12 +184,11 @@ func (p *postLog) confirmed(op logOp, res int64, err error) {
 // evalPostAppend queues op's append on pipeline p.
 func (m *redisSessions) evalPostAppend(ctx context.Context, p redis.Pipeliner, op logOp) *redis.Cmd {
 	id := op.post.sid
-	final := ""
-	if op.final {
-		final = "1"
-	}
-	return scriptPostAppend.Eval(ctx, p, []string{m.hashKey(id), op.post.key},
-		m.ttlMs(), m.logSize, op.seq, op.data, final, m.channel, m.postWake(id, op.post.st.id), m.self, op.post.reqID)
+	return m.lua.appendPost(ctx, p, postAppendArgs{
+		hash: m.hashKey(id), log: op.post.key, ttlMs: m.ttlMs(), maxLen: m.logSize,
+		seq: op.seq, data: op.data, final: op.final,
+		channel: m.channel, wake: m.postWake(id, op.post.st.id), origin: m.self, reqID: op.post.reqID,
+	})
 }
 
 // postWake is the "ev" change that wakes a connection another replica
@@ -415,8 +354,10 @@ func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool
 	}
 	ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
 	defer cancel()
-	n, err := scriptPostOrphan.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key},
-		p.m.ttlMs(), p.m.logSize, seq, string(data), p.m.channel, p.m.postWake(p.sid, st.id), owner, reqID).Int()
+	n, err := p.m.lua.orphanPost(ctx, p.m.rdb, postOrphanArgs{
+		hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), maxLen: p.m.logSize, seq: seq, data: data,
+		channel: p.m.channel, wake: p.m.postWake(p.sid, st.id), origin: owner, reqID: reqID,
+	}).Int()
 	if err != nil {
 		p.m.failed(err)
 		return buf, false // the next check tries again

@@ -277,8 +277,11 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	// its response would come after the end: refused, so no client ever
 	// gets two answers to one request.
 	m, key := b.shared(), prefix+"cs:{"+sid+"}:"+name
-	n, err := scriptPostAppend.Run(context.Background(), rdb, []string{m.hashKey(sid), key},
-		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.shared().self, "31").Int()
+	n, err := m.lua.appendPost(context.Background(), rdb, postAppendArgs{
+		hash: m.hashKey(sid), log: key, ttlMs: m.ttlMs(), maxLen: m.logSize, seq: 3,
+		data: []byte(`{"jsonrpc":"2.0","id":31,"result":{}}`), final: true,
+		channel: m.channel, wake: m.postWake(sid, name), origin: a.shared().self, reqID: "31",
+	}).Int()
 	if err != nil || n != 0 {
 		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
 	}

@@ -10,21 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptPrincipalAdd reserves a place for a new client session among the
-// sessions a principal or a tenant holds, across replicas: KEYS the
-// sorted set of their session ids scored by expiry; ARGV now (ms), the
-// cap, the id, the idle timeout (ms). Members whose session would have
-// expired by now are dropped first, so a session that idled out frees
-// its place without anyone deleting it. 1 if reserved, 0 if the set is
-// at its cap.
-var scriptPrincipalAdd = redis.NewScript(`
-local now = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1`)
-
 // capSet is one sorted set of sessions that has a cap: the principal's
 // or the tenant's.
 type capSet struct {
@@ -69,7 +54,7 @@ func (m *redisSessions) reserve(ctx context.Context, principal, tenant, id strin
 	cmds := make([]*redis.Cmd, len(sets))
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range sets {
-			cmds[i] = scriptPrincipalAdd.Eval(ctx, p, []string{c.key}, now, c.limit, id, m.ttlMs())
+			cmds[i] = m.lua.reservePlace(ctx, p, capAddArgs{set: c.key, nowMs: now, limit: c.limit, id: id, ttlMs: m.ttlMs()})
 		}
 		return nil
 	})

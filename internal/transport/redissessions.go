@@ -57,6 +57,7 @@ import (
 type redisSessions struct {
 	parent  context.Context
 	rdb     redis.UniversalClient
+	lua     *luaScripts
 	prefix  string
 	channel string
 	idle    time.Duration
@@ -186,7 +187,11 @@ var (
 // Redis at once (redisSessions.loads).
 const maxConcurrentLoads = 64
 
-func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) *redisSessions {
+func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) (*redisSessions, error) {
+	lua, err := loadLuaScripts()
+	if err != nil {
+		return nil, err
+	}
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
@@ -195,6 +200,7 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
 		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
+		lua: lua,
 	}
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
@@ -202,7 +208,7 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 	go m.subscribe()
 	go m.sweep(min(max(m.idle/4, 10*time.Millisecond), time.Minute))
 	go m.appender()
-	return m
+	return m, nil
 }
 
 func (m *redisSessions) hashKey(id string) string { return m.prefix + "cs:{" + id + "}" }
@@ -251,15 +257,12 @@ func (m *redisSessions) heartbeat(alive bool) {
 		// A replica starting with no epoch to compare (the first of a
 		// deployment, or one that started while Redis was down) holds no
 		// copy to write back: its new epoch is not fresh.
-		fresh := "0"
-		if m.epoch != "" {
-			fresh = "1"
-		}
+		fresh := m.epoch != ""
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat)
-			epoch = scriptEpoch.Eval(ctx, p, []string{m.epochKey(), m.freshKey()}, hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
+			epoch = m.lua.readEpoch(ctx, p, m.epochKey(), m.freshKey(), hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
 			return nil
 		})
 	} else {
@@ -492,7 +495,7 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	var live *redis.Cmd
 	var lc lossCheck
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		live = scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs())
+		live = m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs())
 		lc = m.queueLossCheck(ctx, p, s.id)
 		return nil
 	})
@@ -605,7 +608,7 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 	defer cancel()
 	var cmd *redis.Cmd
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = scriptDelete.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id), m.endKey(id)}, m.ttlMs(), m.channel, msg)
+		cmd = m.lua.deleteSession(ctx, p, deleteArgs{hash: m.hashKey(id), log: m.logKey(id), tombstone: m.endKey(id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg})
 		// The local copy, if any, knows the subscriptions; members it
 		// misses are removed when an update finds the session gone.
 		m.mu.RLock()
@@ -779,7 +782,7 @@ func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *Cl
 			kind = "hsetnx"
 		}
 	}
-	cmd := scriptUpdate.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs(), m.channel, msg, kind, field, value)
+	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(s.id), log: m.logKey(s.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value})
 	if c.Op == opSub || c.Op == opUnsub {
 		m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
 	}

@@ -12,77 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Scripts keep each change and its announcement one atomic step, so the
-// channel's order is the order the hash saw.
-var (
-	// scriptUpdate: KEYS hash, log; ARGV ttl, channel, message,
-	// hset|hdel|hsetnx, field, value. 0 when the session is gone: a change
-	// never recreates an ended session's hash. 2 when hsetnx found the
-	// field set to another value: nothing changed, nothing is published
-	// (a replayed home claim, which a newer claim overrides).
-	scriptUpdate = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local res = 1
-local prev = false
-if ARGV[5] == 'home' then prev = redis.call('HGET', KEYS[1], 'home') end
-if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
-elseif ARGV[4] == 'hsetnx' then
-  if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
-else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
-if ARGV[5] == 'home' and res == 1 and prev ~= ARGV[6] then
-  redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-if res == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return res`)
-	// scriptDelete: KEYS hash, log, tombstone; ARGV ttl, channel, message.
-	scriptDelete = redis.NewScript(`
-local e = redis.call('EXISTS', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return e`)
-	// scriptRefresh: KEYS hash, log; ARGV ttl. 0 when the session is gone.
-	scriptRefresh = redis.NewScript(`
-if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return 1`)
-	// scriptRewrite puts back a session Redis lost: KEYS hash, log,
-	// tombstone; ARGV ttl, channel, message, the least gseq and gflushed
-	// (so event ids never go back), then field/value pairs. The whole copy
-	// is written only where the hash is missing: over an existing hash it
-	// would delete what other replicas acknowledged (issue 7, point 1).
-	// 0 if the session was deleted (the tombstone); 2 if the hash exists
-	// (another replica wrote it back first: only the floors are raised,
-	// and the caller re-reads it and replays its unsaved changes); 1 if
-	// written.
-	scriptRewrite = redis.NewScript(`
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local exists = redis.call('EXISTS', KEYS[1]) == 1
-if not exists then
-  for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
-end
-for i, f in ipairs({'gseq', 'gflushed'}) do
-  if tonumber(redis.call('HGET', KEYS[1], f) or '0') < tonumber(ARGV[3 + i]) then redis.call('HSET', KEYS[1], f, ARGV[3 + i]) end
-end
-if exists then return 2 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`)
-	// scriptEpoch: KEYS epoch, fresh; ARGV a new epoch, the fresh key's
-	// TTL in ms, '1' to set it. Returns the epoch, writing the new one
-	// where there is none (Redis lost its data, or nobody wrote one yet;
-	// redissessions.go).
-	scriptEpoch = redis.NewScript(`
-local e = redis.call('GET', KEYS[1])
-if e then return e end
-redis.call('SET', KEYS[1], ARGV[1])
-if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
-return ARGV[1]`)
-)
-
 // subscribe keeps one subscription to the channel and applies every
 // change. After the link was lost — changes published meanwhile are
 // missed, pub/sub keeps nothing — every local copy is re-read.
@@ -358,11 +287,11 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		ops[i] = sharedCopy(s).takeUnsaved()
 		n += len(ops[i])
 	}
-	type rewriteArgs struct {
+	type rewriteOf struct {
 		s    *ClientSession
-		args []any
+		args rewriteArgs
 	}
-	rewrites := make([]rewriteArgs, 0, len(rewrite))
+	rewrites := make([]rewriteOf, 0, len(rewrite))
 	for _, s := range rewrite {
 		fields, err := sessionFields(s)
 		if err != nil {
@@ -371,7 +300,10 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		}
 		msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
 		seq, flushed := s.standalone.position()
-		rewrites = append(rewrites, rewriteArgs{s, append([]any{m.ttlMs(), m.channel, msg, seq, flushed}, fields...)})
+		rewrites = append(rewrites, rewriteOf{s, rewriteArgs{
+			hash: m.hashKey(s.id), log: m.logKey(s.id), tombstone: m.endKey(s.id),
+			ttlMs: m.ttlMs(), channel: m.channel, msg: msg, gseq: seq, gflushed: flushed, fields: fields,
+		}})
 	}
 	for _, s := range refresh {
 		sharedCopy(s).setRefreshDue(false) // set again if this round fails
@@ -384,7 +316,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	exists := make([]*redis.IntCmd, 0, len(check))
 	all, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range refresh {
-			refreshed = append(refreshed, scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()))
+			refreshed = append(refreshed, m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs()))
 			m.keepPlace(ctx, p, s, m.now())
 			// The reverse index's sets live as long as their members.
 			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
@@ -404,7 +336,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			}
 		}
 		for _, r := range rewrites {
-			rewritten = append(rewritten, scriptRewrite.Eval(ctx, p, []string{m.hashKey(r.s.id), m.logKey(r.s.id), m.endKey(r.s.id)}, r.args...))
+			rewritten = append(rewritten, m.lua.rewriteSession(ctx, p, r.args))
 			// Subscriptions made while Redis was away; the ones dropped
 			// meanwhile are removed when an update finds them gone.
 			m.indexSubs(ctx, p, r.s.id, r.s.tenant, r.s.subscriptions(), true)

@@ -160,7 +160,11 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	switch {
 	case t.sessions != nil:
 	case opts.Redis != nil:
-		shared := newRedisSessions(ctx, opts, now, t.subs)
+		shared, err := newRedisSessions(ctx, opts, now, t.subs)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("transport: %w", err)
+		}
 		t.sessions, t.fanout = shared, shared
 	default:
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now)
