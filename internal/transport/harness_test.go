@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -593,6 +594,34 @@ func (h *harness) toolsListOK(t testing.TB, sid string) {
 
 // shared returns the shared session store of a replica made with Redis.
 func (h *harness) shared() *redisSessions { return h.tr.sessions.(*redisSessions) }
+
+// waitSweeps waits until the session store's sweeper has run n whole
+// rounds that began after the call: whatever they evict, refresh or
+// write back is done. (A round under way when it is called does not
+// count.)
+func (h *harness) waitSweeps(t testing.TB, n int) {
+	t.Helper()
+	var rounds *atomic.Int64
+	switch s := h.tr.sessions.(type) {
+	case *memorySessions:
+		rounds = &s.sweeps
+	case *redisSessions:
+		rounds = &s.sweeps
+	default:
+		t.Fatalf("no sweeper to wait for in %T", s)
+	}
+	target := rounds.Load() + int64(n) + 1
+	eventually(t, waitLong, fmt.Sprintf("%d sweeps", n), func() bool { return rounds.Load() >= target })
+}
+
+// waitBeats waits until the replica has sent n heartbeats that began
+// after the call.
+func (h *harness) waitBeats(t testing.TB, n int) {
+	t.Helper()
+	beats := &h.shared().beats
+	target := beats.Load() + int64(n) + 1
+	eventually(t, waitLong, fmt.Sprintf("%d heartbeats", n), func() bool { return beats.Load() >= target })
+}
 
 func (h *harness) session(t testing.TB, sid string) *ClientSession {
 	t.Helper()

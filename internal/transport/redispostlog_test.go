@@ -112,11 +112,11 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	sid := a.initialize(t)
 	ctx := context.Background()
 	keys := func() []string {
-		k := rdb.Keys(ctx, prefix+"*").Val()
+		k := keysMatching(t, rdb, redisKeys(prefix).all())
 		slices.Sort(k)
 		return k
 	}
-	hash := prefix + "cs:{" + sid + "}"
+	hash := redisKeys(prefix).session(sid)
 	beforeKeys, beforeHash := keys(), rdb.HGetAll(ctx, hash).Val()
 
 	for i, accept := range []string{acceptBoth, "application/json"} {
@@ -153,8 +153,8 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if seq != 3 {
 		t.Fatalf("last event %q, want two progress notifications and the response", last)
 	}
-	streams := rdb.Keys(ctx, hash+":p*").Val()
-	if len(streams) != 1 || streams[0] != hash+":"+name {
+	streams := keysMatching(t, rdb, redisKeys(prefix).stream(sid, "p*"))
+	if len(streams) != 1 || streams[0] != redisKeys(prefix).stream(sid, name) {
 		t.Fatalf("POST-stream logs %q after one streamed call %s, want its alone", streams, name)
 	}
 	if ttl := rdb.PTTL(ctx, streams[0]).Val(); ttl <= 0 {
@@ -276,7 +276,7 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	// Had A been alive after all (a partition longer than its key's TTL),
 	// its response would come after the end: refused, so no client ever
 	// gets two answers to one request.
-	m, key := b.shared(), prefix+"cs:{"+sid+"}:"+name
+	m, key := b.shared(), redisKeys(prefix).stream(sid, name)
 	n, err := m.lua.appendPost(context.Background(), rdb, postAppendArgs{
 		hash: m.hashKey(sid), log: key, ttlMs: m.ttlMs(), maxLen: m.logSize, seq: 3,
 		data: []byte(`{"jsonrpc":"2.0","id":31,"result":{}}`), final: true,
@@ -285,7 +285,7 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	if err != nil || n != 0 {
 		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
 	}
-	if n, _ := rdb.XLen(context.Background(), key).Result(); n != 3 {
+	if n, err := rdb.XLen(context.Background(), key).Result(); err != nil || n != 3 {
 		t.Fatalf("POST-stream log holds %d entries, want 3 (1-0, the progress, one error response)", n)
 	}
 }

@@ -88,14 +88,38 @@ func (m *redisSessions) giveBack(sets []capSet, id string) {
 }
 
 // keepPlace, queued with a session's TTL refresh, moves its expiry in the
-// sets that count it along with it. It adds the member if it is missing,
-// so the count heals after Redis lost its data; a
-// session deleted meanwhile elsewhere is at worst counted until its idle
-// timeout.
+// sets that count it along with it. It only moves a member that is
+// there (ZADD XX): the refresh may be queued just as another replica
+// deletes the session, and adding it back would count a session that has
+// ended against its principal and tenant until the idle timeout.
 func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, s *ClientSession, now time.Time) {
 	for _, c := range m.capSets(s.principal, s.tenant) {
-		p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+		p.ZAddXX(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
 		p.PExpire(ctx, c.key, m.idle)
+	}
+}
+
+// retakePlaces puts back the places of sessions written back after Redis
+// lost its data, so that they count again; only once the rewrite took,
+// since a session it found deleted has none.
+func (m *redisSessions) retakePlaces(ctx context.Context, written []*ClientSession) {
+	if len(written) == 0 || (m.caps == sessionCaps{}) {
+		return
+	}
+	now := m.now()
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range written {
+			for _, c := range m.capSets(s.principal, s.tenant) {
+				p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+				p.PExpire(ctx, c.key, m.idle)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// Counted again at the next write-back, or not until they end: a
+		// share is then too large for a while, never too small.
+		m.log.Debug().Err(err).Int("sessions", len(written)).Msg("transport: places of written-back client sessions not put back")
 	}
 }
 

@@ -158,8 +158,16 @@ func (c *redisCopy) apply(ch sessionChange) {
 // copy is built and after this replica may have missed changes. The
 // changes of this copy that Redis has not taken yet hold on top: they
 // were acknowledged, and the sweeper writes them.
+//
+// A home that moved from this replica to another while the changes were
+// missed is a claim this copy never applied: the GET stream it serves
+// here is superseded, and closes as apply would have closed it, or the
+// client would get every event on two streams.
 func (c *redisCopy) reset(h map[string]string) {
 	s := c.s
+	if home := h["home"]; home != "" && home != c.m.self && c.isHome() {
+		defer s.standalone.closeConn(supersededRetryMs)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := h["level"]; l != "" {

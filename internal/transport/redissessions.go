@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -107,6 +108,9 @@ type redisSessions struct {
 	logDropped atomic.Int64 // events dropped on a full queue this episode
 	// Counters of RedisStats (redisfanout.go).
 	updates, notified, dropped atomic.Int64
+	// sweeps and beats count the sweeper's finished rounds and
+	// heartbeats: what a test waits for instead of a sleep.
+	sweeps, beats atomic.Int64
 
 	bg     context.Context // background work's; cancelled by Close
 	cancel context.CancelFunc
@@ -127,6 +131,9 @@ type redisTuning struct {
 	// heartbeat: how often the replica's liveness key is refreshed; it
 	// expires after livenessBeats of them without one.
 	heartbeat time.Duration
+	// sweep, when set, replaces the sweeper's period (a quarter of the
+	// idle timeout), so that a test may sweep often under a long TTL.
+	sweep time.Duration
 }
 
 // livenessBeats heartbeats missed make a replica dead to the others.
@@ -206,7 +213,7 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 	m.heartbeat(true) // alive before it is anyone's home
 	m.wg.Add(3)
 	go m.subscribe()
-	go m.sweep(min(max(m.idle/4, 10*time.Millisecond), time.Minute))
+	go m.sweep(cmp.Or(m.tune.sweep, min(max(m.idle/4, 10*time.Millisecond), time.Minute)))
 	go m.appender()
 	return m, nil
 }

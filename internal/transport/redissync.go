@@ -201,65 +201,74 @@ func (m *redisSessions) sweep(every time.Duration) {
 		case <-m.stop:
 			return
 		case <-beat.C:
-			m.heartbeat(true) // issue 7 point 2: homes are taken over from dead replicas
+			m.heartbeat(true) // homes are taken over from dead replicas
+			m.beats.Add(1)
 			continue
 		case <-t.C:
 		case <-m.kick: // Redis answers again: write back what it missed now
 		}
-		if m.resyncDue.Swap(false) {
-			m.resyncAll() // after an outage: missed changes, or lost data
-		}
-		now := m.now()
-		cutoff := now.Add(-m.idle)
-		var refresh, replay, rewrite, check []*ClientSession
-		m.Each(func(s *ClientSession) bool {
-			lost, unsaved, due := sharedCopy(s).syncState()
-			switch {
-			case lost && s.idleSince(cutoff) && !s.busy():
-				// Its client left while Redis could not take it back:
-				// the idle timeout ends it, everywhere (issue 7,
-				// point 5), rather than a write-back bringing it back.
-				m.evict(s, cutoff)
-				return true
-			case lost:
-				rewrite = append(rewrite, s)
-				return true
-			}
-			if unsaved {
-				replay = append(replay, s)
-			}
-			switch {
-			case due || !s.idleSince(last):
-				refresh = append(refresh, s)
-			case s.busy():
-				// A handler runs here (or waits on the client) however
-				// long the client stays away or works elsewhere: the
-				// session, and the logs of its POST streams, must not
-				// expire under it, nor the copy be let go (issue 7,
-				// point 5 of the review).
-				refresh = append(refresh, s)
-			case unsaved || !s.idleSince(cutoff):
-			case s.isHome():
-				// The home copy stays until the session ends, so that
-				// tools/list_changed keeps reaching its log.
-				check = append(check, s)
-			default:
-				m.evict(s, cutoff) // unless a request got it meanwhile
-			}
-			return true
-		})
-		last = now
-		if m.skipping() != nil {
-			// Retried at the next round. Not a reason to write the copy
-			// back: it may only have served reads, and its view would
-			// undo what other replicas acknowledged (issue 7, point 1).
-			for _, s := range refresh {
-				sharedCopy(s).setRefreshDue(true)
-			}
-			continue
-		}
-		m.housekeep(refresh, replay, rewrite, check)
+		last = m.sweepRound(last)
+		m.sweeps.Add(1)
 	}
+}
+
+// sweepRound is one round of sweep, for the copies used since last; it
+// returns when this round started, the next one's last.
+func (m *redisSessions) sweepRound(last time.Time) time.Time {
+	if m.resyncDue.Swap(false) {
+		m.resyncAll() // after an outage: missed changes, or lost data
+	}
+	now := m.now()
+	cutoff := now.Add(-m.idle)
+	var refresh, replay, rewrite, check []*ClientSession
+	m.Each(func(s *ClientSession) bool {
+		lost, unsaved, due := sharedCopy(s).syncState()
+		switch {
+		case lost && s.idleSince(cutoff) && !s.busy():
+			// Its client left while Redis could not take it back:
+			// the idle timeout ends it, everywhere (issue 7,
+			// point 5), rather than a write-back bringing it back.
+			m.evict(s, cutoff)
+			return true
+		case lost:
+			rewrite = append(rewrite, s)
+			return true
+		}
+		if unsaved {
+			replay = append(replay, s)
+		}
+		switch {
+		case due || !s.idleSince(last):
+			refresh = append(refresh, s)
+		case s.busy():
+			// A handler runs here (or waits on the client) however
+			// long the client stays away or works elsewhere: the
+			// session, and the logs of its POST streams, must not
+			// expire under it, nor the copy be let go (issue 7,
+			// point 5 of the review).
+			refresh = append(refresh, s)
+		case unsaved || !s.idleSince(cutoff):
+		case s.isHome():
+			// The home copy stays until the session ends, so that
+			// tools/list_changed keeps reaching its log.
+			check = append(check, s)
+		default:
+			m.evict(s, cutoff) // unless a request got it meanwhile
+		}
+		return true
+	})
+	last = now
+	if m.skipping() != nil {
+		// Retried at the next round. Not a reason to write the copy
+		// back: it may only have served reads, and its view would
+		// undo what other replicas acknowledged (issue 7, point 1).
+		for _, s := range refresh {
+			sharedCopy(s).setRefreshDue(true)
+		}
+		return now
+	}
+	m.housekeep(refresh, replay, rewrite, check)
+	return now
 }
 
 // housekeep runs one sweep's Redis work in one pipeline: refresh the
@@ -392,6 +401,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.missing(s)
 		}
 	}
+	var written []*ClientSession
 	for i, c := range rewritten {
 		s := rewrites[i].s
 		switch v, err := c.Int(); {
@@ -402,6 +412,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.drop(s.id) // deleted (point 5): the tombstone says so
 		case v == 1:
 			sharedCopy(s).written()
+			written = append(written, s)
 		default:
 			// Another replica wrote it back first: take its view, then
 			// replay this copy's unsaved changes on it.
@@ -413,6 +424,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.drop(check[i].id)
 		}
 	}
+	m.retakePlaces(ctx, written)
 	if len(reread) > 0 {
 		m.resync(reread)
 	}

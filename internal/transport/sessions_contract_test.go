@@ -120,18 +120,7 @@ var sessionContract = []struct {
 	}},
 	{"shares per principal and per tenant", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t, func(o *Options) { o.MaxSessionsPerPrincipal, o.MaxSessionsPerTenant = 2, 3 })
-		first := mustCreate(t, h, "t1", "p1")
-		mustCreate(t, h, "t1", "p1")
-		_, err := create(t, h, "t1", "p1")
-		wantErr(t, "a third session of p1", err, ErrPrincipalSessions)
-		mustCreate(t, h, "t1", "p2")
-		_, err = create(t, h, "t1", "p3")
-		wantErr(t, "a fourth session of t1", err, ErrTenantSessions)
-		mustCreate(t, h, "t2", "p3") // another tenant's share is its own
-		if err := h.tr.Sessions().Delete(context.Background(), first.ID()); err != nil {
-			t.Fatal(err)
-		}
-		mustCreate(t, h, "t1", "p1") // the place the deleted one held
+		sessionCapSteps(t, h.tr.Sessions())
 	}},
 	{"the session limit", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t, func(o *Options) { o.MaxSessions = 2 })
