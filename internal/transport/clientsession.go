@@ -55,6 +55,11 @@ type ClientSession struct {
 
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 
+	// mu guards what follows. Lock order: a shared copy's write lock
+	// (redisCopy.wmu) and the shared store's mu come before it; while
+	// it is held the session may take its streams' mu, the subscription
+	// index's mu and its shared copy's smu, and none of those is ever
+	// held when mu is taken.
 	mu          sync.Mutex
 	ended       bool
 	logLevel    protocol.LoggingLevel

@@ -13,28 +13,27 @@ import (
 // "Resumability and Redelivery").
 func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	rec := &requestLog{start: t.now(), method: "GET", httpMethod: http.MethodGet}
+	w = rec.record(w)
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
-		rec.status = http.StatusNotAcceptable
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
+		writeError(w, http.StatusNotAcceptable, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
 		return
 	}
 	if t.draining.Load() {
 		// Shutting down: a stream opened now would hold the server up; the
 		// client retries, in a deployment on another replica.
-		retryLater(w, rec, "server is shutting down; reconnect")
+		retryLater(w, "server is shutting down; reconnect")
 		return
 	}
-	sess, ok := t.session(w, r, nil, rec)
+	sess, ok := t.session(w, r, nil)
 	if !ok {
 		return
 	}
 	rec.session = sess.id
 	if sess.Ended() {
 		// Ended between lookup and now: 404, as for any ended session.
-		rec.status = http.StatusNotFound
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
+		writeError(w, http.StatusNotFound, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
 		return
 	}
 	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
@@ -48,7 +47,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			if resumed, err = sess.rep.resume(r.Context(), name, resumed); err != nil {
 				// The shared log cannot say: never a 400 that would make
 				// the client give up a response that may be there.
-				retryLater(w, rec, "cannot resume %q now: %v", last, err)
+				retryLater(w, "cannot resume %q now: %v", last, err)
 				return
 			}
 		}
@@ -59,8 +58,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			// One of ours, gone (delivered, or dropped from the bounded
 			// set): say so, rather than open a stream on which the
 			// client would wait forever for a response.
-			rec.status = http.StatusBadRequest
-			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "Last-Event-ID %q: that stream is no longer available", last))
+			writeError(w, http.StatusBadRequest, nil, protocol.Errorf(protocol.CodeInvalidRequest, "Last-Event-ID %q: that stream is no longer available", last))
 			return
 		default:
 			// Not an id this server issues: serve the standalone stream.
@@ -70,7 +68,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	if st == sess.standalone {
 		if err := sess.rep.openStandalone(r.Context(), st); err != nil {
 			// The session lives: the client retries.
-			retryLater(w, rec, "cannot open the stream now: %v", err)
+			retryLater(w, "cannot open the stream now: %v", err)
 			return
 		}
 	}
@@ -78,13 +76,12 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		// A GET that would open one more stream than the session may hold
 		// (issue 8, point 4); one that reconnects a stream supersedes its
 		// old connection and opens nothing new, so it always passes.
-		rec.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+		writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
 			"too many open streams: this client session has %d SSE streams open; close one first", limit))
 		return
 	}
-	rec.status, rec.streamed = http.StatusOK, true
+	rec.streamed = true
 	c, cursor := st.attach(resume)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, prime)
@@ -97,9 +94,10 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 // Management"); afterwards its id gets 404 everywhere.
 func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	rec := &requestLog{start: t.now(), method: "DELETE", httpMethod: http.MethodDelete}
+	w = rec.record(w)
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
-	sess, ok := t.session(w, r, nil, rec)
+	sess, ok := t.session(w, r, nil)
 	if !ok {
 		return
 	}
@@ -107,9 +105,8 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
 		// Redis could not end it (issue 7, point 6): the session lives on
 		// elsewhere, so the client must try again.
-		retryLater(w, rec, "end client session: %v", err)
+		retryLater(w, "end client session: %v", err)
 		return
 	}
-	rec.status = http.StatusNoContent
-	w.WriteHeader(rec.status)
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -120,11 +120,27 @@ func (f *fixtures) tools() []handlers.Tool {
 	out := append([]handlers.Tool(nil), base...)
 	for _, t := range base {
 		switch t.Name {
-		case "echo", "progress", "sample", "block", "panic":
+		case "echo", "progress", "sample", "block", "panic", "ctxvalue":
 			out = append(out, long(t))
 		}
 	}
 	return append(out, f.pollTool(true), f.pollTool(false), f.lateTool())
+}
+
+// requestValue is a context key the harness's router sets on every
+// request, as a tracing middleware sets its span.
+type requestValue struct{}
+
+// ctxValueTool returns the requestValue its handler's context carries.
+func ctxValueTool() handlers.Tool {
+	return handlers.Tool{
+		Name: "ctxvalue", Description: "Returns the request value its context carries.",
+		InputSchema: objectSchema(""),
+		Handler: handlers.Typed(func(ctx context.Context, _ *handlers.ToolCall, _ struct{}) (*protocol.CallToolResult, error) {
+			v, _ := ctx.Value(requestValue{}).(string)
+			return handlers.TextResult(v), nil
+		}),
+	}
 }
 
 // lateTool answers at once (after one progress notification when asked for
@@ -211,6 +227,7 @@ func (f *fixtures) baseTools() []handlers.Tool {
 	}
 	return []handlers.Tool{
 		echoTool(),
+		ctxValueTool(),
 		{
 			Name: "big", Description: "Answers with n bytes of text.",
 			InputSchema: objectSchema(`"n":{"type":"integer","minimum":0,"maximum":67108864}`, "n"),
@@ -346,6 +363,11 @@ func newHarness(tb testing.TB, mods ...func(*harnessConfig)) *harness {
 	}
 	fx.touch = func(uri string) error { _, err := tr.ResourceUpdated("", uri); return err }
 	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), requestValue{}, "span-1")))
+		})
+	})
 	tr.Mount(r, "/mcp")
 	h := &harness{tb: tb, srv: srv, tr: tr, router: r, fx: fx}
 	if !cfg.noServer {

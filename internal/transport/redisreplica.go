@@ -16,8 +16,8 @@ import (
 // through it to the store, and it keeps what the store owes Redis for
 // the copy.
 //
-// Lock order: wmu, then the session's mu, then smu. smu is a leaf: no
-// other lock is taken while it is held.
+// Lock order: wmu, then the store's mu, then the session's mu, then smu.
+// smu is a leaf: no other lock is taken while it is held.
 type redisCopy struct {
 	m *redisSessions
 	s *ClientSession
