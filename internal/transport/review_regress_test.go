@@ -56,7 +56,10 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 		if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 			t.Fatal(r)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Both changes have come back on the channel to both copies:
+		// nothing about them is still on its way to Redis.
+		sa, sb := a.session(t, sid), b.session(t, sid)
+		eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
 		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
