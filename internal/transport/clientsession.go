@@ -145,16 +145,16 @@ func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 	s.mu.Lock()
 	s.logLevel = l
 	s.mu.Unlock()
-	s.rep.changed(sessionChange{Op: opLevel, Level: string(l)})
+	s.rep.changed(clientChange{kind: changeLevel, level: l})
 }
 
 // Subscribe implements handlers.Session.
 //
-// A shared session's change is always written through, even when this
-// copy already has it: the copy may lag Redis (a change made on another
-// replica that the channel has not brought yet), and deciding on it
-// would lose the client's change (issue 7, point 1). HSET and SADD are
-// idempotent. Only the subscription limit is checked locally.
+// The change always goes to the replicator, even when this copy already
+// has it: a shared copy may lag the shared state (a change made on
+// another replica that has not reached this one yet), and deciding on it
+// would lose the client's change; the writes are idempotent. Only the
+// subscription limit is checked locally.
 func (s *ClientSession) Subscribe(uri string) error {
 	s.mu.Lock()
 	if s.ended {
@@ -169,7 +169,7 @@ func (s *ClientSession) Subscribe(uri string) error {
 		s.addSub(uri)
 	}
 	s.mu.Unlock()
-	s.rep.changed(sessionChange{Op: opSub, URI: uri})
+	s.rep.changed(clientChange{kind: changeSub, uri: uri})
 	return nil
 }
 
@@ -181,12 +181,12 @@ func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
 	s.removeSub(uri)
 	s.mu.Unlock()
-	s.rep.changed(sessionChange{Op: opUnsub, URI: uri})
+	s.rep.changed(clientChange{kind: changeUnsub, uri: uri})
 }
 
 // addSub and removeSub change the subscription set; s.mu must be held.
 // Only an unshared session is in the transport's index: a shared one is
-// found through Redis's (redisfanout.go), which every replica sees.
+// found through the shared store's, which every replica sees.
 func (s *ClientSession) addSub(uri string) {
 	s.subs[uri] = struct{}{}
 	if s.rep.indexesLocally() {
@@ -206,7 +206,7 @@ func (s *ClientSession) removeSub(uri string) {
 // applyChange takes a change the client made on another replica (or
 // this one), in the order the shared store saw it, without writing it
 // back.
-func (s *ClientSession) applyChange(c sessionChange) {
+func (s *ClientSession) applyChange(c clientChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -214,18 +214,33 @@ func (s *ClientSession) applyChange(c sessionChange) {
 	}
 }
 
-// applyClientChange takes a change the client made (log level, a
-// subscription); s.mu must be held.
-func (s *ClientSession) applyClientChange(c sessionChange) {
-	switch c.Op {
-	case opLevel:
-		s.logLevel = protocol.LoggingLevel(c.Level)
-	case opSub:
+// clientChange is a change the client made to the state its session
+// shares with the other replicas: the log level, or a subscription.
+type clientChange struct {
+	kind  changeKind
+	level protocol.LoggingLevel // changeLevel
+	uri   string                // changeSub, changeUnsub
+}
+
+type changeKind uint8
+
+const (
+	changeLevel changeKind = iota + 1
+	changeSub
+	changeUnsub
+)
+
+// applyClientChange takes a change the client made; s.mu must be held.
+func (s *ClientSession) applyClientChange(c clientChange) {
+	switch c.kind {
+	case changeLevel:
+		s.logLevel = c.level
+	case changeSub:
 		if len(s.subs) < maxSubscriptions {
-			s.addSub(c.URI)
+			s.addSub(c.uri)
 		}
-	case opUnsub:
-		s.removeSub(c.URI)
+	case changeUnsub:
+		s.removeSub(c.uri)
 	}
 }
 
@@ -294,7 +309,7 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 // shared session idleSince is not enough to let such a copy go: the
 // client may be busy on other replicas, which never touch this copy, or
 // be about to answer or resume there, so evicting it would cancel a
-// handler of a session that is alive (issue 7, point 5 of the review).
+// handler of a session that is alive.
 func (s *ClientSession) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -343,9 +358,9 @@ func (s *ClientSession) cancelRequest(id protocol.ID) bool {
 }
 
 // expect allocates the id of a server-to-client request and a channel for
-// the client's answer. A shared session's request also gets its mailbox
-// in Redis before it is sent, so that a response landing on another
-// replica is kept for this one (issue 7, point 4; redisanswer.go).
+// the client's answer. The replicator opens the request's mailbox before
+// it is sent, so that a response landing on another replica is kept for
+// this one.
 func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	s.mu.Lock()
 	if s.ended {
@@ -384,11 +399,11 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 }
 
 // newPostStream creates the stream of a POST response to request id and
-// keeps it for resumption; a shared session's is mirrored into Redis, so
-// any replica resumes it (issue 7 point 3, redispostlog.go), and names
-// the request there, so that another replica can answer it with an error
-// if this one dies first (point 4 of the review). Only a response that
-// streams gets here: one answered with JSON touches no Redis.
+// keeps it for resumption; the replicator mirrors a shared session's, so
+// that any replica resumes it, naming the request, so that another
+// replica can answer it with an error if this one dies first. Only a
+// response that streams gets here: one answered with JSON is not
+// mirrored.
 func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 	s.mu.Lock()
 	s.nextStream++

@@ -103,7 +103,7 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.session = sess.id
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
-		// Redis could not end it (issue 7, point 6): the session lives on
+		// The shared store could not end it: the session lives on
 		// elsewhere, so the client must try again.
 		retryLater(w, "end client session: %v", err)
 		return

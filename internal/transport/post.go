@@ -253,8 +253,8 @@ func (t *Transport) shareSpent(err error) *protocol.Error {
 const maxForwardedCancelID = 256
 
 // notification handles a client notification. An error means it had to
-// reach another replica and Redis did not take it: the client must send
-// it again (503 with Retry-After).
+// reach another replica and the shared store did not take it: the client
+// must send it again (503 with Retry-After).
 func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *protocol.Message) error {
 	switch msg.Method {
 	case protocol.NotificationCancelled:
@@ -282,8 +282,8 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 
 // clientResponse takes a client's response to a server-to-client request
 // (sampling, elicitation, roots/list) to the handler waiting for it: on
-// this replica, or, for a shared session, on the replica whose mailbox
-// for the id waits in Redis (redisanswer.go). A response nothing waits
+// this replica, or, for a shared session, through the replicator to the
+// replica whose mailbox for the id waits. A response nothing waits
 // for is accepted (202, as basic/transports has it for a response the
 // server takes) and dropped, as the official SDKs' servers do: it may be
 // a late answer to a request the server stopped waiting for, which is no

@@ -58,7 +58,33 @@ type redisCopy struct {
 // sharedCopy returns the store's side of s, a session the store shared.
 func sharedCopy(s *ClientSession) *redisCopy { return s.rep.(*redisCopy) }
 
-func (c *redisCopy) changed(ch sessionChange) { c.m.writeThrough(c.s, ch) }
+func (c *redisCopy) changed(ch clientChange) { c.m.writeThrough(c.s, toWire(ch)) }
+
+// toWire is the channel's form of a client's change.
+func toWire(c clientChange) sessionChange {
+	switch c.kind {
+	case changeLevel:
+		return sessionChange{Op: opLevel, Level: string(c.level)}
+	case changeSub:
+		return sessionChange{Op: opSub, URI: c.uri}
+	default:
+		return sessionChange{Op: opUnsub, URI: c.uri}
+	}
+}
+
+// fromWire is the client's change a channel message carries; false for
+// any other (a home claim, an end).
+func fromWire(ch sessionChange) (clientChange, bool) {
+	switch ch.Op {
+	case opLevel:
+		return clientChange{kind: changeLevel, level: protocol.LoggingLevel(ch.Level)}, true
+	case opSub:
+		return clientChange{kind: changeSub, uri: ch.URI}, true
+	case opUnsub:
+		return clientChange{kind: changeUnsub, uri: ch.URI}, true
+	}
+	return clientChange{}, false
+}
 
 // indexesLocally: a shared session is found through Redis's index
 // (redisfanout.go), which every replica sees.
@@ -134,7 +160,9 @@ func (c *redisCopy) claimHome() {
 // state, in the order Redis published it, without writing it back.
 func (c *redisCopy) apply(ch sessionChange) {
 	if ch.Op != opHome {
-		c.s.applyChange(ch)
+		if cc, ok := fromWire(ch); ok {
+			c.s.applyChange(cc)
+		}
 		return
 	}
 	if ch.Home != c.m.self {
@@ -187,7 +215,9 @@ func (c *redisCopy) reset(h map[string]string) {
 	defer c.smu.Unlock()
 	c.homeID = h["home"]
 	for _, ch := range c.unsaved {
-		s.applyClientChange(ch)
+		if cc, ok := fromWire(ch); ok {
+			s.applyClientChange(cc)
+		}
 	}
 }
 

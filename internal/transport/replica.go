@@ -18,7 +18,7 @@ import (
 type replicator interface {
 	// changed writes through a change the client made on this replica
 	// (log level, a subscription): the change holds here already.
-	changed(c sessionChange)
+	changed(c clientChange)
 	// indexesLocally reports whether the session's subscriptions belong
 	// in this process's subscription index; a shared session's are found
 	// through an index every replica sees.
@@ -59,7 +59,7 @@ type replicator interface {
 // localReplica is the replicator of a session no other replica serves.
 type localReplica struct{}
 
-func (localReplica) changed(sessionChange)                         {}
+func (localReplica) changed(clientChange)                          {}
 func (localReplica) indexesLocally() bool                          { return true }
 func (localReplica) isHome() bool                                  { return true }
 func (localReplica) awaitAnswer(protocol.ID)                       {}
