@@ -118,7 +118,25 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		rep:        localReplica{},
 	}
 	s.touch(now)
+	// The end of the session, however it comes (terminate, or the
+	// transport's context), cancels every handler running for it: their
+	// contexts are the requests', which the session's does not reach.
+	context.AfterFunc(ctx, s.cancelInflight)
 	return s
+}
+
+// cancelInflight cancels the handlers of the session's requests in
+// flight, with the cause the session's context ended with.
+func (s *ClientSession) cancelInflight() {
+	s.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(s.inflight))
+	for _, in := range s.inflight {
+		cancels = append(cancels, in.cancel)
+	}
+	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(context.Cause(s.ctx))
+	}
 }
 
 // ID implements handlers.Session.
@@ -329,7 +347,8 @@ func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel conte
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.ended:
+	case s.ended, s.ctx.Err() != nil:
+		// Past the end, cancelInflight has run or runs without it.
 		return errSessionEnded
 	case s.inflight[key].cancel != nil:
 		return errDuplicateID

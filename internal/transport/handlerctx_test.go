@@ -9,7 +9,7 @@ import (
 // A handler's context carries the request's values (a tracing span, the
 // principal), inline or detached, though not its cancellation.
 func TestHandlerContextKeepsRequestValues(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(c *harnessConfig) { c.spanValue = "span-1" })
 	sid := h.initialize(t)
 	for _, tc := range []struct{ tool, accept string }{
 		{"ctxvalue", acceptBoth},

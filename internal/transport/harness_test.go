@@ -127,8 +127,7 @@ func (f *fixtures) tools() []handlers.Tool {
 	return append(out, f.pollTool(true), f.pollTool(false), f.lateTool())
 }
 
-// requestValue is a context key the harness's router sets on every
-// request, as a tracing middleware sets its span.
+// requestValue is the context key of harnessConfig.spanValue.
 type requestValue struct{}
 
 // ctxValueTool returns the requestValue its handler's context carries.
@@ -312,6 +311,9 @@ type harnessConfig struct {
 	opts     Options
 	echoOnly bool // only the echo tool (fuzzing, benchmarks)
 	noServer bool // router only, no httptest server
+	// spanValue, when set, is put on every request's context under
+	// requestValue, as a tracing middleware puts its span.
+	spanValue string
 }
 
 func defaultOptions() Options {
@@ -363,11 +365,13 @@ func newHarness(tb testing.TB, mods ...func(*harnessConfig)) *harness {
 	}
 	fx.touch = func(uri string) error { _, err := tr.ResourceUpdated("", uri); return err }
 	r := chi.NewRouter()
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), requestValue{}, "span-1")))
+	if v := cfg.spanValue; v != "" {
+		r.Use(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), requestValue{}, v)))
+			})
 		})
-	})
+	}
 	tr.Mount(r, "/mcp")
 	h := &harness{tb: tb, srv: srv, tr: tr, router: r, fx: fx}
 	if !cfg.noServer {

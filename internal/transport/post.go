@@ -329,13 +329,10 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	// The request's values (the principal, and so the tenant every store
 	// call reads; a tracing span) without its cancellation: a disconnect
 	// is not a cancellation (basic/transports). The end of the session
-	// is: it cancels the handler as notifications/cancelled does.
+	// is: begin registers cancel, which the session calls when it ends
+	// (ClientSession.cancelInflight, through context.AfterFunc).
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
-	// stop runs when the handler is done, which for a detached one is
-	// after this function returns.
-	stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
 	if err := sess.begin(msg.ID, r.Context(), cancel); err != nil {
-		stop()
 		cancel(nil)
 		status := http.StatusOK
 		if errors.Is(err, errSessionEnded) {
@@ -367,7 +364,6 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		// Release the id before the response can reach the client, so the
 		// client may reuse it as soon as it has its answer.
 		sess.end(msg.ID)
-		stop()
 		cancel(nil)
 		ex.finish(out)
 	}
