@@ -29,7 +29,18 @@ type counting struct {
 	closed atomic.Int64
 }
 
-func newBackend() *counting { return &counting{Store: memstore.New(store.Options{})} }
+func newBackend() *counting { return newBackendAt(nil) }
+
+// newBackendAt is newBackend reading the time from clock (nil: the wall
+// clock); a replica over it takes the same clock, withClock.
+func newBackendAt(clock func() time.Time) *counting {
+	return &counting{Store: memstore.New(store.Options{Clock: clock})}
+}
+
+// withClock makes a replica judge expiry by clock, its backend's.
+func withClock(clock func() time.Time) func(*Options) {
+	return func(o *Options) { o.Clock = clock }
+}
 
 func (c *counting) GetMemory(ctx context.Context, tenant, ns, key string) (store.MemoryEntry, error) {
 	c.gets.Add(1)
