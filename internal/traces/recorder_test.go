@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func TestBatching(t *testing.T) {
@@ -33,12 +34,12 @@ func TestBatching(t *testing.T) {
 				}
 			}
 			if tt.close {
-				eventually(t, "two full batches", func() bool { return len(w.sizes()) == 2 })
+				testutil.Eventually(t, testutil.Wait, "two full batches", func() bool { return len(w.sizes()) == 2 })
 				if err := r.Close(context.Background()); err != nil {
 					t.Fatalf("Close: %v", err)
 				}
 			} else {
-				eventually(t, "all written", func() bool { return r.Stats().Written == n })
+				testutil.Eventually(t, testutil.Wait, "all written", func() bool { return r.Stats().Written == n })
 			}
 			if got, want := w.sizes(), []int{500, 500, 234}; !slices.Equal(got, want) {
 				t.Fatalf("batch sizes = %v, want %v", got, want)
@@ -60,7 +61,7 @@ func TestFlushInterval(t *testing.T) {
 	w := &fakeWriter{}
 	r := start(t, w, Options{FlushInterval: 20 * time.Millisecond})
 	r.Record(trace(1))
-	eventually(t, "the single trace written", func() bool { return r.Stats().Written == 1 })
+	testutil.Eventually(t, testutil.Wait, "the single trace written", func() bool { return r.Stats().Written == 1 })
 	if got := w.sizes(); !slices.Equal(got, []int{1}) {
 		t.Fatalf("batch sizes = %v, want [1]", got)
 	}
@@ -156,7 +157,7 @@ func TestFailingWriter(t *testing.T) {
 			for i := range 5 {
 				r.Record(trace(i))
 			}
-			eventually(t, "the batch settled", func() bool {
+			testutil.Eventually(t, testutil.Wait, "the batch settled", func() bool {
 				s := r.Stats()
 				return s.Written+s.LostInFailedBatches == 5
 			})
@@ -169,7 +170,7 @@ func TestFailingWriter(t *testing.T) {
 			for i := 5; i < 10; i++ {
 				r.Record(trace(i))
 			}
-			eventually(t, "recovery", func() bool { return r.Stats().Written == tt.wantWrites+5 })
+			testutil.Eventually(t, testutil.Wait, "recovery", func() bool { return r.Stats().Written == tt.wantWrites+5 })
 			if err := r.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -186,14 +187,14 @@ func TestRecordDuringRetries(t *testing.T) {
 	for i := range 10 {
 		r.Record(trace(i))
 	}
-	eventually(t, "the first failure", func() bool { return r.Stats().WriteErrors >= 1 })
+	testutil.Eventually(t, testutil.Wait, "the first failure", func() bool { return r.Stats().WriteErrors >= 1 })
 	for i := 10; i < 40; i++ {
 		r.Record(trace(i))
 	}
 	if s := r.Stats(); s.Recorded != 30 || s.Dropped != 10 {
 		t.Fatalf("stats = %+v, want 30 recorded, 10 dropped", s)
 	}
-	eventually(t, "the queued traces written", func() bool { return r.Stats().Written == 20 })
+	testutil.Eventually(t, testutil.Wait, "the queued traces written", func() bool { return r.Stats().Written == 20 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // syncBuffer is a log sink the writer goroutines and the test may share.
@@ -44,7 +46,7 @@ func TestRetentionCutoff(t *testing.T) {
 	})
 
 	// The first purge fails; the loop carries on and the second succeeds.
-	eventually(t, "two purges", func() bool { return len(w.purgeCutoffs()) >= 2 })
+	testutil.Eventually(t, testutil.Wait, "two purges", func() bool { return len(w.purgeCutoffs()) >= 2 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestCloseCancelsPurge(t *testing.T) {
 	t.Parallel()
 	w := &fakeWriter{purgeCtx: true}
 	r := start(t, w, Options{PurgeInterval: time.Second})
-	eventually(t, "a purge to start", func() bool { return len(w.purgeCutoffs()) == 1 })
+	testutil.Eventually(t, testutil.Wait, "a purge to start", func() bool { return len(w.purgeCutoffs()) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.Close(ctx); err != nil {

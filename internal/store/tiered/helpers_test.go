@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func silenceRedis() { redis.SetLogger(discardLogger{}) }
@@ -103,19 +104,7 @@ func newReplica(t testing.TB, backend store.Store, addr string, tune ...func(*Op
 // subscriber.
 func live(t testing.TB, s *Store) {
 	t.Helper()
-	eventually(t, "the subscription to be confirmed", func() bool { return s.Stats().L1Live })
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.Wait, "the subscription to be confirmed", func() bool { return s.Stats().L1Live })
 }
 
 func put(t testing.TB, s store.Store, tenant, ns, key, value string, ttl time.Duration) store.MemoryEntry {

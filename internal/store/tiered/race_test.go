@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestStalePopulateRace interleaves, deterministically, a read miss with a
@@ -50,7 +51,7 @@ func TestStalePopulateRace(t *testing.T) {
 				// Let A hear of it, so the check below does not depend on
 				// pub/sub timing: the point is that A's own populate,
 				// which comes next, does not undo it.
-				eventually(t, "A to receive B's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
+				testutil.Eventually(t, testutil.Wait, "A to receive B's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
 			}
 			e, cached := get(t, a, "acme", "ns", "k")
 			if !raced {

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func TestTier1HitAfterFirstRead(t *testing.T) {
@@ -33,7 +34,7 @@ func TestTier1HitAfterFirstRead(t *testing.T) {
 			if withRedis {
 				// The Store hears its own invalidation too; wait for it so
 				// that it cannot drop the entry between the reads below.
-				eventually(t, "our own invalidation", func() bool { return s.Stats().InvalidationsReceived == 1 })
+				testutil.Eventually(t, testutil.Wait, "our own invalidation", func() bool { return s.Stats().InvalidationsReceived == 1 })
 			}
 
 			e, cached := get(t, s, "acme", "ns", "k")
@@ -128,7 +129,7 @@ func TestWriteOnOneReplicaReachesTheOther(t *testing.T) {
 	}
 
 	put(t, a, "acme", "ns", "k", `"v2"`, 0)
-	eventually(t, "B to see v2", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see v2", func() bool {
 		e, _ := get(t, b, "acme", "ns", "k")
 		return string(e.Value) == `"v2"`
 	})
@@ -140,7 +141,7 @@ func TestWriteOnOneReplicaReachesTheOther(t *testing.T) {
 	if err := a.DeleteMemory(context.Background(), "acme", "ns", "k"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the delete", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the delete", func() bool {
 		_, _, err := b.LookupMemory(context.Background(), "acme", "ns", "k")
 		return errors.Is(err, store.ErrNotFound)
 	})
@@ -168,14 +169,14 @@ func TestSessionsAndAgentsAcrossReplicas(t *testing.T) {
 	if _, err := a.JoinSession(ctx, "acme", sess.ID, "bob", store.RoleCollaborator, 10); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see bob join", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see bob join", func() bool {
 		got, err := b.GetSession(ctx, "acme", sess.ID)
 		return err == nil && len(got.Participants) == 2
 	})
 	if _, err := a.CompleteSession(ctx, "acme", sess.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the session completed", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the session completed", func() bool {
 		got, err := b.GetSession(ctx, "acme", sess.ID)
 		return err == nil && got.Status == store.SessionCompleted
 	})
@@ -192,7 +193,7 @@ func TestSessionsAndAgentsAcrossReplicas(t *testing.T) {
 	if err := a.RemoveAgent(ctx, "acme", "bot"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the agent removed", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the agent removed", func() bool {
 		_, err := b.GetAgent(ctx, "acme", "bot")
 		return errors.Is(err, store.ErrNotFound)
 	})
@@ -214,7 +215,7 @@ func TestBulkDeleteInvalidatesEveryKey(t *testing.T) {
 	if err != nil || len(removed) != 3 {
 		t.Fatalf("BulkDeleteMemory: %v, %v", removed, err)
 	}
-	eventually(t, "B to drop every deleted key", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to drop every deleted key", func() bool {
 		for _, k := range keys[:3] {
 			if _, _, err := b.LookupMemory(context.Background(), "acme", "ns", k); !errors.Is(err, store.ErrNotFound) {
 				return false
@@ -258,7 +259,7 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	// A write by tenant B leaves tenant A's copies alone.
 	put(t, b, "tenant-b", "ns", "k", `"b2"`, 0)
-	eventually(t, "A's replica to see b2", func() bool {
+	testutil.Eventually(t, testutil.Wait, "A's replica to see b2", func() bool {
 		e, _ := get(t, a, "tenant-b", "ns", "k")
 		return string(e.Value) == `"b2"`
 	})
