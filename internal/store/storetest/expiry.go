@@ -48,7 +48,7 @@ func testMemoryExpiry(t *testing.T, h *harness) {
 
 	// Every entry expires at most expiryTTL after it was written, and
 	// the clock has moved on since: after expiryTTL more, all are dead.
-	h.clock.advance(expiryTTL)
+	h.clock.Advance(expiryTTL)
 
 	t.Run("get does not find an expired entry", func(t *testing.T) {
 		_, err := h.s.GetMemory(ctx(t), tn, "ns", "for-put")

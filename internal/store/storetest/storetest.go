@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // Run runs the contract suite against the store open returns. open must
@@ -28,7 +29,13 @@ import (
 // (store.Options.Clock), which the suite controls; Run calls it once and
 // closes nothing itself (open registers any cleanup with t.Cleanup).
 func Run(t *testing.T, open func(t *testing.T, clock func() time.Time) store.Store) {
-	c := newClock()
+	// The clock starts at a fixed instant, so a failing run stamps the
+	// same times when it is run again, and steps one microsecond, the
+	// resolution both stores keep, at every reading: of two writes the
+	// later one is stamped later however fast the machine runs (on the
+	// wall clock two writes within a microsecond tie, and a tie goes to
+	// the id, not to the order of the writes).
+	c := testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), time.Microsecond)
 	s := open(t, c.Now)
 	h := &harness{s: s, clock: c, run: store.NewID()}
 
@@ -68,7 +75,7 @@ func Run(t *testing.T, open func(t *testing.T, clock func() time.Time) store.Sto
 // earlier run against the same database) uses.
 type harness struct {
 	s     store.Store
-	clock *clock
+	clock *testutil.Clock
 	run   string
 	n     atomic.Int64
 }
