@@ -38,6 +38,12 @@ func newBackendAt(clock func() time.Time) *counting {
 	return &counting{Store: memstore.New(store.Options{Clock: clock})}
 }
 
+// stillClock returns a clock that moves only when the test advances it,
+// so a TTL's remaining life is exactly what the test set.
+func stillClock() *testutil.Clock {
+	return testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), 0)
+}
+
 // withClock makes a replica judge expiry by clock, its backend's.
 func withClock(clock func() time.Time) func(*Options) {
 	return func(o *Options) { o.Clock = clock }

@@ -245,12 +245,10 @@ func TestSlowRedis(t *testing.T) {
 		live(t, s)
 		put(t, s, "acme", "ns", "k", `1`, 0)
 
-		// DEBUG SLEEP stalls the whole server, as a long-running command
-		// or a fork under memory pressure would.
-		ctl := newClient(t, r.Addr())
-		stalled := make(chan error, 1)
-		go func() { stalled <- ctl.Do(context.Background(), "DEBUG", "SLEEP", "1.5").Err() }()
-		time.Sleep(100 * time.Millisecond)
+		// Stall stops the whole server, as a long-running command or a
+		// fork under memory pressure would; it is in force once Stall
+		// returns.
+		resume := r.Stall()
 
 		errs := s.Stats().RedisErrors
 		for i := range 10 {
@@ -263,9 +261,7 @@ func TestSlowRedis(t *testing.T) {
 		if s.Stats().RedisErrors <= errs {
 			t.Fatal("RedisErrors did not grow while Redis was stalled")
 		}
-		if err := <-stalled; err != nil {
-			t.Fatalf("DEBUG SLEEP: %v", err)
-		}
+		resume()
 		testutil.Eventually(t, testutil.Wait, "recovery", func() bool { st := s.Stats(); return !st.RedisDegraded && st.L1Live })
 		for i := range 10 {
 			e, _ := get(t, s, "acme", "ns", fmt.Sprint("s", i))

@@ -113,6 +113,10 @@ func TestSlowReadDoesNotPopulate(t *testing.T) {
 	a := newReplica(t, backend, r.Addr(), func(o *Options) { o.tune.tombstoneTTL = 100 * time.Millisecond })
 	live(t, a)
 	put(t, backend, "acme", "ns", "k", `1`, 0)
+	// The sleep is the subject: it makes the store read slow. It stays a
+	// real sleep because the guard measures the monotonic wall clock and
+	// the test talks to a real Redis, whose network I/O a synctest
+	// bubble cannot hold still.
 	a.afterFetch = func(ckey) { time.Sleep(80 * time.Millisecond) } // past the 50ms guard
 	get(t, a, "acme", "ns", "k")
 	if raw, ok := rawRedis(t, a, memKey("acme", "ns", "k")); ok {

@@ -294,9 +294,10 @@ func TestTenantIsolation(t *testing.T) {
 // lives, in either tier, and is never served once expired.
 func TestExpiryHonoured(t *testing.T) {
 	r := redistest.Start(t)
-	backend := newBackend()
-	a := newReplica(t, backend, r.Addr())
-	b := newReplica(t, backend, r.Addr())
+	clock := stillClock()
+	backend := newBackendAt(clock.Now)
+	a := newReplica(t, backend, r.Addr(), withClock(clock.Now))
+	b := newReplica(t, backend, r.Addr(), withClock(clock.Now))
 	live(t, a)
 	live(t, b)
 	ctx := context.Background()
@@ -318,7 +319,7 @@ func TestExpiryHonoured(t *testing.T) {
 		t.Fatal("B: want a tier-2 hit on a living entry")
 	}
 
-	time.Sleep(time.Until(*e.ExpiresAt) + 10*time.Millisecond)
+	clock.Advance(e.ExpiresAt.Sub(clock.Now())) // the instant it expires
 	for _, s := range []*Store{a, b} {
 		if _, _, err := s.LookupMemory(ctx, "acme", "ns", "short"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("expired entry: got %v, want ErrNotFound", err)
@@ -340,8 +341,9 @@ func TestExpiryHonoured(t *testing.T) {
 // it (a cache TTL longer than the entry, as a clock step could cause), to
 // check the explicit expiry test on the hit path.
 func TestExpiredNeverServedFromTier1(t *testing.T) {
-	backend := newBackend()
-	s := newReplica(t, backend, "")
+	clock := stillClock()
+	backend := newBackendAt(clock.Now)
+	s := newReplica(t, backend, "", withClock(clock.Now))
 	e := put(t, backend, "acme", "ns", "k", `1`, 300*time.Millisecond)
 	e.Value = []byte(`2`)
 	k := memKey("acme", "ns", "k")
@@ -351,7 +353,7 @@ func TestExpiredNeverServedFromTier1(t *testing.T) {
 	if got, cached := get(t, s, "acme", "ns", "k"); !cached || string(got.Value) != `2` {
 		t.Fatalf("planted entry: %s, cached %v", got.Value, cached)
 	}
-	time.Sleep(time.Until(*e.ExpiresAt) + 10*time.Millisecond)
+	clock.Advance(e.ExpiresAt.Sub(clock.Now())) // the instant it expires
 	if _, _, err := s.LookupMemory(context.Background(), "acme", "ns", "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("got %v, want ErrNotFound", err)
 	}
