@@ -296,6 +296,10 @@ func TestConcurrentRecordAndClose(t *testing.T) {
 				}
 			})
 		}
+		// The sleep is the subject: it moves Close to a different point
+		// of the workers' run each round. synctest cannot cover it: in
+		// a bubble the sleep would end only once every worker blocks,
+		// so Close would never race them.
 		time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
 		if err := r.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)
