@@ -224,7 +224,7 @@ func r2keys(t *testing.T, s *Store) int {
 func TestSlowRedis(t *testing.T) {
 	t.Run("black hole", func(t *testing.T) {
 		backend := newBackend()
-		s := newReplica(t, backend, netfault.Blackhole(t), fast)
+		s := newReplica(t, backend, netfault.Blackhole(t), fast, shortTimeout)
 		for i := range 20 {
 			k := fmt.Sprint("k", i)
 			timed(t, "a write to a silent Redis", func() { put(t, s, "acme", "ns", k, `1`, 0) })
@@ -241,7 +241,7 @@ func TestSlowRedis(t *testing.T) {
 	t.Run("stalled mid-life", func(t *testing.T) {
 		r := redistest.Start(t)
 		backend := newBackend()
-		s := newReplica(t, backend, r.Addr(), fast)
+		s := newReplica(t, backend, r.Addr(), fast, shortTimeout)
 		live(t, s)
 		put(t, s, "acme", "ns", "k", `1`, 0)
 
@@ -278,7 +278,7 @@ func TestSilentLink(t *testing.T) {
 	r := redistest.Start(t)
 	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
-	a := newReplica(t, backend, p.Addr(), fast)
+	a := newReplica(t, backend, p.Addr(), fast, shortTimeout)
 	b := newReplica(t, backend, r.Addr(), fast)
 	live(t, a)
 	live(t, b)

@@ -162,7 +162,9 @@ func TestWriteOrdering(t *testing.T) {
 		t.Fatalf("a value over a tombstone: %q, want the tombstone kept", raw)
 	}
 	// A delete and a re-create (version 1 again) racing from two replicas.
-	s.t2.rdb.Del(ctx, s.t2.key(k))
+	if err := s.t2.rdb.Del(ctx, s.t2.key(k)).Err(); err != nil {
+		t.Fatalf("DEL %s: %v", s.t2.key(k), err)
+	}
 	write(entry(5, `"old"`))
 	if raw := write(entry(1, `"recreated"`)); raw != tombstone {
 		t.Fatalf("a lower version after a re-create: %q, want a tombstone", raw)

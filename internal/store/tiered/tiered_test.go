@@ -308,7 +308,10 @@ func TestExpiryHonoured(t *testing.T) {
 	if _, cached := get(t, a, "acme", "ns", "short"); !cached {
 		t.Fatal("a living entry is not cached")
 	}
-	pttl := a.t2.rdb.PTTL(ctx, a.t2.key(memKey("acme", "ns", "short"))).Val()
+	pttl, err := a.t2.rdb.PTTL(ctx, a.t2.key(memKey("acme", "ns", "short"))).Result()
+	if err != nil {
+		t.Fatalf("PTTL: %v", err)
+	}
 	if pttl <= 0 || pttl > 800*time.Millisecond {
 		t.Fatalf("tier-2 TTL %v, want (0, 800ms]", pttl)
 	}
