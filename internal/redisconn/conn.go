@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,7 +98,8 @@ type Conn struct {
 	breaker  *Breaker
 	log      zerolog.Logger
 	ping     func(ctx context.Context) error // the probe; a test's stand-in
-	onHealth func(available bool)
+	owns     bool                            // Close closes the client (Open made it)
+	watchers []*func(available bool)         // under mu
 
 	mu      sync.Mutex
 	probing bool
@@ -111,17 +113,22 @@ func Open(o Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(client, o), nil
+	c := New(client, o)
+	c.owns = true
+	return c, nil
 }
 
-// New wraps client (a test's, say) as Open does; o.Mode and o.URL are
-// not used.
+// New wraps client, which its caller keeps owning (Close leaves it open),
+// as Open does; o.Mode and o.URL are not used.
 func New(client redis.UniversalClient, o Options) *Conn {
 	o.Timeouts = o.Timeouts.orDefaults()
-	return &Conn{client: client, keys: NewKeys(o.KeyPrefix), timeouts: o.Timeouts,
+	c := &Conn{client: client, keys: NewKeys(o.KeyPrefix), timeouts: o.Timeouts,
 		breaker: NewBreaker(o.Breaker, time.Now), log: o.Log, closed: make(chan struct{}),
-		ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
-		onHealth: o.OnHealth}
+		ping: func(ctx context.Context) error { return client.Ping(ctx).Err() }}
+	if o.OnHealth != nil {
+		c.watchers = append(c.watchers, &o.OnHealth)
+	}
+	return c
 }
 
 // Client is the go-redis client, for operations Do runs.
@@ -149,19 +156,42 @@ func (c *Conn) Do(ctx context.Context, k Kind, fn func(ctx context.Context) erro
 	octx, cancel := context.WithTimeout(ctx, c.timeouts.of(k))
 	err := fn(octx)
 	cancel()
-	switch {
-	case err == nil:
-		c.record(false)
-	case ctx.Err() != nil:
+	if ctx.Err() != nil && err != nil {
 		// The caller gave up (or its own deadline came first): that says
 		// nothing about Redis.
-	case !Unhealthy(err):
-		c.record(false)
-	default:
-		c.record(true)
+		return err
+	}
+	c.Observe(err)
+	if Unhealthy(err) {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return err
+}
+
+// Observe counts the outcome of an operation run without Do (one bounded
+// by Timeout, say) towards Redis's health, classified as Do does: nil is
+// a success, an Unhealthy error a failure, anything else an answer. A
+// cancelled operation counts for nothing.
+func (c *Conn) Observe(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	c.record(Unhealthy(err))
+}
+
+// Watch adds fn to what is called with false when the breaker opens and
+// with true when a probe closes it; fn must not block. The returned stop
+// removes it.
+func (c *Conn) Watch(fn func(available bool)) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := &fn
+	c.watchers = append(c.watchers, w)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.watchers = slices.DeleteFunc(c.watchers, func(x *func(bool)) bool { return x == w })
+	}
 }
 
 // Unhealthy reports whether err says Redis could not serve — a timeout,
@@ -204,8 +234,8 @@ func (c *Conn) record(failed bool) {
 	defer c.mu.Unlock()
 	// Under mu, as the probe's call: the calls are in the order of the
 	// changes.
-	if c.onHealth != nil {
-		c.onHealth(false)
+	for _, w := range c.watchers {
+		(*w)(false)
 	}
 	select {
 	case <-c.closed:
@@ -245,8 +275,8 @@ func (c *Conn) probe() {
 		c.mu.Lock()
 		c.breaker.Probed(true)
 		c.probing = false
-		if c.onHealth != nil {
-			c.onHealth(true)
+		for _, w := range c.watchers {
+			(*w)(true)
 		}
 		c.mu.Unlock()
 		c.log.Info().Dur("after", time.Since(since)).Msg("redis: answering again")
@@ -254,7 +284,7 @@ func (c *Conn) probe() {
 	}
 }
 
-// Close stops probing and closes the client.
+// Close stops probing, and closes the client when Open made it.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	select {
@@ -264,5 +294,8 @@ func (c *Conn) Close() error {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+	if !c.owns {
+		return nil
+	}
 	return c.client.Close()
 }

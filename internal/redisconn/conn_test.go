@@ -51,7 +51,7 @@ func TestDoCountsOnlyRedisFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New(redis.NewClient(&redis.Options{Addr: redisAddr}), Options{Timeouts: DefaultTimeouts(), Breaker: oneStrike()})
-			t.Cleanup(func() { c.Close() })
+			t.Cleanup(func() { c.Close(); c.Client().Close() })
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			err := c.Do(ctx, Hot, func(context.Context) error {
@@ -80,7 +80,7 @@ func (proto) RedisError()     {}
 // operation, and the probe, at once, and leave the breaker open for good.
 func TestZeroOptions(t *testing.T) {
 	c := New(redis.NewClient(&redis.Options{Addr: redisAddr}), Options{})
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.Close(); c.Client().Close() })
 	for range 10 {
 		if err := c.Do(context.Background(), Hot, func(ctx context.Context) error { return c.Client().Ping(ctx).Err() }); err != nil {
 			t.Fatalf("Do with zero options: %v", err)
@@ -96,7 +96,7 @@ func TestDoBoundsEachKind(t *testing.T) {
 	c := New(redis.NewClient(&redis.Options{Addr: redisAddr}), Options{
 		Timeouts: Timeouts{Hot: 10 * time.Millisecond, Session: 20 * time.Second, Background: 30 * time.Second},
 		Breaker:  DefaultBreaker()})
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.Close(); c.Client().Close() })
 	for k, want := range map[Kind]time.Duration{Hot: 10 * time.Millisecond, Session: 20 * time.Second, Background: 30 * time.Second} {
 		_ = c.Do(context.Background(), k, func(ctx context.Context) error {
 			d, ok := ctx.Deadline()
@@ -148,6 +148,7 @@ func TestBreakerOpensAndProbeCloses(t *testing.T) {
 			t.Fatalf("Do after recovery: %v", err)
 		}
 		c.Close()
+		c.Client().Close() // New leaves the client to its owner
 	})
 }
 
@@ -161,7 +162,7 @@ func TestFrozenRedis(t *testing.T) {
 		Timeouts: Timeouts{Hot: 50 * time.Millisecond, Session: time.Second, Background: time.Second},
 		Breaker:  BreakerOptions{Window: 10 * time.Second, MinOps: 20, FailureRate: 0.5, Consecutive: 3, OpenFor: 20 * time.Millisecond, MaxOpenFor: 100 * time.Millisecond},
 		OnHealth: func(ok bool) { health <- ok }})
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { c.Close(); c.Client().Close() })
 	ping := func(ctx context.Context) error { return c.Client().Ping(ctx).Err() }
 	if err := c.Do(context.Background(), Hot, ping); err != nil {
 		t.Fatalf("ping through the proxy: %v", err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // redisLog is the GET stream's event log of a shared client session
@@ -136,7 +138,7 @@ func (l *redisLog) sync(ctx context.Context, st *stream) error {
 	if err := l.m.skipping(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	v, err := l.m.rdb.HMGet(ctx, l.m.hashKey(l.id), "gseq", "gflushed").Result()
 	if err != nil {

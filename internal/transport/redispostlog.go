@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -156,7 +158,7 @@ func (p *postLog) queue(seq uint64, data []byte, final bool) {
 // limit is the last seq the origin's connection may write, and whether it
 // may write the end; st.mu must be held. Unmirrored, everything.
 func (p *postLog) limit(st *stream) (uint64, bool) {
-	if p == nil || !p.origin || p.degraded || p.m.skipUntil.Load() != 0 {
+	if p == nil || !p.origin || p.degraded || !p.m.conn.Available() {
 		return st.nextSeq - 1, true
 	}
 	return p.persisted, p.ended
@@ -206,7 +208,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 		return nil, err
 	}
 	key := m.postKey(s.id, name)
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	last, err := m.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/rs/zerolog"
 )
 
@@ -87,11 +89,15 @@ type redisSessions struct {
 	// behind the others (issue 7, point 6).
 	loads chan struct{}
 
-	// After a failure Redis is skipped until skipUntil (unix
-	// nanoseconds), so an unreachable Redis costs a request nothing
-	// rather than a timeout each. Non-zero while Redis is down: its
-	// changes from and to zero log the outage's start and end once.
-	skipUntil atomic.Int64
+	// conn is Redis's health, shared with the process's other users of
+	// Redis (docs/adr/0044-one-redis-foundation.md): while its breaker is
+	// open Redis is skipped, so an unreachable Redis costs a request
+	// nothing rather than a timeout each; one slow reply does not open
+	// it. ownConn: the transport made it and closes it; unwatch removes
+	// the outage hook.
+	conn    *redisconn.Conn
+	ownConn bool
+	unwatch func()
 	// resyncDue: Redis answers again after an outage; the sweeper
 	// re-reads every local copy at once, since changes published
 	// meanwhile were missed and Redis may have lost its data (issue 7,
@@ -181,7 +187,7 @@ type sessionChange struct {
 }
 
 var (
-	errRedisSkipped = errors.New("redis unavailable: skipped for a moment after a failure")
+	errRedisSkipped = errors.New("redis unavailable: not waited on until a probe finds it answering")
 	errTooManyLoads = errors.New("too many client sessions being loaded from redis at once")
 	// errRedisLost: Redis has no hash for the session, but it lost its
 	// data a moment ago, so a replica holding a copy may be writing it
@@ -209,6 +215,13 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
 		lua: lua,
 	}
+	m.conn = o.RedisConn
+	if m.conn == nil {
+		m.conn = redisconn.New(o.Redis, redisconn.Options{KeyPrefix: o.RedisKeyPrefix,
+			Timeouts: redisconn.Timeouts{Hot: o.RedisTimeout}, Log: o.Logger})
+		m.ownConn = true
+	}
+	m.unwatch = m.conn.Watch(m.health)
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
 	m.wg.Add(3)
@@ -339,7 +352,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		s.terminate()
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	if err := m.reserve(ctx, s.principal, s.tenant, id); err != nil {
 		s.terminate()
@@ -572,7 +585,7 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	if err := m.skipping(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	var read *redis.MapStringStringCmd
 	var lc lossCheck
@@ -711,6 +724,10 @@ func (m *redisSessions) Close() {
 	m.cancel()
 	m.wg.Wait()
 	m.heartbeat(false) // after the last refresh: others take over at once
+	m.unwatch()
+	if m.ownConn {
+		_ = m.conn.Close() // its probe; the client is the caller's
+	}
 	m.mu.Lock()
 	all := m.byID
 	m.byID = map[string]*ClientSession{}
@@ -833,42 +850,34 @@ func (m *redisSessions) kickSweep() {
 	}
 }
 
-// skipping returns errRedisSkipped while Redis is skipped after a
-// failure; one caller at a time tries again once minBackoff has passed.
+// skipping returns errRedisSkipped while the breaker is open: nothing
+// waits on a Redis known to be down.
 func (m *redisSessions) skipping() error {
-	skip := m.skipUntil.Load()
-	if skip == 0 {
-		return nil
-	}
-	now := time.Now().UnixNano()
-	if now < skip || !m.skipUntil.CompareAndSwap(skip, now+m.tune.minBackoff.Nanoseconds()) {
+	if !m.conn.Available() {
 		return errRedisSkipped
 	}
 	return nil
 }
 
-// failed records a Redis failure: Redis is skipped for minBackoff, and
-// the first failure of an outage is logged.
-func (m *redisSessions) failed(err error) {
-	if errors.Is(err, context.Canceled) {
-		// The caller hung up, or Close cancelled the store's own work:
-		// neither says anything about Redis.
+// failed counts a Redis failure towards its health; a caller that hung
+// up, or Close cancelling the store's own work, says nothing about
+// Redis, and an error that is Redis's answer (a script's) is no failure.
+func (m *redisSessions) failed(err error) { m.conn.Observe(err) }
+
+// ok counts a success.
+func (m *redisSessions) ok() { m.conn.Observe(nil) }
+
+// health is told when the breaker opens and closes: the outage is logged
+// once each way, and when it ends every copy is re-read, not only those
+// with unsaved changes: Redis may have lost its data, and another replica
+// then answers 503 for them until they are written back.
+func (m *redisSessions) health(available bool) {
+	if !available {
+		m.log.Warn().Str("channel", m.channel).
+			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
 		return
 	}
-	if m.skipUntil.Swap(time.Now().Add(m.tune.minBackoff).UnixNano()) == 0 { // the outage begins
-		m.log.Warn().Err(err).Str("channel", m.channel).
-			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
-	}
-}
-
-func (m *redisSessions) ok() {
-	if m.skipUntil.Load() != 0 && m.skipUntil.Swap(0) != 0 { // the outage ends
-		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
-		// Every copy is re-read now, not only those with unsaved
-		// changes: Redis may have lost its data, and another replica
-		// then answers 503 for them until they are written back
-		// (issue 7, point 6).
-		m.resyncDue.Store(true)
-		m.kickSweep()
-	}
+	m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
+	m.resyncDue.Store(true)
+	m.kickSweep()
 }

@@ -280,6 +280,25 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	}
 }
 
+// One slow Redis reply is not an outage: after an operation timed out,
+// the next client is served (it used to get 503 for a second while Redis
+// was skipped after any failure), and only a run of failures makes the
+// replica stop waiting on Redis (docs/adr/0044-one-redis-foundation.md).
+func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	a := replica(t, direct, prefix)
+	m := a.tr.sessions.(*redisSessions)
+	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
+	a.initialize(t)
+	for range 10 {
+		m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
+	}
+	if res := a.post(t, "", initBody("2025-11-25", nil)); res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("after a run of failures initialize got %s, want 503 without waiting on Redis", res)
+	}
+}
+
 // TestRedisSessions_BusyCopyStays (issue 7, point 5 of the review): the
 // client started a long tool call (or one that asks it for sampling) on
 // B and went on working on A, or went quiet, for longer than the idle

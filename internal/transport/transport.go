@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -86,8 +87,14 @@ type Options struct {
 	// RedisKeyPrefix starts every key and channel name (default
 	// "mcp-runtime:"); replicas serving the same clients share it.
 	RedisKeyPrefix string
-	// RedisTimeout bounds each Redis call (default 100ms).
+	// RedisTimeout bounds each Redis call on a request's path (default
+	// 100ms); creating, loading or claiming a session and opening a
+	// stream get the session bound of RedisConn.
 	RedisTimeout time.Duration
+	// RedisConn is Redis's health and the bounds of its operations,
+	// shared with the process's other users of Redis; nil: the transport
+	// makes its own from Redis, with RedisTimeout as the hot bound.
+	RedisConn *redisconn.Conn
 	// redisTune: tests shorten the background timings.
 	redisTune redisTuning
 	// Now is the clock; nil means time.Now.
