@@ -25,13 +25,13 @@ CHART        := helm/mcp-runtime
 # Every .go file in the repository, bench/ included; tool caches excluded.
 GO_FILES_CMD := find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name vendor \) -prune -o -type f -name '*.go' -print
 
-.PHONY: help test vet lint helm test-go fuzz-short conformance run bench tools
+.PHONY: help test vet lint helm test-go fuzz-short conformance fidelity run bench tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
 # helm comes before test-go: test/deploy renders the chart with the helm it installs.
-test: vet lint helm test-go fuzz-short conformance ## the full gate: vet, lint, helm, test-go, fuzz-short, conformance
+test: vet lint helm test-go fuzz-short conformance fidelity ## the full gate: vet, lint, helm, test-go, fuzz-short, conformance, fidelity
 
 vet: ## gofmt -l must list nothing (bench/ too), then go vet ./...
 	@echo "==> gofmt -l"
@@ -60,8 +60,12 @@ helm: ## helm lint --strict, then helm template, of the chart with its default a
 		echo "    $$(grep -c '^kind: ' "$$out/$$name.yaml") objects: $$(grep '^kind: ' "$$out/$$name.yaml" | cut -d' ' -f2 | sort | paste -sd' ')"; \
 	done
 
-test-go: ## go test -race -count=1 ./...
-	$(GO) test -race -count=1 ./...
+# The Redis Cluster tests run against a cluster of six nodes on loopback
+# (scripts/redis-cluster.sh), started for the run and stopped after it.
+test-go: ## go test -race -count=1 ./... (with a local Redis Cluster for the cluster tests)
+	@scripts/redis-cluster.sh start
+	@trap 'scripts/redis-cluster.sh stop' EXIT; \
+	MCP_TEST_REDIS_CLUSTER="$$(scripts/redis-cluster.sh url)" $(GO) test -race -count=1 ./...
 
 fuzz-short: ## every FuzzXxx for FUZZTIME (default 10s), found by go test -list
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz-short.sh
@@ -69,6 +73,10 @@ fuzz-short: ## every FuzzXxx for FUZZTIME (default 10s), found by go test -list
 conformance: ## MCP conformance suite against test/conformance and cmd/api
 	@scripts/install-tools.sh node
 	@scripts/conformance.sh
+
+fidelity: ## server-everything called directly and through cmd/api by the TypeScript client: the same answers
+	@scripts/install-tools.sh node
+	@scripts/fidelity.sh
 
 run: ## run the server (go run ./cmd/api)
 	$(GO) run ./cmd/api

@@ -2,7 +2,8 @@
 # The latency and CPU the gateway adds: runtime_echo called directly on an
 # upstream mcp-runtime, and the same tool called through a second
 # mcp-runtime that federates it (runtime2_runtime_echo), with the same load
-# tool, on the same machine, in one run (issue 6: under 1 ms at p50).
+# tool, on the same machine, in one run (the target: under 1 ms at p50;
+# docs/gateway-hop.md).
 #
 # Starts two cmd/api processes on the embedded store: the upstream on
 # UPSTREAM_PORT and the gateway on GATEWAY_PORT, whose YAML declares the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/call throughput with client sessions in Redis against the
-# in-memory session mode (issue 7: at least 80 %), with the same load
+# in-memory session mode (the target: at least 80 % of it), with the same load
 # tool, on the same machine, in one run.
 #
 # Starts two cmd/api processes on the embedded store: one without Redis

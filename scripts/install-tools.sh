@@ -114,6 +114,21 @@ smoke_conformance() {
 	"${NODE22}" "$1/node_modules/@modelcontextprotocol/conformance/dist/index.js" --version
 }
 verify_conformance_main() { verify_conformance "$1" "${CONFORMANCE_VERSION}"; }
+# verify_fidelity PREFIX: the pinned upstream and client of test/fidelity.
+verify_fidelity() {
+	local prefix="$1" pkg want v
+	for pkg in "server-everything:${FIDELITY_EVERYTHING_VERSION}" "sdk:${FIDELITY_SDK_VERSION}"; do
+		want="${pkg#*:}"
+		pkg="${prefix}/node_modules/@modelcontextprotocol/${pkg%%:*}/package.json"
+		[[ -f "${pkg}" ]] || return 1
+		v="$("${NODE22}" -p 'require(process.argv[1]).version' "${pkg}")" || return 1
+		[[ "${v}" == "${want}" ]] || {
+			echo "${pkg}: ${v} != ${want}"
+			return 1
+		}
+	done
+	echo "server-everything ${FIDELITY_EVERYTHING_VERSION}, @modelcontextprotocol/sdk ${FIDELITY_SDK_VERSION}"
+}
 verify_conformance_pre() { verify_conformance "$1" "${CONFORMANCE_PRE_VERSION}"; }
 
 install_node() {
@@ -125,6 +140,7 @@ install_node() {
 	export PATH="${NODE22_BIN_DIR}:${PATH}"
 	install_npm_set "conformance-${CONFORMANCE_VERSION}" verify_conformance_main smoke_conformance
 	install_npm_set "conformance-${CONFORMANCE_PRE_VERSION}" verify_conformance_pre smoke_conformance
+	install_npm_set fidelity verify_fidelity
 }
 
 # ------------------------------------------------------------------ Go tools --

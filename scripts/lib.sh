@@ -49,3 +49,9 @@ conformance_dir() {
 conformance_entry() {
 	printf '%s/node_modules/@modelcontextprotocol/conformance/dist/index.js\n' "$(conformance_dir "$1")"
 }
+
+# test/fidelity: a real third-party upstream and the official TypeScript
+# client (scripts/npm/fidelity pins both).
+FIDELITY_DIR="${CACHE_DIR}/fidelity"
+FIDELITY_EVERYTHING_VERSION="2026.8.31"
+FIDELITY_SDK_VERSION="1.32.2"

@@ -28,6 +28,10 @@ type fakeServer struct {
 	// closeGetAfter > 0: a GET stream ends after that many notifications
 	// (the queue keeps the rest for the next GET).
 	closeGetAfter int
+	// onCall, when set, runs with the count of tools/* requests each time
+	// one is counted, before it is answered: a test's signal that the
+	// run has got so far.
+	onCall func(n int64)
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -214,16 +218,16 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(msg.Method, "tools/") {
 		switch s.callFail {
 		case "status":
-			s.calls.Add(1)
+			s.countCall()
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
 		case "content-type":
-			s.calls.Add(1)
+			s.countCall()
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write([]byte("hello"))
 			return
 		case "truncate":
-			s.calls.Add(1)
+			s.countCall()
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,", msg.ID)
 			return
@@ -235,7 +239,7 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.notified.Add(1)
 		w.WriteHeader(http.StatusAccepted)
 	case "tools/list":
-		s.calls.Add(1)
+		s.countCall()
 		s.reply(w, msg.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
 	case "resources/subscribe":
 		var p struct {
@@ -250,7 +254,7 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.reply(w, msg.ID, `{}`)
 	case "tools/call":
-		s.calls.Add(1)
+		s.countCall()
 		var p struct {
 			Name      string `json:"name"`
 			Arguments struct {
@@ -292,6 +296,14 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		s.replyRaw(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no such method"}}`, msg.ID))
+	}
+}
+
+// countCall counts a tools/* request and tells onCall.
+func (s *fakeServer) countCall() {
+	n := s.calls.Add(1)
+	if s.onCall != nil {
+		s.onCall(n)
 	}
 }
 
@@ -490,9 +502,6 @@ func TestDurationModeAndProgress(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
-	fs := &fakeServer{t: t, sessions: map[string]bool{}}
-	srv := httptest.NewServer(fs)
-	defer srv.Close()
 	// Interrupt once the server has answered a few calls (not after a fixed
 	// time, which a loaded machine may spend on the handshake alone). One
 	// worker sends a call only after it has its previous answer, so by the
@@ -501,12 +510,13 @@ func TestInterrupt(t *testing.T) {
 	// wire when the interrupt comes (CI saw "requests 0").
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	go func() {
-		for fs.calls.Load() < 5 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
+	fs := &fakeServer{t: t, sessions: map[string]bool{}, onCall: func(n int64) {
+		if n == 5 {
+			cancel()
 		}
-		cancel()
-	}()
+	}}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"-url", srv.URL, "-duration", "1h", "-warmup", "0", "-json", "-concurrency", "1",
 		"-header", "Authorization: Bearer test-token"}, &stdout, &stderr, false)

@@ -45,8 +45,9 @@ type Options struct {
 	// is never open by default).
 	Token string
 	// Principals, when set, also admits a principal with Admin set: an
-	// admin API key, or an OAuth token with the admin scope (issue 8,
-	// point 5). The token above still works beside it.
+	// admin API key, or an OAuth token with the admin scope
+	// (docs/adr/0019-authentication-and-principals.md). The token above
+	// still works beside it.
 	Principals Authenticator
 	// Keys, when set, serves /admin/apikeys (apikey mode).
 	Keys APIKeys

@@ -16,8 +16,9 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// APIKeys is what the API needs of the store for /admin/apikeys (issue 8,
-// point 1): keys created and revoked at run time, stored hashed.
+// APIKeys is what the API needs of the store for /admin/apikeys: keys
+// created and revoked at run time, stored hashed
+// (docs/adr/0021-api-keys.md).
 type APIKeys interface {
 	ListAPIKeys(ctx context.Context) ([]store.APIKeyRecord, error)
 	CreateAPIKey(ctx context.Context, k store.APIKeyRecord) (store.APIKeyRecord, error)

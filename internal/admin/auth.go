@@ -15,10 +15,11 @@ import (
 // realm names the protection space in WWW-Authenticate (RFC 9110 §11.6.1).
 const realm = `Bearer realm="mcp-runtime-admin"`
 
-// authenticate lets a request through with the configured bearer token
-// (RFC 6750 §2.1) or as an admin principal (issue 8, point 5). With
-// neither possible the API is off: 403, not 401, since no credential the
-// client could send would help.
+// authenticate lets a request through with the configured bearer token (RFC
+// 6750 §2.1) or as an admin principal
+// (docs/adr/0019-authentication-and-principals.md). With neither possible
+// the API is off: 403, not 401, since no credential the client could send
+// would help.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.hasToken && a.principals == nil { // the API is off

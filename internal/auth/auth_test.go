@@ -138,6 +138,11 @@ func TestOAuthKeyRotation(t *testing.T) {
 	// The retired key: its token was verified before, but the cache
 	// honours it only while the kid is published (rechecked within a
 	// second), and a fresh verification finds the kid gone: 401.
+	//
+	// The sleep is the subject: the refetch budget is a rate.Limiter on
+	// the wall clock, which the authenticator's clock (Options.Now) does
+	// not reach, and the issuer is a real HTTP server, whose keep-alive
+	// connections a synctest bubble cannot hold still.
 	time.Sleep(1100 * time.Millisecond) // kidRecheck, and jwksMinRefreshMs: 1000
 	_, f := a.Authenticate(request("Bearer " + old))
 	if f == nil || f.Status != http.StatusUnauthorized || f.Code != CodeInvalidToken {
@@ -171,6 +176,8 @@ func TestOAuthKeysUnavailableIs503(t *testing.T) {
 	if f == nil || f.Status != http.StatusServiceUnavailable {
 		t.Fatalf("new key while the budget is spent: %v, want 503", f)
 	}
+	// The sleep is the subject: the next fetch is allowed by the refetch
+	// budget's rate.Limiter on the wall clock (see TestOAuthKeyRotation).
 	time.Sleep(1100 * time.Millisecond)
 	if _, f := a.Authenticate(request("Bearer " + tok)); f != nil {
 		t.Fatalf("new key after the retry hint: %v", f)

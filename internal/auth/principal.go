@@ -1,8 +1,9 @@
-// Package auth decides who a request comes from (issue 8): no
-// credentials (mode none), API keys, or OAuth 2.1 JWT bearer tokens
-// checked against the issuer's JWKS (MCP basic/authorization, RFC 9068,
-// RFC 8707). The principal it returns names the tenant every store row,
-// cache key, trace and subscription of the request is scoped by.
+// Package auth decides who a request comes from
+// (docs/adr/0019-authentication-and-principals.md): no credentials (mode
+// none), API keys, or OAuth 2.1 JWT bearer tokens checked against the
+// issuer's JWKS (MCP basic/authorization, RFC 9068, RFC 8707). The
+// principal it returns names the tenant every store row, cache key, trace
+// and subscription of the request is scoped by.
 //
 // It knows nothing of MCP or of the transport: an Authenticator takes the
 // Authorization header and answers a Principal or a *Failure, and the

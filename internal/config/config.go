@@ -80,8 +80,7 @@ type Config struct {
 	Federation Federation        `yaml:"federation"`
 	// Admin configures the admin REST API.
 	Admin Admin `yaml:"admin"`
-	// Auth decides who a request comes from: none, API keys or OAuth
-	// (issue 8).
+	// Auth decides who a request comes from: none, API keys or OAuth.
 	Auth auth.Config `yaml:"auth"`
 	// RateLimits are per-principal request budgets.
 	RateLimits RateLimits `yaml:"rateLimits"`

@@ -6,12 +6,12 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 )
 
-// RateLimits are per-principal token buckets (issue 8, point 4), shared
-// by the replicas through Redis when REDIS_URL is set, and the budget of
-// failed authentications per remote address. A perSecond of 0 turns a
-// limit off, which is the default of the per-principal ones: with
-// auth.mode none every caller is one principal, and a limit would
-// throttle them all together.
+// RateLimits are per-principal token buckets
+// (docs/adr/0022-rate-limits.md), shared by the replicas through Redis when
+// REDIS_URL is set, and the budget of failed authentications per remote
+// address. A perSecond of 0 turns a limit off, which is the default of the
+// per-principal ones: with auth.mode none every caller is one principal,
+// and a limit would throttle them all together.
 type RateLimits struct {
 	// ToolCalls bounds tools/call per principal; over it a call answers
 	// RATE_LIMITED with retryAfterMs.

@@ -8,7 +8,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 )
 
-// Timeouts configures tool-call timeouts (optimization-prd.md, Feature 2).
+// Timeouts configures tool-call timeouts (INV-MCP-TIMEOUT-001…005).
 type Timeouts struct {
 	// DefaultTimeoutMs applies to a tool whose category has no timeout.
 	DefaultTimeoutMs int64 `yaml:"defaultTimeoutMs"`
@@ -27,7 +27,7 @@ type ToolTimeouts struct {
 	Execution int64 `yaml:"execution"`
 }
 
-// Limits configures request limits (optimization-prd.md, Feature 4).
+// Limits configures request limits (INV-MCP-LIMIT-001…004).
 type Limits struct {
 	MaxArraySize    int   `yaml:"maxArraySize"`
 	MaxStringLength int   `yaml:"maxStringLength"`
@@ -38,7 +38,7 @@ type Limits struct {
 }
 
 // Response configures the response envelope's size limits
-// (optimization-prd.md, Feature 3).
+// (INV-MCP-RESP-003, -004).
 type Response struct {
 	MaxResponseBytes int    `yaml:"maxResponseBytes"`
 	MaxListItems     int    `yaml:"maxListItems"`

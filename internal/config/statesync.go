@@ -2,9 +2,9 @@ package config
 
 import "github.com/mcp-runtime/mcp-runtime/internal/statesync"
 
-// StateSync configures State Sync (state-sync.md): the cache-control
-// directive each tool's description carries, and which mutations
-// invalidate which tools' data.
+// StateSync configures State Sync (DESIGN.md, "State Sync"): the
+// cache-control directive each tool's description carries, and which
+// mutations invalidate which tools' data.
 type StateSync struct {
 	// Enabled turns State Sync on. Off, no State Sync code runs on the
 	// tools/list or tools/call path.

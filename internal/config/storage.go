@@ -19,7 +19,7 @@ const (
 )
 
 // Cache is the in-process cache, the first tier in front of Redis and the
-// database (optimization-prd.md, Feature 1: MCPCacheConfigSchema).
+// database (INV-MCP-CACHE-001…006; docs/adr/0043-two-tier-cache.md).
 type Cache struct {
 	MaxSizeBytes      int64   `yaml:"maxSizeBytes"`
 	MaxEntries        int     `yaml:"maxEntries"`

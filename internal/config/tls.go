@@ -9,8 +9,8 @@ const (
 	EnvTLSKeyFile  = "MCP_TLS_KEY_FILE"  // tls.keyFile
 )
 
-// TLS serves HTTPS directly (issue 8, point 6); without it the server
-// speaks plain HTTP, for a TLS-terminating proxy or ingress in front.
+// TLS serves HTTPS directly; without it the server speaks plain HTTP, for a
+// TLS-terminating proxy or ingress in front.
 type TLS struct {
 	CertFile string `yaml:"certFile"`
 	KeyFile  string `yaml:"keyFile"`

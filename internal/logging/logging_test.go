@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -64,25 +65,24 @@ func TestNew_BatchesLinesAndFlushesOnClose(t *testing.T) {
 	}
 }
 
-// TestNew_FlushesOnInterval: a line reaches the output without Close.
+// TestNew_FlushesOnInterval: a line reaches the output without Close,
+// within the diode's poll (5ms) and one flush interval. Time is the
+// subject, so it runs on synctest's clock.
 func TestNew_FlushesOnInterval(t *testing.T) {
-	out := &lockedBuffer{}
-	log, closer, err := New(out, Options{Level: "info", FlushInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	log.Info().Msg("hello")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if text, _ := out.snapshot(); strings.Contains(text, "hello") {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		out := &lockedBuffer{}
+		log, closer, err := New(out, Options{Level: "info", FlushInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("line not flushed within 5s")
+		defer closer.Close()
+		log.Info().Msg("hello")
+		time.Sleep(15 * time.Millisecond)
+		synctest.Wait()
+		if text, _ := out.snapshot(); !strings.Contains(text, "hello") {
+			t.Fatalf("line not flushed within 15ms; output %q", text)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }
 
 func TestNew_RejectsUnknownLevel(t *testing.T) {
@@ -124,39 +124,38 @@ func TestNew_OutputRecoversAfterAFailedWrite(t *testing.T) {
 		{"failed write of a full buffer", time.Hour, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := &failingOnce{failed: make(chan struct{})}
-			log, closer, err := New(out, Options{Level: "info", FlushInterval: tc.every})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closer.Close()
-			pad := strings.Repeat("x", 100)
-			for i := range tc.lines {
-				log.Info().Int("i", i).Str("pad", pad).Msg("before the failure")
-			}
-			select {
-			case <-out.failed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the output was never written to")
-			}
-			for i := range 3 {
-				log.Info().Int("i", i).Msg("after the failure")
-			}
-			for i := 1; i < tc.lines; i++ { // fill the buffer again, so it is written out
-				log.Info().Int("i", i).Str("pad", pad).Msg("filler")
-			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
+			synctest.Test(t, func(t *testing.T) {
+				out := &failingOnce{failed: make(chan struct{})}
+				log, closer, err := New(out, Options{Level: "info", FlushInterval: tc.every})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closer.Close()
+				pad := strings.Repeat("x", 100)
+				for i := range tc.lines {
+					log.Info().Int("i", i).Str("pad", pad).Msg("before the failure")
+				}
+				select {
+				case <-out.failed:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the output was never written to")
+				}
+				for i := range 3 {
+					log.Info().Int("i", i).Msg("after the failure")
+				}
+				for i := 1; i < tc.lines; i++ { // fill the buffer again, so it is written out
+					log.Info().Int("i", i).Str("pad", pad).Msg("filler")
+				}
+				// The diode polls every 5ms and the batcher writes on its
+				// interval or a full buffer; on synctest's clock 20ms is
+				// enough for either, and the wait is exact.
+				time.Sleep(20 * time.Millisecond)
+				synctest.Wait()
 				text, _ := out.snapshot()
-				n := strings.Count(text, "after the failure")
-				if n == 3 {
-					return
+				if n := strings.Count(text, "after the failure"); n != 3 {
+					t.Fatalf("%d of the 3 lines logged after the failed write arrived within 20ms; output %q", n, truncate(text, 300))
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of the 3 lines logged after the failed write arrived within 5s; output %q", n, truncate(text, 300))
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			})
 		})
 	}
 }

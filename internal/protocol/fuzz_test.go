@@ -2,14 +2,16 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// FuzzDecode: Decode never panics; what it accepts is a well-formed message,
-// and what it rejects is answered by an error response that is itself a
-// well-formed message (error-stability.md).
+// FuzzDecode: Decode never panics; what it accepts is a well-formed
+// message, and what it rejects is answered by an error response that is
+// itself a well-formed message (docs/adr/0005-error-layers-and-envelope.md:
+// a malformed input is answered, and the server keeps serving).
 func FuzzDecode(f *testing.F) {
 	for _, tc := range decodeCases {
 		f.Add([]byte(tc.input))
@@ -66,6 +68,34 @@ func FuzzDecode(f *testing.F) {
 		if back.Kind != protocol.KindResponse || back.Error == nil ||
 			back.Error.Code != perr.Code || back.Error.Message != perr.Message || string(backID) != string(id) {
 			t.Fatalf("error response %s decodes as %+v id %q", out, back, backID)
+		}
+	})
+}
+
+// FuzzCheckModern: whatever a modern request and its headers hold, the
+// check answers with an accepted request or a 400 error, and never
+// panics; an accepted one names a modern version.
+func FuzzCheckModern(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28", "tools/call", "a")
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x","_meta":{}}}`, "", "resources/read", "=?base64?eA==?=")
+	f.Fuzz(func(t *testing.T, body, version, method, name string) {
+		msg, _, derr := protocol.Decode([]byte(body))
+		if derr != nil || msg.Kind != protocol.KindRequest {
+			return
+		}
+		h := http.Header{}
+		h.Set(protocol.HeaderProtocolVersion, version)
+		h.Set(protocol.HeaderMethod, method)
+		h.Set(protocol.HeaderName, name)
+		meta, err := protocol.CheckModern(msg, h)
+		if err != nil {
+			if err.Status != http.StatusBadRequest || err.Error == nil {
+				t.Fatalf("error %+v", err)
+			}
+			return
+		}
+		if !protocol.IsModernVersion(meta.ProtocolVersion) {
+			t.Fatalf("accepted version %q", meta.ProtocolVersion)
 		}
 	})
 }

@@ -135,3 +135,47 @@ func LookupMembers(data []byte, keys []string, dst []json.RawMessage) error {
 		return true
 	})
 }
+
+// errNotArray is returned by EachElement for input that is not an array.
+var errNotArray = errors.New("not a JSON array")
+
+// EachElement calls fn with the raw value of every element of the JSON
+// array data, in order, without copying; data must be valid JSON. fn
+// returning false stops the walk.
+func EachElement(data []byte, fn func(value []byte) bool) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return errNotArray
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if data[i] == ']' {
+			return nil
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := endOfValue(data, i)
+		if !fn(data[i:end]) {
+			return nil
+		}
+		i = end
+	}
+}
+
+// StringValue returns the string a JSON string value holds; ok is false
+// for any other value. data must be valid JSON. A string without escapes
+// is copied once; one with escapes goes through encoding/json.
+func StringValue(data []byte) (s string, ok bool) {
+	if len(data) < 2 || data[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(data, '\\') < 0 {
+		return string(data[1 : len(data)-1]), true
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return "", false
+	}
+	return s, true
+}

@@ -36,6 +36,7 @@ var jsonSamples = []string{
 	`{"a":"}","b":"]","c":",","d":"{[\""}`,
 	`{"n":-0,"m":1E5,"o":0.000001,"p":1e-7}`,
 	`[[[[[[[[[[{"deep":[[[]]]}]]]]]]]]]]`,
+	` [ 1 , "a,]" , { "b" : [ 2 ] } , null ] `,
 	`{"text":"hello","count":3,"tags":["x","y"],"opts":{"n":1.0}}`,
 }
 
@@ -363,4 +364,48 @@ func FuzzScanners(f *testing.F) {
 			checkLookup(t, data)
 		}
 	})
+}
+
+// EachElement slices out what encoding/json decodes into []json.RawMessage.
+func TestEachElementMatchesEncodingJSON(t *testing.T) {
+	for _, s := range jsonSamples {
+		t.Run(s, func(t *testing.T) {
+			var want []json.RawMessage
+			wantErr := json.Unmarshal([]byte(s), &want) != nil || strings.TrimSpace(s) == "null"
+			var got []json.RawMessage
+			err := protocol.EachElement([]byte(s), func(v []byte) bool {
+				got = append(got, v)
+				return true
+			})
+			if (err != nil) != wantErr {
+				t.Fatalf("EachElement error = %v, want an error: %v", err, wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if len(got) != len(want) {
+				t.Fatalf("EachElement gave %d elements, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(bytes.TrimSpace(got[i]), bytes.TrimSpace(want[i])) {
+					t.Errorf("element %d = %s, want %s", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// StringValue reads what encoding/json decodes into a string, and refuses
+// every other kind of value.
+func TestStringValueMatchesEncodingJSON(t *testing.T) {
+	for _, s := range jsonSamples {
+		t.Run(s, func(t *testing.T) {
+			var want string
+			wantOK := json.Unmarshal([]byte(s), &want) == nil && strings.HasPrefix(s, `"`)
+			got, ok := protocol.StringValue([]byte(s))
+			if ok != wantOK || got != want {
+				t.Fatalf("StringValue = %q, %v; want %q, %v", got, ok, want, wantOK)
+			}
+		})
+	}
 }

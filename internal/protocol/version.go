@@ -1,7 +1,10 @@
 package protocol
 
-// Protocol revisions served, newest first. 2026-07-28 (stateless, no
-// initialize) is a separate era and not negotiated here; see DESIGN.md.
+import "slices"
+
+// Legacy protocol revisions served through initialize, newest first.
+// 2026-07-28 (stateless, no initialize) is a separate era, checked per
+// request (modern.go; docs/adr/0040-protocol-versions.md).
 const (
 	Version20251125 = "2025-11-25"
 	Version20250618 = "2025-06-18"
@@ -21,14 +24,7 @@ var supportedVersions = [...]string{Version20251125, Version20250618, Version202
 func SupportedVersions() []string { return append([]string(nil), supportedVersions[:]...) }
 
 // IsSupported reports whether v is a served revision.
-func IsSupported(v string) bool {
-	for _, s := range supportedVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func IsSupported(v string) bool { return slices.Contains(supportedVersions[:], v) }
 
 // Negotiate picks the version to answer initialize with: the client's own if
 // served, else the latest (basic/lifecycle: "MUST respond with the same

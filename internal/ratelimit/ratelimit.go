@@ -1,6 +1,6 @@
-// Package ratelimit is the per-principal token bucket of issue 8, point 4:
-// in-process by default, in Redis when the replicas share one, so a limit
-// holds across replicas rather than per pod.
+// Package ratelimit is the per-principal token bucket
+// (docs/adr/0022-rate-limits.md): in-process by default, in Redis when the
+// replicas share one, so a limit holds across replicas rather than per pod.
 //
 // Both implementations are GCRA (the generic cell rate algorithm), a
 // token bucket that keeps one number per key — the theoretical arrival

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// APIKeyRecord is an API key created through the admin API (issue 8,
-// point 1). The key itself is shown once, at creation, and never stored:
-// Hash is its hex SHA-256. Keys belong to the deployment; Tenant is the
-// tenant the key acts on.
+// APIKeyRecord is an API key created through the admin API
+// (docs/adr/0021-api-keys.md). The key itself is shown once, at creation,
+// and never stored: Hash is its hex SHA-256. Keys belong to the deployment;
+// Tenant is the tenant the key acts on.
 type APIKeyRecord struct {
 	ID        string     `json:"id"`
 	Hash      string     `json:"-"`

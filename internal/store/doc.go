@@ -8,10 +8,12 @@
 // a second implementation with the same semantics, not a mock). Both pass
 // the one contract suite in store/storetest (DESIGN.md, Storage).
 //
-// Every method takes the tenant explicitly, and every row, query and
-// cache key is scoped by it (pitfalls.md, memory servers: a scoping field
-// silently dropped on one path is how tenants leak into each other). The
-// tenant is the authenticated principal's, "default" while auth is off.
+// Every method takes the tenant explicitly, and every row, query and cache
+// key is scoped by it: a scoping field that one code path silently drops is
+// how tenants leak into each other, and a parameter cannot be dropped
+// without the call failing to compile
+// (docs/adr/0007-stores-and-tenant-scoping.md). The tenant is the
+// authenticated principal's, "default" while auth is off.
 //
 // Errors: methods return errors that match, with errors.Is, one of
 // ErrNotFound, ErrConflict, ErrAlreadyExists or ErrUnavailable, or a

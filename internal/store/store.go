@@ -54,6 +54,22 @@ type Options struct {
 	// (DefaultMaxTracesInMemory when 0). PostgreSQL ignores it; its
 	// table is bounded by retention and sampling.
 	MaxTracesInMemory int
+	// Clock is what the store reads the time from: for the stamps it
+	// writes (createdAt, updatedAt, expiresAt, revokedAt…) and for the
+	// instant it judges expiry against. Nil means the wall clock. Tests
+	// set it so that which of two writes is the more recent, and whether
+	// an entry has expired, do not depend on how fast the machine runs.
+	Clock func() time.Time
+}
+
+// Now reads the store's clock (Clock, or the wall clock when it is nil)
+// the way both stores stamp rows: UTC, truncated to the microsecond
+// PostgreSQL keeps.
+func (o Options) Now() time.Time {
+	if o.Clock == nil {
+		return Now()
+	}
+	return o.Clock().UTC().Truncate(time.Microsecond)
 }
 
 // TraceLimit returns MaxTracesInMemory or its default.

@@ -1,6 +1,6 @@
-// Package tlscert serves a certificate and key pair from files and picks
-// up a renewed pair without a restart (issue 8, point 6): cert-manager and
-// similar tools rewrite the files of a mounted Secret in place.
+// Package tlscert serves a certificate and key pair from files and picks up
+// a renewed pair without a restart: cert-manager and similar tools rewrite
+// the files of a mounted Secret in place.
 //
 // The files are checked at most once per interval, from the handshake
 // that needs the certificate, so there is no goroutine to stop and an idle

@@ -1,5 +1,6 @@
 // Package traces records a store.Trace for every tools/call off the hot
-// path (DESIGN.md, request path step 9) and enforces their retention.
+// path (DESIGN.md, "A tools/call, end to end", step 9; ADR 0004 and 0031
+// in docs/adr) and enforces their retention.
 //
 // # Hot path
 //

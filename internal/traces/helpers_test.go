@@ -143,19 +143,6 @@ func start(t *testing.T, w Writer, opts Options) *Recorder {
 	return r
 }
 
-// eventually polls cond until it holds or 10 s pass: the tests assert
-// outcomes, never tight timing.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // trace returns a distinct trace numbered i.
 func trace(i int) store.Trace {
 	return store.Trace{

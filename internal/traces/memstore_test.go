@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // The Recorder over the real in-memory store: traces land as recorded,
@@ -39,7 +40,7 @@ func TestWithMemstore(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	eventually(t, "writes and the first purge", func() bool {
+	testutil.Eventually(t, testutil.Wait, "writes and the first purge", func() bool {
 		s := r.Stats()
 		return s.Written == 3 && s.Purged == 1
 	})

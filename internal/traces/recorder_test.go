@@ -8,11 +8,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
+// The flush interval is the subject of TestBatching and TestFlushInterval,
+// so they run on synctest's clock: a batch opened at 0 is due at exactly
+// FlushInterval, and synctest.Wait returns once the writer has done all it
+// can before then.
 func TestBatching(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -24,46 +30,61 @@ func TestBatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &fakeWriter{}
-			r := start(t, w, Options{BatchSize: 500, FlushInterval: tt.flush})
-			const n = 1234
-			for i := range n {
-				if !r.Record(trace(i)) {
-					t.Fatalf("Record(%d) dropped", i)
+			synctest.Test(t, func(t *testing.T) {
+				w := &fakeWriter{}
+				r := start(t, w, Options{BatchSize: 500, FlushInterval: tt.flush})
+				const n = 1234
+				for i := range n {
+					if !r.Record(trace(i)) {
+						t.Fatalf("Record(%d) dropped", i)
+					}
 				}
-			}
-			if tt.close {
-				eventually(t, "two full batches", func() bool { return len(w.sizes()) == 2 })
-				if err := r.Close(context.Background()); err != nil {
-					t.Fatalf("Close: %v", err)
+				synctest.Wait() // the full batches are written; the partial one waits
+				if got := w.sizes(); !slices.Equal(got, []int{500, 500}) {
+					t.Fatalf("batch sizes before the partial batch is due = %v, want [500 500]", got)
 				}
-			} else {
-				eventually(t, "all written", func() bool { return r.Stats().Written == n })
-			}
-			if got, want := w.sizes(), []int{500, 500, 234}; !slices.Equal(got, want) {
-				t.Fatalf("batch sizes = %v, want %v", got, want)
-			}
-			for i, tr := range w.all() {
-				if tr != trace(i) {
-					t.Fatalf("trace %d = %+v, want %+v (order kept, nothing lost or duplicated)", i, tr, trace(i))
+				if tt.close {
+					if err := r.Close(context.Background()); err != nil {
+						t.Fatalf("Close: %v", err)
+					}
+				} else {
+					time.Sleep(tt.flush + time.Millisecond) // just past the instant the partial batch is due
+					synctest.Wait()
 				}
-			}
-			s := r.Stats()
-			if s.Recorded != n || s.Written != n || s.Batches != 3 || s.Dropped != 0 {
-				t.Errorf("stats = %+v", s)
-			}
+				if got, want := w.sizes(), []int{500, 500, 234}; !slices.Equal(got, want) {
+					t.Fatalf("batch sizes = %v, want %v", got, want)
+				}
+				for i, tr := range w.all() {
+					if tr != trace(i) {
+						t.Fatalf("trace %d = %+v, want %+v (order kept, nothing lost or duplicated)", i, tr, trace(i))
+					}
+				}
+				s := r.Stats()
+				if s.Recorded != n || s.Written != n || s.Batches != 3 || s.Dropped != 0 {
+					t.Errorf("stats = %+v", s)
+				}
+			})
 		})
 	}
 }
 
 func TestFlushInterval(t *testing.T) {
-	w := &fakeWriter{}
-	r := start(t, w, Options{FlushInterval: 20 * time.Millisecond})
-	r.Record(trace(1))
-	eventually(t, "the single trace written", func() bool { return r.Stats().Written == 1 })
-	if got := w.sizes(); !slices.Equal(got, []int{1}) {
-		t.Fatalf("batch sizes = %v, want [1]", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const every = 20 * time.Millisecond
+		w := &fakeWriter{}
+		r := start(t, w, Options{FlushInterval: every})
+		r.Record(trace(1))
+		time.Sleep(every - time.Millisecond)
+		synctest.Wait()
+		if got := w.sizes(); len(got) != 0 {
+			t.Fatalf("batch sizes before the interval = %v, want none", got)
+		}
+		time.Sleep(2 * time.Millisecond) // just past the interval
+		synctest.Wait()
+		if got := w.sizes(); !slices.Equal(got, []int{1}) {
+			t.Fatalf("batch sizes after the interval = %v, want [1]", got)
+		}
+	})
 }
 
 func TestRecordFillsIDAndStartedAt(t *testing.T) {
@@ -156,7 +177,7 @@ func TestFailingWriter(t *testing.T) {
 			for i := range 5 {
 				r.Record(trace(i))
 			}
-			eventually(t, "the batch settled", func() bool {
+			testutil.Eventually(t, testutil.Wait, "the batch settled", func() bool {
 				s := r.Stats()
 				return s.Written+s.LostInFailedBatches == 5
 			})
@@ -169,7 +190,7 @@ func TestFailingWriter(t *testing.T) {
 			for i := 5; i < 10; i++ {
 				r.Record(trace(i))
 			}
-			eventually(t, "recovery", func() bool { return r.Stats().Written == tt.wantWrites+5 })
+			testutil.Eventually(t, testutil.Wait, "recovery", func() bool { return r.Stats().Written == tt.wantWrites+5 })
 			if err := r.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -186,14 +207,14 @@ func TestRecordDuringRetries(t *testing.T) {
 	for i := range 10 {
 		r.Record(trace(i))
 	}
-	eventually(t, "the first failure", func() bool { return r.Stats().WriteErrors >= 1 })
+	testutil.Eventually(t, testutil.Wait, "the first failure", func() bool { return r.Stats().WriteErrors >= 1 })
 	for i := 10; i < 40; i++ {
 		r.Record(trace(i))
 	}
 	if s := r.Stats(); s.Recorded != 30 || s.Dropped != 10 {
 		t.Fatalf("stats = %+v, want 30 recorded, 10 dropped", s)
 	}
-	eventually(t, "the queued traces written", func() bool { return r.Stats().Written == 20 })
+	testutil.Eventually(t, testutil.Wait, "the queued traces written", func() bool { return r.Stats().Written == 20 })
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -295,6 +316,10 @@ func TestConcurrentRecordAndClose(t *testing.T) {
 				}
 			})
 		}
+		// The sleep is the subject: it moves Close to a different point
+		// of the workers' run each round. synctest cannot cover it: in
+		// a bubble the sleep would end only once every worker blocks,
+		// so Close would never race them.
 		time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
 		if err := r.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,10 +30,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// The purge loop uses real timers (PurgeInterval of a second, the least
-// Validate allows), so these tests run in parallel.
+// The purge loop's timers are the subject of these tests, so they run on
+// synctest's clock: with a PurgeInterval of a second (the least Validate
+// allows) the purges run at 1s, 2s, 3s… exactly, and no test waits.
 func TestRetentionCutoff(t *testing.T) {
-	t.Parallel()
+	synctest.Test(t, testRetentionCutoff)
+}
+
+func testRetentionCutoff(t *testing.T) {
 	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	w := &fakeWriter{purgeErr: errDown, purgeN: 42}
 	var logs syncBuffer
@@ -43,8 +48,13 @@ func TestRetentionCutoff(t *testing.T) {
 		Log:           zerolog.New(&logs).Level(zerolog.DebugLevel),
 	})
 
-	// The first purge fails; the loop carries on and the second succeeds.
-	eventually(t, "two purges", func() bool { return len(w.purgeCutoffs()) >= 2 })
+	// The first purge (at 1s) fails; the loop carries on and the second
+	// (at 2s) succeeds.
+	time.Sleep(2500 * time.Millisecond)
+	synctest.Wait()
+	if n := len(w.purgeCutoffs()); n != 2 {
+		t.Fatalf("%d purges in 2.5s, want 2 (at 1s and 2s)", n)
+	}
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +76,17 @@ func TestRetentionCutoff(t *testing.T) {
 
 // Close cancels a purge in progress rather than waiting for it.
 func TestCloseCancelsPurge(t *testing.T) {
-	t.Parallel()
+	synctest.Test(t, testCloseCancelsPurge)
+}
+
+func testCloseCancelsPurge(t *testing.T) {
 	w := &fakeWriter{purgeCtx: true}
 	r := start(t, w, Options{PurgeInterval: time.Second})
-	eventually(t, "a purge to start", func() bool { return len(w.purgeCutoffs()) == 1 })
+	time.Sleep(time.Second) // the first purge starts, and waits for Close
+	synctest.Wait()
+	if n := len(w.purgeCutoffs()); n != 1 {
+		t.Fatalf("%d purges started after 1s, want 1", n)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.Close(ctx); err != nil {

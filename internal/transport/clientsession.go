@@ -55,6 +55,11 @@ type ClientSession struct {
 
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 
+	// mu guards what follows. Lock order: a shared copy's write lock
+	// (redisCopy.wmu) and the shared store's mu come before it; while
+	// it is held the session may take its streams' mu, the subscription
+	// index's mu and its shared copy's smu, and none of those is ever
+	// held when mu is taken.
 	mu          sync.Mutex
 	ended       bool
 	logLevel    protocol.LoggingLevel
@@ -67,38 +72,10 @@ type ClientSession struct {
 	streamOrder []string
 	nextStream  int
 
-	// shared is the Redis store when client sessions are shared between
-	// replicas (issue 7, point 1); nil for the in-memory store. Changes
-	// the client makes (log level, subscriptions) are written through it.
-	shared *redisSessions
-	// homeID is the replica Redis names as home, as far as this copy
-	// knows ("" in memory): the replica that tells the session of the
-	// broadcasts every replica sees by itself (tools/list_changed), so
-	// that it is told once, and that another replica takes over from
-	// when it dies (issue 7 point 2, redislog.go). Resource updates do
-	// not depend on it: their origin writes them to every subscriber's
-	// log (redisfanout.go). See homeLocked.
-	homeID string
-	// unsaved holds the changes the client made on this copy that Redis
-	// has not taken (the write-through failed or was skipped), the last
-	// one per hash field. The sweeper replays them as they are, as
-	// idempotent HSET/HDEL, once Redis answers (issue 7, point 6: nothing
-	// acknowledged is lost) — never the copy's whole view, which would
-	// undo what other replicas acknowledged meanwhile (issue 7, point 1).
-	unsaved map[string]sessionChange
-	// lost: Redis has no hash for a session a client still uses here (it
-	// lost its data, or the TTL ran out while this replica could not
-	// refresh it): the sweeper writes the whole copy back, but only where
-	// the hash is still missing (point 6).
-	lost bool
-	// refreshDue: a sweep could not extend the session's TTL (Redis
-	// skipped or failing); the next sweep retries it. It is no reason to
-	// write anything back (point 1).
-	refreshDue bool
-	// wmu orders this copy's writes to Redis: a write-through and the
-	// replay of unsaved changes never cross, so that an older value never
-	// lands after a newer one (point 1).
-	wmu sync.Mutex
+	// rep links the session to the other replicas serving it
+	// (replica.go): localReplica in memory, set before the session is
+	// used and never changed.
+	rep replicator
 }
 
 // SessionInit is what initialize establishes for a new client session.
@@ -138,9 +115,28 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*stream{},
+		rep:        localReplica{},
 	}
 	s.touch(now)
+	// The end of the session, however it comes (terminate, or the
+	// transport's context), cancels every handler running for it: their
+	// contexts are the requests', which the session's does not reach.
+	context.AfterFunc(ctx, s.cancelInflight)
 	return s
+}
+
+// cancelInflight cancels the handlers of the session's requests in
+// flight, with the cause the session's context ended with.
+func (s *ClientSession) cancelInflight() {
+	s.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(s.inflight))
+	for _, in := range s.inflight {
+		cancels = append(cancels, in.cancel)
+	}
+	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(context.Cause(s.ctx))
+	}
 }
 
 // ID implements handlers.Session.
@@ -167,18 +163,16 @@ func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 	s.mu.Lock()
 	s.logLevel = l
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opLevel, Level: string(l)})
-	}
+	s.rep.changed(clientChange{kind: changeLevel, level: l})
 }
 
 // Subscribe implements handlers.Session.
 //
-// A shared session's change is always written through, even when this
-// copy already has it: the copy may lag Redis (a change made on another
-// replica that the channel has not brought yet), and deciding on it
-// would lose the client's change (issue 7, point 1). HSET and SADD are
-// idempotent. Only the subscription limit is checked locally.
+// The change always goes to the replicator, even when this copy already
+// has it: a shared copy may lag the shared state (a change made on
+// another replica that has not reached this one yet), and deciding on it
+// would lose the client's change; the writes are idempotent. Only the
+// subscription limit is checked locally.
 func (s *ClientSession) Subscribe(uri string) error {
 	s.mu.Lock()
 	if s.ended {
@@ -193,9 +187,7 @@ func (s *ClientSession) Subscribe(uri string) error {
 		s.addSub(uri)
 	}
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opSub, URI: uri})
-	}
+	s.rep.changed(clientChange{kind: changeSub, uri: uri})
 	return nil
 }
 
@@ -207,17 +199,15 @@ func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
 	s.removeSub(uri)
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.writeThrough(s, sessionChange{Op: opUnsub, URI: uri})
-	}
+	s.rep.changed(clientChange{kind: changeUnsub, uri: uri})
 }
 
 // addSub and removeSub change the subscription set; s.mu must be held.
 // Only an unshared session is in the transport's index: a shared one is
-// found through Redis's (redisfanout.go), which every replica sees.
+// found through the shared store's, which every replica sees.
 func (s *ClientSession) addSub(uri string) {
 	s.subs[uri] = struct{}{}
-	if s.shared == nil {
+	if s.rep.indexesLocally() {
 		s.index.add(s.tenant, uri, s)
 	}
 }
@@ -225,81 +215,63 @@ func (s *ClientSession) addSub(uri string) {
 func (s *ClientSession) removeSub(uri string) {
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		if s.shared == nil {
+		if s.rep.indexesLocally() {
 			s.index.remove(s.tenant, uri, s)
 		}
 	}
 }
 
-// apply takes a change another replica (or this one) made to the shared
-// state, in the order Redis published it, without writing it back.
-func (s *ClientSession) apply(c sessionChange, self string) {
-	if c.Op == opHome && c.Home != self {
-		// Another replica claimed the session because it opened its GET
-		// stream there (or took over from a dead home): the client
-		// reconnected, and a message must not go out on two streams
-		// (basic/transports; issue 7 point 2). Close this replica's, as
-		// attach supersedes a connection in memory, with a retry hint in
-		// case it is in fact the client's live one.
-		defer s.standalone.closeConn(supersededRetryMs)
-	}
+// applyChange takes a change the client made on another replica (or
+// this one), in the order the shared store saw it, without writing it
+// back.
+func (s *ClientSession) applyChange(c clientChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended {
-		return
+	if !s.ended {
+		s.applyClientChange(c)
 	}
-	if c.Op == opHome {
-		s.homeID = c.Home
-		return
-	}
-	s.applyClientChange(c)
 }
 
-// applyClientChange takes a change the client made (log level, a
-// subscription); s.mu must be held.
-func (s *ClientSession) applyClientChange(c sessionChange) {
-	switch c.Op {
-	case opLevel:
-		s.logLevel = protocol.LoggingLevel(c.Level)
-	case opSub:
+// clientChange is a change the client made to the state its session
+// shares with the other replicas: the log level, or a subscription.
+type clientChange struct {
+	kind  changeKind
+	level protocol.LoggingLevel // changeLevel
+	uri   string                // changeSub, changeUnsub
+}
+
+type changeKind uint8
+
+const (
+	changeLevel changeKind = iota + 1
+	changeSub
+	changeUnsub
+)
+
+// applyClientChange takes a change the client made; s.mu must be held.
+func (s *ClientSession) applyClientChange(c clientChange) {
+	switch c.kind {
+	case changeLevel:
+		s.logLevel = c.level
+	case changeSub:
 		if len(s.subs) < maxSubscriptions {
-			s.addSub(c.URI)
+			s.addSub(c.uri)
 		}
-	case opUnsub:
-		s.removeSub(c.URI)
+	case changeUnsub:
+		s.removeSub(c.uri)
 	}
 }
 
 // isHome reports whether this replica tells the session of the
 // broadcasts every replica sees (tools/list_changed).
-func (s *ClientSession) isHome() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.homeLocked()
-}
-
-// homeLocked is isHome with s.mu held: always in memory, and with Redis
-// where the home Redis names is this replica.
-func (s *ClientSession) homeLocked() bool {
-	return s.shared == nil || s.homeID == s.shared.self
-}
+func (s *ClientSession) isHome() bool { return s.rep.isHome() }
 
 // broadcast logs on the GET stream an event every replica produces by
 // itself (tools/list_changed) and reports whether this replica believes
-// it tells the session. In memory it is an append. A shared session's
-// every copy queues it, and Redis keeps one (redislog.go): the home's,
-// or, when the home replica is dead, that of the first copy to take over
-// as home (issue 7 point 2).
+// it tells the session. In memory it is an append; a shared session's
+// copies each offer it, and one of them logs it (redislog.go).
 func (s *ClientSession) broadcast(data []byte) bool {
-	s.mu.Lock()
-	home, homeID := s.homeLocked(), s.homeID
-	s.mu.Unlock()
-	if s.shared == nil {
-		s.standalone.append(data)
-		return true
-	}
-	s.standalone.remote.broadcast(s.standalone, data, homeID)
-	return home
+	return s.rep.broadcast(s.standalone, data)
 }
 
 // subscriptions returns the URIs the session is subscribed to.
@@ -355,7 +327,7 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 // shared session idleSince is not enough to let such a copy go: the
 // client may be busy on other replicas, which never touch this copy, or
 // be about to answer or resume there, so evicting it would cancel a
-// handler of a session that is alive (issue 7, point 5 of the review).
+// handler of a session that is alive.
 func (s *ClientSession) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -375,7 +347,8 @@ func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel conte
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.ended:
+	case s.ended, s.ctx.Err() != nil:
+		// Past the end, cancelInflight has run or runs without it.
 		return errSessionEnded
 	case s.inflight[key].cancel != nil:
 		return errDuplicateID
@@ -404,9 +377,9 @@ func (s *ClientSession) cancelRequest(id protocol.ID) bool {
 }
 
 // expect allocates the id of a server-to-client request and a channel for
-// the client's answer. A shared session's request also gets its mailbox
-// in Redis before it is sent, so that a response landing on another
-// replica is kept for this one (issue 7, point 4; redisanswer.go).
+// the client's answer. The replicator opens the request's mailbox before
+// it is sent, so that a response landing on another replica is kept for
+// this one.
 func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	s.mu.Lock()
 	if s.ended {
@@ -419,9 +392,7 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	ch := make(chan *protocol.Message, 1)
 	s.pending[string(id)] = ch
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.awaitAnswer(s, id)
-	}
+	s.rep.awaitAnswer(id)
 	return id, ch, nil
 }
 
@@ -429,9 +400,7 @@ func (s *ClientSession) forget(id protocol.ID) {
 	s.mu.Lock()
 	delete(s.pending, string(id))
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.forgetAnswer(s, id)
-	}
+	s.rep.forgetAnswer(id)
 }
 
 // deliver hands a client's response to the server-to-client request waiting
@@ -449,19 +418,17 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 }
 
 // newPostStream creates the stream of a POST response to request id and
-// keeps it for resumption; a shared session's is mirrored into Redis, so
-// any replica resumes it (issue 7 point 3, redispostlog.go), and names
-// the request there, so that another replica can answer it with an error
-// if this one dies first (point 4 of the review). Only a response that
-// streams gets here: one answered with JSON touches no Redis.
+// keeps it for resumption; the replicator mirrors a shared session's, so
+// that any replica resumes it, naming the request, so that another
+// replica can answer it with an error if this one dies first. Only a
+// response that streams gets here: one answered with JSON is not
+// mirrored.
 func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 	s.mu.Lock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	s.mu.Unlock()
-	if s.shared != nil {
-		s.shared.mirror(s, st, id)
-	}
+	s.rep.mirror(st, id)
 	return s.retain(st)
 }
 

@@ -31,8 +31,28 @@
 // The state of a client session is owned by one type, ClientSession, and
 // sessions are found through the SessionStore interface so that a shared
 // (Redis-backed) store can replace the in-memory one (DESIGN.md, Scale-out).
-// A shared session's logs live in Redis too — the GET stream's
-// (redislog.go) and a mirror of each streamed POST response's
-// (redispostlog.go) — so a Last-Event-ID resumes on any replica (issue 7,
-// point 3).
+//
+// # Session sharing
+//
+// The core (ClientSession, stream, the handlers of POST, GET and DELETE)
+// does not know whether other replicas serve its sessions. It talks to
+// three interfaces it declares, each with an in-memory implementation
+// that does nothing or keeps everything here:
+//
+//   - replicator (replica.go), one per session: write-through of the
+//     client's changes, the mailboxes of server-to-client requests,
+//     forwarding of answers and cancellations, the home claim when a GET
+//     stream opens, broadcasts, and the mirror and resumption of POST
+//     streams; localReplica in memory.
+//   - eventLog (stream.go), one per stream: where its events live beside
+//     or instead of the ring; localLog in memory.
+//   - fanout (replica.go), one per transport: resource updates and their
+//     subscribers; localFanout, the subscription index, in memory.
+//
+// The Redis implementations are the redis*.go files (redisCopy,
+// redisLog, postLog, redisSessions), whose scripts are lua/*.lua behind
+// the typed wrappers of luascripts.go. TestSessionStoreContract runs the
+// same cases against the in-memory and the Redis store. A shared
+// session's logs live in Redis, the GET stream's and a mirror of each
+// streamed POST response's, so a Last-Event-ID resumes on any replica.
 package transport

@@ -144,11 +144,10 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 	defer ex.sess.forget(id)
 	ex.send(protocol.AppendRequest(nil, id, method, p))
 	var poll <-chan time.Time
-	if sh := ex.sess.shared; sh != nil {
-		// A response that another replica took while this one's
-		// subscription was down waits in Redis: read it every poll
-		// (issue 7, point 4; redisanswer.go).
-		tick := time.NewTicker(sh.tune.poll)
+	if every := ex.sess.rep.answerPoll(); every > 0 {
+		// A response another replica took while it could not hand it
+		// on waits where awaitAnswer reads it: read it every poll.
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		poll = tick.C
 	}
@@ -164,7 +163,7 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for %s answer: %w", method, ctx.Err())
 		case <-poll:
-			ex.sess.shared.awaitAnswer(ex.sess, id)
+			ex.sess.rep.awaitAnswer(id)
 		}
 	}
 }

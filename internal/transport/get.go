@@ -13,42 +13,41 @@ import (
 // "Resumability and Redelivery").
 func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	rec := &requestLog{start: t.now(), method: "GET", httpMethod: http.MethodGet}
+	w = rec.record(w)
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 	if _, sseOK := accepts(r.Header.Get("Accept")); !sseOK {
-		rec.status = http.StatusNotAcceptable
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
+		writeError(w, http.StatusNotAcceptable, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: GET opens an event stream; Accept must allow text/event-stream"))
 		return
 	}
 	if t.draining.Load() {
 		// Shutting down: a stream opened now would hold the server up; the
 		// client retries, in a deployment on another replica.
-		retryLater(w, rec, "server is shutting down; reconnect")
+		retryLater(w, "server is shutting down; reconnect")
 		return
 	}
-	sess, ok := t.session(w, r, nil, rec)
+	sess, ok := t.session(w, r, nil)
 	if !ok {
 		return
 	}
 	rec.session = sess.id
 	if sess.Ended() {
 		// Ended between lookup and now: 404, as for any ended session.
-		rec.status = http.StatusNotFound
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
+		writeError(w, http.StatusNotFound, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
 		return
 	}
 	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		name, seq, ok := parseEventID(last)
 		resumed := sess.stream(name)
-		if ok && sess.shared != nil && isPostStreamName(name) && (resumed == nil || resumed.post != nil && !resumed.post.origin) {
+		if ok && isPostStreamName(name) && (resumed == nil || resumed.follower()) {
 			// Another replica's POST stream, or a delivered one of this
-			// replica's: its log is in Redis (issue 7 point 3).
+			// replica's: a shared session's log outlives it here.
 			var err error
-			if resumed, err = sess.shared.follow(r.Context(), sess, name, resumed); err != nil {
-				// Redis cannot say: never a 400 that would make the
-				// client give up a response that may be there (point 6).
-				retryLater(w, rec, "cannot resume %q now: %v", last, err)
+			if resumed, err = sess.rep.resume(r.Context(), name, resumed); err != nil {
+				// The shared log cannot say: never a 400 that would make
+				// the client give up a response that may be there.
+				retryLater(w, "cannot resume %q now: %v", last, err)
 				return
 			}
 		}
@@ -59,40 +58,30 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			// One of ours, gone (delivered, or dropped from the bounded
 			// set): say so, rather than open a stream on which the
 			// client would wait forever for a response.
-			rec.status = http.StatusBadRequest
-			writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "Last-Event-ID %q: that stream is no longer available", last))
+			writeError(w, http.StatusBadRequest, nil, protocol.Errorf(protocol.CodeInvalidRequest, "Last-Event-ID %q: that stream is no longer available", last))
 			return
 		default:
 			// Not an id this server issues: serve the standalone stream.
 			t.log.Info().Str("session", sess.id).Str("lastEventId", logging.Field(last)).Msg("resume: unknown stream; opening the standalone stream")
 		}
 	}
-	if st.remote != nil {
-		// A shared session (issue 7): start where the last connection,
-		// on any replica, stopped, and make this replica the one that
-		// logs tools/list_changed for it, since it holds the stream.
-		if err := st.remote.sync(r.Context(), st); err != nil {
-			// Without the position the stream would start from this
-			// copy's, possibly far behind: the client would get again
-			// what it had (point 3). The session lives: retry (point 6).
-			retryLater(w, rec, "cannot open the stream now: %v", err)
+	if st == sess.standalone {
+		if err := sess.rep.openStandalone(r.Context(), st); err != nil {
+			// The session lives: the client retries.
+			retryLater(w, "cannot open the stream now: %v", err)
 			return
-		}
-		if !sess.isHome() {
-			sess.shared.claimHome(sess)
 		}
 	}
 	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.attached() && sess.openStreams() >= limit {
 		// A GET that would open one more stream than the session may hold
 		// (issue 8, point 4); one that reconnects a stream supersedes its
 		// old connection and opens nothing new, so it always passes.
-		rec.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "1")
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+		writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
 			"too many open streams: this client session has %d SSE streams open; close one first", limit))
 		return
 	}
-	rec.status, rec.streamed = http.StatusOK, true
+	rec.streamed = true
 	c, cursor := st.attach(resume)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, prime)
@@ -105,19 +94,19 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 // Management"); afterwards its id gets 404 everywhere.
 func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	rec := &requestLog{start: t.now(), method: "DELETE", httpMethod: http.MethodDelete}
+	w = rec.record(w)
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
-	sess, ok := t.session(w, r, nil, rec)
+	sess, ok := t.session(w, r, nil)
 	if !ok {
 		return
 	}
 	rec.session = sess.id
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
-		// Redis could not end it (issue 7, point 6): the session lives on
+		// The shared store could not end it: the session lives on
 		// elsewhere, so the client must try again.
-		retryLater(w, rec, "end client session: %v", err)
+		retryLater(w, "end client session: %v", err)
 		return
 	}
-	rec.status = http.StatusNoContent
-	w.WriteHeader(rec.status)
+	w.WriteHeader(http.StatusNoContent)
 }

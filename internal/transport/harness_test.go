@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,11 +120,26 @@ func (f *fixtures) tools() []handlers.Tool {
 	out := append([]handlers.Tool(nil), base...)
 	for _, t := range base {
 		switch t.Name {
-		case "echo", "progress", "sample", "block", "panic":
+		case "echo", "progress", "sample", "block", "panic", "ctxvalue":
 			out = append(out, long(t))
 		}
 	}
 	return append(out, f.pollTool(true), f.pollTool(false), f.lateTool())
+}
+
+// requestValue is the context key of harnessConfig.spanValue.
+type requestValue struct{}
+
+// ctxValueTool returns the requestValue its handler's context carries.
+func ctxValueTool() handlers.Tool {
+	return handlers.Tool{
+		Name: "ctxvalue", Description: "Returns the request value its context carries.",
+		InputSchema: objectSchema(""),
+		Handler: handlers.Typed(func(ctx context.Context, _ *handlers.ToolCall, _ struct{}) (*protocol.CallToolResult, error) {
+			v, _ := ctx.Value(requestValue{}).(string)
+			return handlers.TextResult(v), nil
+		}),
+	}
 }
 
 // lateTool answers at once (after one progress notification when asked for
@@ -210,6 +226,7 @@ func (f *fixtures) baseTools() []handlers.Tool {
 	}
 	return []handlers.Tool{
 		echoTool(),
+		ctxValueTool(),
 		{
 			Name: "big", Description: "Answers with n bytes of text.",
 			InputSchema: objectSchema(`"n":{"type":"integer","minimum":0,"maximum":67108864}`, "n"),
@@ -294,6 +311,9 @@ type harnessConfig struct {
 	opts     Options
 	echoOnly bool // only the echo tool (fuzzing, benchmarks)
 	noServer bool // router only, no httptest server
+	// spanValue, when set, is put on every request's context under
+	// requestValue, as a tracing middleware puts its span.
+	spanValue string
 }
 
 func defaultOptions() Options {
@@ -345,6 +365,13 @@ func newHarness(tb testing.TB, mods ...func(*harnessConfig)) *harness {
 	}
 	fx.touch = func(uri string) error { _, err := tr.ResourceUpdated("", uri); return err }
 	r := chi.NewRouter()
+	if v := cfg.spanValue; v != "" {
+		r.Use(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), requestValue{}, v)))
+			})
+		})
+	}
 	tr.Mount(r, "/mcp")
 	h := &harness{tb: tb, srv: srv, tr: tr, router: r, fx: fx}
 	if !cfg.noServer {
@@ -589,6 +616,37 @@ func (h *harness) toolsListOK(t testing.TB, sid string) {
 	if err := json.Unmarshal(resultOf(t, r, `"after"`), &res); err != nil || len(res.Tools) == 0 {
 		t.Fatalf("tools/list after the case: %v %s", err, r)
 	}
+}
+
+// shared returns the shared session store of a replica made with Redis.
+func (h *harness) shared() *redisSessions { return h.tr.sessions.(*redisSessions) }
+
+// waitSweeps waits until the session store's sweeper has run n whole
+// rounds that began after the call: whatever they evict, refresh or
+// write back is done. (A round under way when it is called does not
+// count.)
+func (h *harness) waitSweeps(t testing.TB, n int) {
+	t.Helper()
+	var rounds *atomic.Int64
+	switch s := h.tr.sessions.(type) {
+	case *memorySessions:
+		rounds = &s.sweeps
+	case *redisSessions:
+		rounds = &s.sweeps
+	default:
+		t.Fatalf("no sweeper to wait for in %T", s)
+	}
+	target := rounds.Load() + int64(n) + 1
+	eventually(t, waitLong, fmt.Sprintf("%d sweeps", n), func() bool { return rounds.Load() >= target })
+}
+
+// waitBeats waits until the replica has sent n heartbeats that began
+// after the call.
+func (h *harness) waitBeats(t testing.TB, n int) {
+	t.Helper()
+	beats := &h.shared().beats
+	target := beats.Load() + int64(n) + 1
+	eventually(t, waitLong, fmt.Sprintf("%d heartbeats", n), func() bool { return beats.Load() >= target })
 }
 
 func (h *harness) session(t testing.TB, sid string) *ClientSession {

@@ -37,16 +37,5 @@ func (t *Transport) Subscribers(ctx context.Context, tenantID, uri string) ([]st
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	if t.shared != nil {
-		ctx, cancel := context.WithTimeout(ctx, t.shared.timeout)
-		defer cancel()
-		ids, err := t.shared.rdb.SMembers(ctx, t.shared.subsKey(tenantID, uri)).Result()
-		if err != nil {
-			return nil, fmt.Errorf("read the subscribers of a resource: %w", err)
-		}
-		return ids, nil
-	}
-	var ids []string
-	t.subs.each(tenantID, uri, func(s *ClientSession) { ids = append(ids, s.id) })
-	return ids, nil
+	return t.fanout.subscribers(ctx, tenantID, uri)
 }

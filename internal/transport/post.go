@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -30,20 +29,19 @@ const (
 func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	start := t.now()
 	rec := &requestLog{start: start, httpMethod: http.MethodPost}
+	w = rec.record(w)
 	rec.pending.Store(1)
 	defer t.finishLog(rec)
 
 	if ct := r.Header.Get("Content-Type"); ct != "" && !mediaTypeIs(ct, "application/json") {
 		t.unwantedBody(w, r)
-		rec.status = http.StatusUnsupportedMediaType
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported Content-Type %q: send application/json", ct))
+		writeError(w, http.StatusUnsupportedMediaType, nil, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported Content-Type %q: send application/json", ct))
 		return
 	}
 	jsonOK, sseOK := accepts(r.Header.Get("Accept"))
 	if !jsonOK && !sseOK {
 		t.unwantedBody(w, r)
-		rec.status = http.StatusNotAcceptable
-		writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
+		writeError(w, http.StatusNotAcceptable, nil, protocol.Errorf(protocol.CodeInvalidRequest, "not acceptable: Accept must allow application/json or text/event-stream"))
 		return
 	}
 	body, status, perr := t.readBody(w, r)
@@ -54,14 +52,13 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		// in place, so a client still sending reads the answer, and one
 		// that stalled does not hold the connection.
 		w.Header().Set("Connection", "close")
-		rec.status = status
 		writeError(w, status, nil, perr)
 		return
 	}
 	msg, id, perr := protocol.Decode(body)
 	if perr != nil {
-		rec.status, rec.rpcCode = http.StatusBadRequest, perr.Code
-		writeError(w, rec.status, id, perr)
+		rec.rpcCode = perr.Code
+		writeError(w, http.StatusBadRequest, id, perr)
 		return
 	}
 	rec.method, rec.id = msg.Method, msg.ID
@@ -70,7 +67,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		t.initialize(w, r, msg, rec)
 		return
 	}
-	sess, ok := t.session(w, r, msg.ID, rec)
+	sess, ok := t.session(w, r, msg.ID)
 	if !ok {
 		return
 	}
@@ -79,13 +76,12 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	switch msg.Kind {
 	case protocol.KindNotification:
 		if err := t.notification(r.Context(), sess, msg); err != nil {
-			retryLater(w, rec, "cannot route the notification now: %v", err)
+			retryLater(w, "cannot route the notification now: %v", err)
 			return
 		}
-		rec.status = http.StatusAccepted
-		w.WriteHeader(rec.status)
+		w.WriteHeader(http.StatusAccepted)
 	case protocol.KindResponse:
-		t.clientResponse(w, r, sess, msg, body, rec)
+		t.clientResponse(w, r, sess, msg, body)
 	default:
 		t.request(w, r, sess, msg, sseOK, rec)
 	}
@@ -151,11 +147,10 @@ func bodyTooLarge(limit int64) *protocol.Error {
 
 // session resolves the client session of a non-initialize message and
 // checks its protocol version header.
-func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.ID, rec *requestLog) (*ClientSession, bool) {
+func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.ID) (*ClientSession, bool) {
 	sid := r.Header.Get(headerSessionID)
 	if sid == "" {
-		rec.status = http.StatusBadRequest
-		writeError(w, rec.status, id, protocol.Errorf(protocol.CodeInvalidRequest, "bad request: missing %s header; send initialize first", headerSessionID))
+		writeError(w, http.StatusBadRequest, id, protocol.Errorf(protocol.CodeInvalidRequest, "bad request: missing %s header; send initialize first", headerSessionID))
 		return nil, false
 	}
 	sess, err := t.sessions.Get(r.Context(), sid)
@@ -174,14 +169,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 			w.Header().Set("Retry-After", "1")
 			t.log.Error().Err(err).Msg("look up client session")
 		}
-		rec.status = status
 		// 404 tells the client to start a new session (basic/transports).
 		writeError(w, status, id, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
 		return nil, false
 	}
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !protocol.IsSupported(v) {
-		rec.status = http.StatusBadRequest
-		writeError(w, rec.status, id, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported %s %q; supported: %s", headerProtocolVersion, v, strings.Join(protocol.SupportedVersions(), ", ")))
+		writeError(w, http.StatusBadRequest, id, protocol.Errorf(protocol.CodeInvalidRequest, "unsupported %s %q; supported: %s", headerProtocolVersion, v, strings.Join(protocol.SupportedVersions(), ", ")))
 		return nil, false
 	}
 	return sess, true
@@ -195,8 +188,8 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		params, result, perr = t.srv.Initialize(msg.Params)
 	}
 	if perr != nil {
-		rec.status, rec.rpcCode = http.StatusOK, perr.Code
-		writeError(w, rec.status, msg.ID, perr)
+		rec.rpcCode = perr.Code
+		writeError(w, http.StatusOK, msg.ID, perr)
 		return
 	}
 	sess, err := t.sessions.Create(r.Context(), SessionInit{
@@ -210,34 +203,30 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 	})
 	if share := t.shareSpent(err); share != nil {
 		// The caller's own share is spent: its problem, not the server's.
-		rec.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "5")
-		writeError(w, rec.status, msg.ID, share)
+		writeError(w, http.StatusTooManyRequests, msg.ID, share)
 		return
 	}
 	if errors.Is(err, ErrTooManySessions) {
-		rec.status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "5")
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInternalError,
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.Errorf(protocol.CodeInternalError,
 			"too many client sessions: this server holds %d, its limit (transport.maxSessions); retry later", t.opts.MaxSessions))
 		return
 	}
 	if err != nil {
-		rec.status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "5")
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInternalError, "cannot open a client session: %v", err))
+		writeError(w, http.StatusServiceUnavailable, msg.ID, protocol.Errorf(protocol.CodeInternalError, "cannot open a client session: %v", err))
 		return
 	}
 	out, err := protocol.Marshal(result)
 	if err != nil {
 		sess.terminate()
-		rec.status = http.StatusInternalServerError
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
+		writeError(w, http.StatusInternalServerError, msg.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		return
 	}
-	rec.session, rec.status = sess.id, http.StatusOK
+	rec.session = sess.id
 	w.Header().Set(headerSessionID, sess.id)
-	writeJSON(w, rec.status, protocol.AppendResult(nil, msg.ID, out))
+	writeJSON(w, http.StatusOK, protocol.AppendResult(nil, msg.ID, out))
 }
 
 // shareSpent is the answer to a session refused because its principal or
@@ -264,8 +253,8 @@ func (t *Transport) shareSpent(err error) *protocol.Error {
 const maxForwardedCancelID = 256
 
 // notification handles a client notification. An error means it had to
-// reach another replica and Redis did not take it: the client must send
-// it again (503 with Retry-After).
+// reach another replica and the shared store did not take it: the client
+// must send it again (503 with Retry-After).
 func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *protocol.Message) error {
 	switch msg.Method {
 	case protocol.NotificationCancelled:
@@ -274,14 +263,14 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
 			return nil
 		}
-		if !sess.cancelRequest(p.RequestID) && sess.shared != nil && len(p.RequestID) <= maxForwardedCancelID {
+		if !sess.cancelRequest(p.RequestID) && len(p.RequestID) <= maxForwardedCancelID {
 			// The request may run on another replica: without this, a
 			// cancellation landing elsewhere than its request would be
-			// accepted and ignored. Each one is published to every
-			// replica, so its size is bounded: an id longer than any
-			// client sends is not forwarded (cancellation is advisory,
+			// accepted and ignored. Each one may reach every replica, so
+			// its size is bounded: an id longer than any client sends is
+			// not forwarded (cancellation is advisory,
 			// basic/utilities/cancellation).
-			return sess.shared.forwardCancel(ctx, sess, p.RequestID)
+			return sess.rep.forwardCancel(ctx, p.RequestID)
 		}
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
@@ -293,8 +282,8 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 
 // clientResponse takes a client's response to a server-to-client request
 // (sampling, elicitation, roots/list) to the handler waiting for it: on
-// this replica, or, for a shared session, on the replica whose mailbox
-// for the id waits in Redis (redisanswer.go). A response nothing waits
+// this replica, or, for a shared session, through the replicator to the
+// replica whose mailbox for the id waits. A response nothing waits
 // for is accepted (202, as basic/transports has it for a response the
 // server takes) and dropped, as the official SDKs' servers do: it may be
 // a late answer to a request the server stopped waiting for, which is no
@@ -304,7 +293,7 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 // MaxClientResponseBytes is refused with 413 naming the limit, and the
 // request waiting for it, if any, fails at once with that reason instead
 // of waiting until its timeout.
-func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, body []byte, rec *requestLog) {
+func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, body []byte) {
 	size, limit := len(body), t.opts.MaxClientResponseBytes
 	var refused *protocol.Error
 	if size > limit {
@@ -315,22 +304,19 @@ func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess 
 		body = protocol.AppendError(nil, msg.ID, refused)
 	}
 	var err error
-	switch {
-	case sess.deliver(msg):
-	case sess.shared != nil:
-		err = sess.shared.forwardAnswer(r.Context(), sess, msg, body)
-	default:
-		t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+	if !sess.deliver(msg) {
+		var routed bool
+		if routed, err = sess.rep.forwardAnswer(r.Context(), msg, body); !routed && err == nil {
+			t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+		}
 	}
 	switch {
 	case refused != nil:
-		rec.status = http.StatusRequestEntityTooLarge
-		writeError(w, rec.status, nil, refused.WithData(map[string]any{"limit": limit, "actual": size}))
+		writeError(w, http.StatusRequestEntityTooLarge, nil, refused.WithData(map[string]any{"limit": limit, "actual": size}))
 	case err != nil:
-		retryLater(w, rec, "cannot route the response now: %v", err)
+		retryLater(w, "cannot route the response now: %v", err)
 	default:
-		rec.status = http.StatusAccepted
-		w.WriteHeader(rec.status)
+		w.WriteHeader(http.StatusAccepted)
 	}
 }
 
@@ -340,22 +326,22 @@ func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess 
 // close its stream for polling (SEP-1699) and keep running after this
 // response has ended.
 func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *ClientSession, msg *protocol.Message, sseOK bool, rec *requestLog) {
-	// Not r.Context(): a disconnect is not a cancellation (basic/transports).
-	ctx, cancel := context.WithCancelCause(sess.ctx)
-	if p, ok := auth.FromContext(r.Context()); ok {
-		// The principal, and so the tenant every store call reads, come
-		// with the request; the session is bound to the same principal.
-		ctx = auth.WithPrincipal(ctx, p)
-	}
+	// The request's values (the principal, and so the tenant every store
+	// call reads; a tracing span) without its cancellation: a disconnect
+	// is not a cancellation (basic/transports). The end of the session
+	// is: begin registers cancel, which the session calls when it ends
+	// (ClientSession.cancelInflight, through context.AfterFunc).
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	if err := sess.begin(msg.ID, r.Context(), cancel); err != nil {
 		cancel(nil)
-		rec.status, rec.rpcCode = http.StatusOK, protocol.CodeInvalidRequest
+		status := http.StatusOK
 		if errors.Is(err, errSessionEnded) {
 			// Ended between lookup and now: the same 404 as any ended
 			// session (basic/transports).
-			rec.status = http.StatusNotFound
+			status = http.StatusNotFound
 		}
-		writeError(w, rec.status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
+		rec.rpcCode = protocol.CodeInvalidRequest
+		writeError(w, status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
 	detached := sseOK && msg.Method == protocol.MethodToolsCall && t.srv.LongRunning(msg.Params)
@@ -381,7 +367,6 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		cancel(nil)
 		ex.finish(out)
 	}
-	rec.status = http.StatusOK
 	if detached {
 		// The stream starts at once: a long-running tool may stay silent
 		// for longer than a proxy's idle timeout, and the priming event and
@@ -448,7 +433,7 @@ func (t *Transport) writeNow(w http.ResponseWriter, final []byte) {
 
 // streamResponse serves a POST response stream to its end.
 func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
-	st.post.open() // a shared session's: in Redis before the client learns its name
+	st.log.open() // a shared log has the stream before the client learns its name
 	c, cursor := st.attach(0)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))

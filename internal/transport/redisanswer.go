@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -49,32 +47,6 @@ import (
 
 // opAnswer carries a client's response to a server-to-client request.
 const opAnswer = "answer"
-
-var (
-	// scriptAwait: KEYS answer slot; ARGV ttl. Creates the slot if
-	// missing (written at expect, or again after Redis lost it), extends
-	// it, and returns what it holds: "" while nothing came.
-	scriptAwait = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], '', 'PX', ARGV[1])
-  return ''
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return v`)
-	// scriptForward: KEYS answer slot; ARGV ttl, channel, the wake
-	// message's head, the response, the wake message's tail (the message
-	// is head..response..tail, so the response crosses to Redis once). 1:
-	// stored and published; 0: no slot, nothing done; 2: answered
-	// already, dropped.
-	scriptForward = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-if v ~= '' then return 2 end
-redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3] .. ARGV[4] .. ARGV[5])
-return 1`)
-)
 
 // answerKey is the mailbox of server-to-client request id (of the form
 // isOutgoingID accepts) of session sid.
@@ -125,7 +97,7 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 	// goes between the two calls is the script's to notice.
 	n, err := m.rdb.Exists(ctx, key).Result()
 	if err == nil && n == 1 {
-		n, err = scriptForward.Run(ctx, m.rdb, []string{key}, m.ttlMs(), m.channel, head, body, "}").Int64()
+		n, err = m.lua.forwardAnswer(ctx, m.rdb, forwardArgs{mailbox: key, ttlMs: m.ttlMs(), channel: m.channel, head: head, response: body, tail: "}"}).Int64()
 	}
 	if err != nil {
 		m.failed(err)
@@ -151,7 +123,7 @@ func (m *redisSessions) awaitAnswer(s *ClientSession, id protocol.ID) {
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
-	v, err := scriptAwait.Run(ctx, m.rdb, []string{m.answerKey(s.id, id)}, m.ttlMs()).Text()
+	v, err := m.lua.awaitAnswer(ctx, m.rdb, m.answerKey(s.id, id), m.ttlMs()).Text()
 	if err != nil {
 		m.failed(err)
 		return

@@ -109,7 +109,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	ps.waitEnd(t)
 	// The answer's record goes with the request.
 	eventually(t, waitLong, "the answer's key to be removed", func() bool {
-		keys, _ := direct.Keys(context.Background(), prefix+"cs:{"+sid+"}:a:*").Result()
+		keys := keysMatching(t, direct, redisKeys(prefix).answers(sid))
 		return len(keys) == 0
 	})
 }

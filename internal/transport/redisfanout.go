@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 // Resource updates of shared client sessions (issue 7, point 2). The
@@ -65,11 +67,16 @@ func (m *redisSessions) touchSubs(ctx context.Context, p redis.Pipeliner, tenant
 	}
 }
 
-// resourceUpdated queues data, the notification of uri's update, for
-// every shared session of tenant subscribed to it. It never blocks: a full
-// queue drops the update, counted (RedisStats.Dropped) and logged once
-// per episode.
-func (m *redisSessions) resourceUpdated(tenant, uri string, data []byte) {
+// resourceUpdated queues the notification of uri's update for every
+// shared session of tenant subscribed to it, and reports 0: it returns at
+// once, without a Redis round trip, so it cannot know the count;
+// RedisStats counts the outcome. It never blocks: a full queue drops the
+// update, counted (RedisStats.Dropped) and logged once per episode.
+func (m *redisSessions) resourceUpdated(tenant, uri string) (int, error) {
+	data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
+	if err != nil {
+		return 0, fmt.Errorf("encode resource update: %w", err)
+	}
 	select {
 	case m.logq <- logOp{tenant: tenant, uri: uri, data: data}:
 		m.updates.Add(1)
@@ -81,6 +88,19 @@ func (m *redisSessions) resourceUpdated(tenant, uri string, data []byte) {
 			m.log.Error().Msg("transport: shared-session log queue full; dropping resource updates")
 		}
 	}
+	return 0, nil
+}
+
+// subscribers reads Redis's reverse index, which every replica writes, so
+// a subscription made or dropped on another replica counts.
+func (m *redisSessions) subscribers(ctx context.Context, tenant, uri string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	ids, err := m.rdb.SMembers(ctx, m.subsKey(tenant, uri)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the subscribers of a resource: %w", err)
+	}
+	return ids, nil
 }
 
 // lookups reads, in one pipeline, the reverse index of every resource
@@ -161,10 +181,8 @@ type RedisStats struct {
 
 // RedisStats returns the counters of the shared client sessions; zero
 // without Redis. Each is read atomically, the set is not one snapshot.
-func (t *Transport) RedisStats() RedisStats {
-	if t.shared == nil {
-		return RedisStats{}
-	}
-	m := t.shared
+func (t *Transport) RedisStats() RedisStats { return t.fanout.stats() }
+
+func (m *redisSessions) stats() RedisStats {
 	return RedisStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
 }

@@ -125,12 +125,18 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 			quiet(t, streams[other], 0)
 		})
 	}
-	if n, _ := rdb.HGet(context.Background(), prefix+"cs:{"+offline+"}", "gseq").Int(); n != 3 {
+	if n := hgetInt(t, rdb, redisKeys(prefix).session(offline), "gseq"); n != 3 {
 		t.Fatalf("offline session logged %d events after 3 updates", n)
 	}
 
-	set := reps[0].tr.shared.subsKey("default", uri)
-	members := func() []string { return rdb.SMembers(context.Background(), set).Val() }
+	set := redisKeys(prefix).subs("default", uri)
+	members := func() []string {
+		ids, err := rdb.SMembers(context.Background(), set).Result()
+		if err != nil {
+			t.Fatalf("SMEMBERS %s: %v", set, err)
+		}
+		return ids
+	}
 	if got := members(); len(got) != 3 {
 		t.Fatalf("reverse index %v, want the 3 subscribers", got)
 	}
@@ -191,9 +197,9 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid) // B and C have copies, as replicas the client used
 	c.toolsListOK(t, sid)
-	hash := prefix + "cs:{" + sid + "}"
-	homeA := a.tr.shared.self
-	if home := rdb.HGet(context.Background(), hash, "home").Val(); home != homeA {
+	hash := redisKeys(prefix).session(sid)
+	homeA := a.shared().self
+	if home := hget(t, rdb, hash, "home"); home != homeA {
 		t.Fatalf("home %q, want A (%s)", home, homeA)
 	}
 
@@ -201,7 +207,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	a.ts.CloseClientConnections()
 	_ = rdbA.Close()
 	eventually(t, waitLong, "A's liveness key to expire", func() bool {
-		return rdb.Exists(context.Background(), a.tr.shared.replicaKey(homeA)).Val() == 0
+		return !exists(t, rdb, a.shared().replicaKey(homeA))
 	})
 	listChanged := func() {
 		t.Helper()
@@ -218,7 +224,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 		t.Fatalf("got %+v %+v, want tools/list_changed as g-1", ev, m)
 	}
 	quiet(t, r, waitShort)
-	if home := rdb.HGet(context.Background(), hash, "home").Val(); home == homeA {
+	if home := hget(t, rdb, hash, "home"); home == homeA {
 		t.Fatal("the dead replica is still home")
 	}
 	listChanged() // once again, by the new home
@@ -226,7 +232,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 		t.Fatalf("got %+v %+v, want tools/list_changed as g-2", ev, m)
 	}
 	quiet(t, r, waitShort)
-	if n, _ := rdb.HGet(context.Background(), hash, "gseq").Int(); n != 2 {
+	if n := hgetInt(t, rdb, hash, "gseq"); n != 2 {
 		t.Fatalf("%d events logged after two tools/list_changed", n)
 	}
 }
@@ -240,7 +246,7 @@ func TestRedisFanout_QueueFull(t *testing.T) {
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	h := replica(t, testRedis(t, proxy.Addr()), prefix)
 	proxy.Cut()
-	n := 2 * cap(h.tr.shared.logq)
+	n := 2 * cap(h.shared().logq)
 	start := time.Now()
 	for range n {
 		if _, err := h.tr.ResourceUpdated("", "test://flood"); err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // redisLog is the GET stream's event log of a shared client session
@@ -83,75 +85,6 @@ type logOp struct {
 	final bool
 }
 
-var (
-	// scriptAppend: KEYS hash, log; ARGV ttl, maxlen, data, channel,
-	// wake message, token field, token, home ('' for any), subscription
-	// field ('' for none), dead home ('' for none), home change message.
-	// The seq, -1 if the session is gone, -2 if this token was applied
-	// already, -3 if this replica is not the home a broadcast needs (nor
-	// takes over from the dead home still named), -4 if the session is
-	// not subscribed (any more) to the resource an update is about. A
-	// take-over makes ARGV[8] the home and publishes the change, in the
-	// same step as the append, so that of the replicas that find the home
-	// dead exactly one logs the event. A hash that names no home (Redis
-	// lost the session and a copy that was not home rewrote it) is taken
-	// over the same way, so that no session stays without one.
-	//
-	// A take-over broadcast can find this replica home already: a GET
-	// claimed the session here after the broadcast was queued. It is then
-	// logged only if that claim took the session from the dead home and
-	// no broadcast was logged since (hash fields hfrom, the home a claim
-	// replaced, and hbc, whether a broadcast was logged since the home
-	// last changed; scriptUpdate resets them): otherwise the survivor that
-	// took over first logged it already, and this would be its double.
-	//
-	// The seq is one past the larger of gseq and the log's last entry,
-	// and the XADD comes before any change to the hash: Lua does not roll
-	// back, so an XADD that fails must leave nothing behind, and a gseq
-	// that fell below the log's top (a hash written back from a copy
-	// whose position lagged) heals at the next append instead of making
-	// every append fail for good (issue 7, point 6).
-	scriptAppend = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local takeover = false
-if ARGV[8] ~= '' then
-  local home = redis.call('HGET', KEYS[1], 'home')
-  if home ~= ARGV[8] then
-    if home and (ARGV[10] == '' or home ~= ARGV[10]) then return -3 end
-    takeover = true
-  elseif ARGV[10] ~= '' and (redis.call('HGET', KEYS[1], 'hfrom') ~= ARGV[10] or redis.call('HGET', KEYS[1], 'hbc') == '1') then
-    return -3
-  end
-end
-if ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[9]) == 0 then return -4 end
-local last = tonumber(redis.call('HGET', KEYS[1], ARGV[6]) or '0')
-if tonumber(ARGV[7]) <= last then return -2 end
-local seq = tonumber(redis.call('HGET', KEYS[1], 'gseq') or '0')
-local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-if top then
-  local t = tonumber(string.match(top[1], '^0%-(%d+)$') or '0')
-  if t > seq then seq = t end
-end
-seq = seq + 1
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[6], ARGV[7], 'gseq', seq)
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'hbc', '1') end
-if takeover then
-  redis.call('HSET', KEYS[1], 'home', ARGV[8], 'hfrom', ARGV[10])
-  redis.call('PUBLISH', ARGV[4], ARGV[11])
-end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return seq`)
-	// scriptFlushed: KEYS hash; ARGV seq. Raises gflushed, where a fresh
-	// GET on any replica starts.
-	scriptFlushed = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local f = tonumber(redis.call('HGET', KEYS[1], 'gflushed') or '0')
-if tonumber(ARGV[1]) > f then redis.call('HSET', KEYS[1], 'gflushed', ARGV[1]) end
-return 1`)
-)
-
 // append queues data for the log; a full queue (Redis down for long)
 // drops it, logged once per outage.
 func (l *redisLog) append(st *stream, data []byte) {
@@ -205,7 +138,7 @@ func (l *redisLog) sync(ctx context.Context, st *stream) error {
 	if err := l.m.skipping(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	v, err := l.m.rdb.HMGet(ctx, l.m.hashKey(l.id), "gseq", "gflushed").Result()
 	if err != nil {
@@ -391,7 +324,7 @@ func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
 					add(m.evalAppend(ctx, p, id, op, "", ""), i, id)
 				}
 			case op.data == nil:
-				add(scriptFlushed.Eval(ctx, p, []string{m.hashKey(op.log.id)}, op.flushed), i, op.log.id)
+				add(m.lua.markFlushed(ctx, p, m.hashKey(op.log.id), op.flushed), i, op.log.id)
 			case !op.broadcast:
 				add(m.evalAppend(ctx, p, op.log.id, op, "", ""), i, op.log.id)
 			case op.home == m.self:
@@ -463,6 +396,30 @@ func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id st
 	if deadHome != "" {
 		change = `{"o":"` + m.self + `","id":"` + id + `","op":"home","home":"` + m.self + `"}`
 	}
-	return scriptAppend.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id)},
-		m.ttlMs(), m.logSize, op.data, m.channel, wake, "t:"+m.self, op.tok, home, sub, deadHome, change)
+	return m.lua.appendEvent(ctx, p, appendArgs{
+		hash: m.hashKey(id), log: m.logKey(id), ttlMs: m.ttlMs(), maxLen: m.logSize, data: op.data,
+		channel: m.channel, wake: wake, tokenField: "t:" + m.self, token: op.tok,
+		home: home, deadHome: deadHome, homeChange: change, subField: sub,
+	})
 }
+
+// The eventLog of a shared session's GET stream: Redis holds the log,
+// the ring stays empty.
+
+func (l *redisLog) take(st *stream, data []byte) bool {
+	l.append(st, data)
+	return true
+}
+
+func (l *redisLog) pushed(uint64, []byte, bool) {}
+
+func (l *redisLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+	evs, lost := l.next(st, cursor, buf)
+	return evs, false, lost, true
+}
+
+func (l *redisLog) limit(st *stream) (uint64, bool) { return st.nextSeq - 1, true }
+
+func (l *redisLog) follower() bool { return false }
+
+func (l *redisLog) open() {}

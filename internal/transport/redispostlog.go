@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
@@ -91,73 +93,13 @@ type postLog struct {
 	checked time.Time
 }
 
-var (
-	// scriptPostOpen: KEYS hash, post log; ARGV ttl, origin, request id.
-	// 1 when the stream is this origin's (new, or events already
-	// written), 0 when another replica's stream holds the name, -1 if the
-	// session is gone.
-	scriptPostOpen = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
-if #first == 0 then
-  redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[2], 'r', ARGV[3])
-elseif first[1][2][1] ~= 'o' or first[1][2][2] ~= ARGV[2] then
-  return 0
-end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return 1`)
-	// scriptPostAppend: KEYS hash, post log; ARGV ttl, maxlen, seq, data
-	// ('' for the end without a response), final ('1' or ''), channel,
-	// wake message, origin, request id. 1 appended, 0 appended already (a
-	// retried batch) or the log has its end (which a follower may have
-	// written for an origin it took for dead: nothing goes after it), -1
-	// the session is gone.
-	scriptPostAppend = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local seq = tonumber(ARGV[3])
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #last > 0 and tonumber(string.sub(last[1][1], 3)) >= seq then return 0 end
-if #last > 0 then
-  local e = last[1][2]
-  for i = 1, #e, 2 do if e[i] == 'f' then return 0 end end
-end
-if #last == 0 then redis.call('XADD', KEYS[2], '1-0', 'o', ARGV[8], 'r', ARGV[9]) end
-local f = {'o', ARGV[8], 'r', ARGV[9]}
-if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
-if ARGV[5] == '1' then f[#f + 1] = 'f'; f[#f + 1] = '1' end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return 1`)
-	// scriptPostOrphan ends the log of a POST stream whose origin died
-	// without ending it (issue 7, point 4 of the review): KEYS hash, post
-	// log; ARGV ttl, maxlen, seq, data ('' for a bare end), channel, wake
-	// message, origin, request id. 1 written; 0 the log grew meanwhile
-	// (read it again); 2 it has its end already; -1 the session or the
-	// log is gone.
-	scriptPostOrphan = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #last == 0 then return -1 end
-local e = last[1][2]
-for i = 1, #e, 2 do if e[i] == 'f' then return 2 end end
-if tonumber(string.sub(last[1][1], 3)) >= tonumber(ARGV[3]) then return 0 end
-local f = {'o', ARGV[7], 'r', ARGV[8]}
-if ARGV[4] ~= '' then f[#f + 1] = 'd'; f[#f + 1] = ARGV[4] end
-f[#f + 1] = 'f'; f[#f + 1] = '1'
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '1-' .. ARGV[3], unpack(f))
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[5], ARGV[6])
-return 1`)
-)
-
 func (m *redisSessions) postKey(id, stream string) string { return m.hashKey(id) + ":" + stream }
 
 // mirror makes st, the new stream of a POST response to request id on
 // this replica, an origin mirrored in Redis. Nothing is written until the
 // stream's writer opens it (open) and its events are appended.
 func (m *redisSessions) mirror(s *ClientSession, st *stream, id protocol.ID) {
-	st.post = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
+	st.log = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
 }
 
 // open creates the Redis Stream before the first byte of the response,
@@ -175,7 +117,7 @@ func (p *postLog) open() {
 	var n int
 	if err == nil {
 		ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
-		n, err = scriptPostOpen.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key}, p.m.ttlMs(), p.m.self, p.reqID).Int()
+		n, err = p.m.lua.openPost(ctx, p.m.rdb, postOpenArgs{hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), origin: p.m.self, reqID: p.reqID}).Int()
 		cancel()
 		if err != nil {
 			p.m.failed(err)
@@ -216,7 +158,7 @@ func (p *postLog) queue(seq uint64, data []byte, final bool) {
 // limit is the last seq the origin's connection may write, and whether it
 // may write the end; st.mu must be held. Unmirrored, everything.
 func (p *postLog) limit(st *stream) (uint64, bool) {
-	if p == nil || !p.origin || p.degraded || p.m.skipUntil.Load() != 0 {
+	if p == nil || !p.origin || p.degraded || !p.m.conn.Available() {
 		return st.nextSeq - 1, true
 	}
 	return p.persisted, p.ended
@@ -244,12 +186,11 @@ func (p *postLog) confirmed(op logOp, res int64, err error) {
 // evalPostAppend queues op's append on pipeline p.
 func (m *redisSessions) evalPostAppend(ctx context.Context, p redis.Pipeliner, op logOp) *redis.Cmd {
 	id := op.post.sid
-	final := ""
-	if op.final {
-		final = "1"
-	}
-	return scriptPostAppend.Eval(ctx, p, []string{m.hashKey(id), op.post.key},
-		m.ttlMs(), m.logSize, op.seq, op.data, final, m.channel, m.postWake(id, op.post.st.id), m.self, op.post.reqID)
+	return m.lua.appendPost(ctx, p, postAppendArgs{
+		hash: m.hashKey(id), log: op.post.key, ttlMs: m.ttlMs(), maxLen: m.logSize,
+		seq: op.seq, data: op.data, final: op.final,
+		channel: m.channel, wake: m.postWake(id, op.post.st.id), origin: m.self, reqID: op.post.reqID,
+	})
 }
 
 // postWake is the "ev" change that wakes a connection another replica
@@ -267,7 +208,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 		return nil, err
 	}
 	key := m.postKey(s.id, name)
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	last, err := m.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
 	if err != nil {
@@ -281,9 +222,10 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	st := have
 	if st == nil {
 		st = newStream(name, s.logLimit)
-		st.post = &postLog{m: m, st: st, sid: s.id, key: key}
+		st.log = &postLog{m: m, st: st, sid: s.id, key: key}
 		st = s.retain(st)
 	}
+	p := st.log.(*postLog) // a follower: made here, or have
 	// The last seq issued, so that attach clamps an id from the future as
 	// in memory: the last event's, or the one before an f marker.
 	seq, _ := postSeq(last[0].ID)
@@ -298,8 +240,8 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	// Every entry names the origin and the request (1-0 included), so
 	// that the follower can watch the origin (issue 7, point 4 of the
 	// review).
-	if st.post.ownerID == "" {
-		st.post.ownerID, st.post.reqID = owner, reqID
+	if p.ownerID == "" {
+		p.ownerID, p.reqID = owner, reqID
 	}
 	// The end is in the log: a resume from it has nothing more to wait
 	// for (read).
@@ -308,7 +250,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	return st, nil
 }
 
-// read is a follower's next: the events after cursor in Redis, whether
+// readLog is a follower's next: the events after cursor in Redis, whether
 // the stream has ended once they are written, and whether events after
 // cursor were trimmed. A full page wakes the connection again for the
 // rest; a Redis failure reads nothing, and the next wake-up or keep-alive
@@ -316,7 +258,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 // origin's liveness key, first, so that the read has all the origin wrote
 // before its key expired: an origin found dead with no end in the log
 // gets one (orphaned; issue 7, point 4 of the review).
-func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
+func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
 	}
@@ -414,8 +356,10 @@ func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool
 	}
 	ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
 	defer cancel()
-	n, err := scriptPostOrphan.Run(ctx, p.m.rdb, []string{p.m.hashKey(p.sid), p.key},
-		p.m.ttlMs(), p.m.logSize, seq, string(data), p.m.channel, p.m.postWake(p.sid, st.id), owner, reqID).Int()
+	n, err := p.m.lua.orphanPost(ctx, p.m.rdb, postOrphanArgs{
+		hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), maxLen: p.m.logSize, seq: seq, data: data,
+		channel: p.m.channel, wake: p.m.postWake(p.sid, st.id), origin: owner, reqID: reqID,
+	}).Int()
 	if err != nil {
 		p.m.failed(err)
 		return buf, false // the next check tries again
@@ -465,9 +409,28 @@ func (s *ClientSession) mirroredKeys() []string {
 	defer s.mu.Unlock()
 	var keys []string
 	for _, st := range s.streams {
-		if p := st.post; p != nil && p.origin && !st.finished() {
+		if p, ok := st.log.(*postLog); ok && p.origin && !st.finished() {
 			keys = append(keys, p.key)
 		}
 	}
 	return keys
 }
+
+// The eventLog of a POST stream: the origin's ring mirrored into Redis,
+// or a follower reading the mirror.
+
+func (p *postLog) take(*stream, []byte) bool { return false }
+
+func (p *postLog) pushed(seq uint64, data []byte, final bool) { p.queue(seq, data, final) }
+
+func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+	if p.origin {
+		return buf, false, false, false
+	}
+	evs, done, lost := p.readLog(st, cursor, buf)
+	return evs, done, lost, true
+}
+
+func (p *postLog) markFlushed(uint64) {}
+
+func (p *postLog) follower() bool { return !p.origin }

@@ -112,11 +112,11 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	sid := a.initialize(t)
 	ctx := context.Background()
 	keys := func() []string {
-		k := rdb.Keys(ctx, prefix+"*").Val()
+		k := keysMatching(t, rdb, redisKeys(prefix).all())
 		slices.Sort(k)
 		return k
 	}
-	hash := prefix + "cs:{" + sid + "}"
+	hash := redisKeys(prefix).session(sid)
 	beforeKeys, beforeHash := keys(), rdb.HGetAll(ctx, hash).Val()
 
 	for i, accept := range []string{acceptBoth, "application/json"} {
@@ -136,7 +136,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if got := rdb.HGetAll(ctx, hash).Val(); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
 		t.Fatalf("session hash %v after JSON tools/calls, want %v", got, beforeHash)
 	}
-	if n := len(a.tr.shared.logq); n != 0 {
+	if n := len(a.shared().logq); n != 0 {
 		t.Fatalf("%d log writes queued after JSON tools/calls", n)
 	}
 
@@ -153,8 +153,8 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if seq != 3 {
 		t.Fatalf("last event %q, want two progress notifications and the response", last)
 	}
-	streams := rdb.Keys(ctx, hash+":p*").Val()
-	if len(streams) != 1 || streams[0] != hash+":"+name {
+	streams := keysMatching(t, rdb, redisKeys(prefix).stream(sid, "p*"))
+	if len(streams) != 1 || streams[0] != redisKeys(prefix).stream(sid, name) {
 		t.Fatalf("POST-stream logs %q after one streamed call %s, want its alone", streams, name)
 	}
 	if ttl := rdb.PTTL(ctx, streams[0]).Val(); ttl <= 0 {
@@ -229,7 +229,7 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	rdbA, rdbB := testRedis(t, testRedisAddr), testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdbA, prefix), replica(t, rdbB, prefix)
-	reads := &keyReads{cmd: "exists", key: a.tr.shared.replicaKey(a.tr.shared.self)}
+	reads := &keyReads{cmd: "exists", key: a.shared().replicaKey(a.shared().self)}
 	rdbB.AddHook(reads)
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid)
@@ -276,13 +276,16 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	// Had A been alive after all (a partition longer than its key's TTL),
 	// its response would come after the end: refused, so no client ever
 	// gets two answers to one request.
-	m, key := b.tr.shared, prefix+"cs:{"+sid+"}:"+name
-	n, err := scriptPostAppend.Run(context.Background(), rdb, []string{m.hashKey(sid), key},
-		m.ttlMs(), m.logSize, 3, `{"jsonrpc":"2.0","id":31,"result":{}}`, "1", m.channel, m.postWake(sid, name), a.tr.shared.self, "31").Int()
+	m, key := b.shared(), redisKeys(prefix).stream(sid, name)
+	n, err := m.lua.appendPost(context.Background(), rdb, postAppendArgs{
+		hash: m.hashKey(sid), log: key, ttlMs: m.ttlMs(), maxLen: m.logSize, seq: 3,
+		data: []byte(`{"jsonrpc":"2.0","id":31,"result":{}}`), final: true,
+		channel: m.channel, wake: m.postWake(sid, name), origin: a.shared().self, reqID: "31",
+	}).Int()
 	if err != nil || n != 0 {
 		t.Fatalf("an append after the end: %d, %v; want 0 (refused)", n, err)
 	}
-	if n, _ := rdb.XLen(context.Background(), key).Result(); n != 3 {
+	if n, err := rdb.XLen(context.Background(), key).Result(); err != nil || n != 3 {
 		t.Fatalf("POST-stream log holds %d entries, want 3 (1-0, the progress, one error response)", n)
 	}
 }

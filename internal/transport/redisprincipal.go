@@ -10,21 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptPrincipalAdd reserves a place for a new client session among the
-// sessions a principal or a tenant holds, across replicas: KEYS the
-// sorted set of their session ids scored by expiry; ARGV now (ms), the
-// cap, the id, the idle timeout (ms). Members whose session would have
-// expired by now are dropped first, so a session that idled out frees
-// its place without anyone deleting it. 1 if reserved, 0 if the set is
-// at its cap.
-var scriptPrincipalAdd = redis.NewScript(`
-local now = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1`)
-
 // capSet is one sorted set of sessions that has a cap: the principal's
 // or the tenant's.
 type capSet struct {
@@ -69,7 +54,7 @@ func (m *redisSessions) reserve(ctx context.Context, principal, tenant, id strin
 	cmds := make([]*redis.Cmd, len(sets))
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range sets {
-			cmds[i] = scriptPrincipalAdd.Eval(ctx, p, []string{c.key}, now, c.limit, id, m.ttlMs())
+			cmds[i] = m.lua.reservePlace(ctx, p, capAddArgs{set: c.key, nowMs: now, limit: c.limit, id: id, ttlMs: m.ttlMs()})
 		}
 		return nil
 	})
@@ -103,14 +88,38 @@ func (m *redisSessions) giveBack(sets []capSet, id string) {
 }
 
 // keepPlace, queued with a session's TTL refresh, moves its expiry in the
-// sets that count it along with it. It adds the member if it is missing,
-// so the count heals after Redis lost its data; a
-// session deleted meanwhile elsewhere is at worst counted until its idle
-// timeout.
+// sets that count it along with it. It only moves a member that is
+// there (ZADD XX): the refresh may be queued just as another replica
+// deletes the session, and adding it back would count a session that has
+// ended against its principal and tenant until the idle timeout.
 func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, s *ClientSession, now time.Time) {
 	for _, c := range m.capSets(s.principal, s.tenant) {
-		p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+		p.ZAddXX(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
 		p.PExpire(ctx, c.key, m.idle)
+	}
+}
+
+// retakePlaces puts back the places of sessions written back after Redis
+// lost its data, so that they count again; only once the rewrite took,
+// since a session it found deleted has none.
+func (m *redisSessions) retakePlaces(ctx context.Context, written []*ClientSession) {
+	if len(written) == 0 || (m.caps == sessionCaps{}) {
+		return
+	}
+	now := m.now()
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range written {
+			for _, c := range m.capSets(s.principal, s.tenant) {
+				p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+				p.PExpire(ctx, c.key, m.idle)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// Counted again at the next write-back, or not until they end: a
+		// share is then too large for a while, never too small.
+		m.log.Debug().Err(err).Int("sessions", len(written)).Msg("transport: places of written-back client sessions not put back")
 	}
 }
 

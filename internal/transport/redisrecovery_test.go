@@ -34,9 +34,14 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			direct := testRedis(t, testRedisAddr)
 			prefix := testPrefix(t, direct)
 			proxy := netfault.NewProxy(t, testRedisAddr)
-			// A short idle timeout: A's sweeper runs every 250 ms, also
-			// while its Redis is skipped.
-			idle := func(o *Options) { o.SessionIdleTimeout = time.Second }
+			// A's sweeper runs often, also while its Redis is skipped,
+			// under an idle timeout nothing here reaches: A's copy, idle
+			// while the client works on B, must not be let go (it was,
+			// under load, with a one-second timeout: the test then read
+			// a copy Redis could not load).
+			idle := func(o *Options) {
+				o.SessionIdleTimeout, o.redisTune.sweep = time.Minute, 20*time.Millisecond
+			}
 			a := replica(t, testRedis(t, proxy.Addr()), prefix, idle)
 			b := replica(t, direct, prefix, idle)
 			sid := b.initialize(t)
@@ -52,29 +57,37 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
 				t.Fatalf("setLevel on B: %s", r)
 			}
-			time.Sleep(700 * time.Millisecond) // A's sweeps run while Redis is skipped
+			// A's sweeps run while Redis is skipped: one found it could
+			// not refresh the copy the client used there.
+			sa, sb := a.session(t, sid), b.session(t, sid)
+			eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
+				_, _, due := sharedCopy(sa).syncState()
+				return due
+			})
 			proxy.Restore()
 
 			ctx := context.Background()
-			key := prefix + "cs:{" + sid + "}"
-			sa, sb := a.session(t, sid), b.session(t, sid)
+			key := redisKeys(prefix).session(sid)
 			eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
 				if tc.subscribeOnA {
-					if v, _ := direct.HGet(ctx, key, "s:test://a").Result(); v != "1" {
+					if v := hget(t, direct, key, "s:test://a"); v != "1" {
 						return false
 					}
 				}
 				return !sa.isDirty()
 			})
-			time.Sleep(2 * waitShort) // what a wrong write-back would spread, it has
-			h, _ := direct.HGetAll(ctx, key).Result()
+			a.waitSweeps(t, 2) // a wrong write-back would have happened by now
+			h, err := direct.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if h["s:test://b"] != "1" {
 				t.Errorf("the subscription acknowledged on B was deleted from redis by A's write-back (hash %v)", h)
 			}
 			if h["level"] != "error" {
 				t.Errorf("the log level set on B reverted to %q in redis", h["level"])
 			}
-			if in, _ := direct.SIsMember(ctx, prefix+"subs:7:default:test://b", sid).Result(); !in {
+			if in, err := direct.SIsMember(ctx, redisKeys(prefix).subs("default", "test://b"), sid).Result(); err != nil || !in {
 				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
 			}
 			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
@@ -115,10 +128,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			name: "real expiry",
 			idle: time.Second,
 			expire: func(t *testing.T, rdb *redis.Client, _ *harness, key, _ string) {
-				eventually(t, 3*time.Second, "the hash to expire", func() bool {
-					n, _ := rdb.Exists(context.Background(), key).Result()
-					return n == 0
-				})
+				eventually(t, 3*time.Second, "the hash to expire", func() bool { return !exists(t, rdb, key) })
 			},
 		},
 	}
@@ -129,15 +139,18 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			idle := func(o *Options) { o.SessionIdleTimeout = tc.idle }
 			a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
 			sid := a.initialize(t) // A is home
-			key := prefix + "cs:{" + sid + "}"
+			key := redisKeys(prefix).session(sid)
 			tc.expire(t, rdb, a, key, sid)
 			for name, h := range map[string]*harness{"A (home)": a, "B": b} {
 				if r := h.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 					t.Errorf("tools/list on %s after the idle timeout: %s, want 404", name, r)
 				}
 			}
-			time.Sleep(min(tc.idle/2, time.Second)) // two sweeps, where there are any
-			if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
+			if tc.idle < time.Minute { // two sweeps, where there are any
+				a.waitSweeps(t, 2)
+				b.waitSweeps(t, 2)
+			}
+			if exists(t, rdb, key) {
 				t.Fatal("the expired session was written back to redis")
 			}
 			if r := b.post(t, sid, rpc(2, "tools/list", nil)); r.Status != http.StatusNotFound {
@@ -168,7 +181,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	ctx := context.Background()
 
 	proxy.Cut()
-	keys, _ := direct.Keys(ctx, prefix+"*").Result()
+	keys := keysMatching(t, direct, redisKeys(prefix).all())
 	direct.Del(ctx, keys...) // Redis "restarted" empty
 	for _, sid := range []string{live, never} {
 		r := b.post(t, sid, rpc(1, "ping", nil))
@@ -176,7 +189,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 			t.Fatalf("session %s on B right after redis lost its data: %s, want 503 with Retry-After", sid, r)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // B's heartbeat writes a new epoch meanwhile
+	b.waitBeats(t, 1) // B's heartbeat writes a new epoch meanwhile
 	proxy.Restore()
 	eventually(t, waitLong, "the live session to be served on B", func() bool {
 		r := b.post(t, live, rpc(2, "ping", nil))
@@ -209,7 +222,7 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 				publish(t, "test://seq", a)
 			}
 			logged(t, rdb, prefix, sid, 3)
-			key := prefix + "cs:{" + sid + "}"
+			key := redisKeys(prefix).session(sid)
 			rdb.HSet(context.Background(), key, "gseq", gseq)
 			publish(t, "test://seq", a)
 			logged(t, rdb, prefix, sid, 4)
@@ -217,7 +230,7 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			if ev, m := g.nextMessage(t); ev.ID != "g-4" || resourceUpdatedURI(t, m) != "test://seq" {
 				t.Fatalf("the update after gseq fell behind: got %+v, want g-4", ev)
 			}
-			if n, _ := rdb.HGet(context.Background(), key, "gseq").Int(); n != 4 {
+			if n := hgetInt(t, rdb, key, "gseq"); n != 4 {
 				t.Fatalf("gseq %d after the append, want 4", n)
 			}
 		})
@@ -247,18 +260,13 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
 	sid := a.initialize(t)
 	s := a.session(t, sid)
-	key := prefix + "cs:{" + sid + "}"
+	key := redisKeys(prefix).session(sid)
 	s.lastSeen.Store(0) // the client left long ago
-	rdb.Del(context.Background(), key, key+":g")
-	s.mu.Lock()
-	s.lost = true // as missing() leaves a copy its client used
-	s.mu.Unlock()
-	// For two sweeps and more (a write-back would set a 1 s TTL).
-	for range 15 {
-		time.Sleep(50 * time.Millisecond)
-		if n, _ := rdb.Exists(context.Background(), key).Result(); n != 0 {
-			t.Fatal("a session idle past the timeout was written back to redis")
-		}
+	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
+	sharedCopy(s).setLost() // as missing() leaves a copy its client used
+	a.waitSweeps(t, 2)      // a write-back would set a 1 s TTL: it would be there
+	if exists(t, rdb, key) {
+		t.Fatal("a session idle past the timeout was written back to redis")
 	}
 	if !s.Ended() {
 		t.Fatal("the copy of a session idle past the timeout lives on")
@@ -271,6 +279,6 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 // isDirty reports whether this copy holds anything Redis lacks: changes
 // to replay, or the whole session to write back.
 func (s *ClientSession) isDirty() bool {
-	lost, unsaved, _ := s.syncState()
+	lost, unsaved, _ := sharedCopy(s).syncState()
 	return lost || unsaved
 }

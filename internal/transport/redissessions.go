@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,15 +9,14 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 
-	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/rs/zerolog"
 )
 
 // redisSessions shares client sessions between replicas (issue 7, points
@@ -60,6 +60,7 @@ import (
 type redisSessions struct {
 	parent  context.Context
 	rdb     redis.UniversalClient
+	lua     *luaScripts
 	prefix  string
 	channel string
 	idle    time.Duration
@@ -88,11 +89,15 @@ type redisSessions struct {
 	// behind the others (issue 7, point 6).
 	loads chan struct{}
 
-	// After a failure Redis is skipped until skipUntil (unix
-	// nanoseconds), so an unreachable Redis costs a request nothing
-	// rather than a timeout each. Non-zero while Redis is down: its
-	// changes from and to zero log the outage's start and end once.
-	skipUntil atomic.Int64
+	// conn is Redis's health, shared with the process's other users of
+	// Redis (docs/adr/0044-one-redis-foundation.md): while its breaker is
+	// open Redis is skipped, so an unreachable Redis costs a request
+	// nothing rather than a timeout each; one slow reply does not open
+	// it. ownConn: the transport made it and closes it; unwatch removes
+	// the outage hook.
+	conn    *redisconn.Conn
+	ownConn bool
+	unwatch func()
 	// resyncDue: Redis answers again after an outage; the sweeper
 	// re-reads every local copy at once, since changes published
 	// meanwhile were missed and Redis may have lost its data (issue 7,
@@ -109,6 +114,9 @@ type redisSessions struct {
 	logDropped atomic.Int64 // events dropped on a full queue this episode
 	// Counters of RedisStats (redisfanout.go).
 	updates, notified, dropped atomic.Int64
+	// sweeps and beats count the sweeper's finished rounds and
+	// heartbeats: what a test waits for instead of a sleep.
+	sweeps, beats atomic.Int64
 
 	bg     context.Context // background work's; cancelled by Close
 	cancel context.CancelFunc
@@ -129,6 +137,9 @@ type redisTuning struct {
 	// heartbeat: how often the replica's liveness key is refreshed; it
 	// expires after livenessBeats of them without one.
 	heartbeat time.Duration
+	// sweep, when set, replaces the sweeper's period (a quarter of the
+	// idle timeout), so that a test may sweep often under a long TTL.
+	sweep time.Duration
 }
 
 // livenessBeats heartbeats missed make a replica dead to the others.
@@ -176,7 +187,7 @@ type sessionChange struct {
 }
 
 var (
-	errRedisSkipped = errors.New("redis unavailable: skipped for a moment after a failure")
+	errRedisSkipped = errors.New("redis unavailable: not waited on until a probe finds it answering")
 	errTooManyLoads = errors.New("too many client sessions being loaded from redis at once")
 	// errRedisLost: Redis has no hash for the session, but it lost its
 	// data a moment ago, so a replica holding a copy may be writing it
@@ -189,7 +200,11 @@ var (
 // Redis at once (redisSessions.loads).
 const maxConcurrentLoads = 64
 
-func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) *redisSessions {
+func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) (*redisSessions, error) {
+	lua, err := loadLuaScripts()
+	if err != nil {
+		return nil, err
+	}
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
@@ -198,14 +213,22 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
 		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
+		lua: lua,
 	}
+	m.conn = o.RedisConn
+	if m.conn == nil {
+		m.conn = redisconn.New(o.Redis, redisconn.Options{KeyPrefix: o.RedisKeyPrefix,
+			Timeouts: redisconn.Timeouts{Hot: o.RedisTimeout}, Log: o.Logger})
+		m.ownConn = true
+	}
+	m.unwatch = m.conn.Watch(m.health)
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
 	m.wg.Add(3)
 	go m.subscribe()
-	go m.sweep(min(max(m.idle/4, 10*time.Millisecond), time.Minute))
+	go m.sweep(cmp.Or(m.tune.sweep, min(max(m.idle/4, 10*time.Millisecond), time.Minute)))
 	go m.appender()
-	return m
+	return m, nil
 }
 
 func (m *redisSessions) hashKey(id string) string { return m.prefix + "cs:{" + id + "}" }
@@ -254,15 +277,12 @@ func (m *redisSessions) heartbeat(alive bool) {
 		// A replica starting with no epoch to compare (the first of a
 		// deployment, or one that started while Redis was down) holds no
 		// copy to write back: its new epoch is not fresh.
-		fresh := "0"
-		if m.epoch != "" {
-			fresh = "1"
-		}
+		fresh := m.epoch != ""
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 		_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, m.replicaKey(m.self), "1", livenessBeats*m.tune.heartbeat)
-			epoch = scriptEpoch.Eval(ctx, p, []string{m.epochKey(), m.freshKey()}, hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
+			epoch = m.lua.readEpoch(ctx, p, m.epochKey(), m.freshKey(), hex.EncodeToString(b[:]), max(m.lossGrace().Milliseconds(), 1), fresh)
 			return nil
 		})
 	} else {
@@ -297,13 +317,15 @@ func (m *redisSessions) heartbeat(alive bool) {
 // collide: a Last-Event-ID or a response meant for another replica's
 // stream or request is then unknown here, never misdelivered.
 func (m *redisSessions) share(s *ClientSession, home bool) {
-	s.shared = m
+	c := &redisCopy{m: m, s: s}
 	if home {
-		s.homeID = m.self
+		c.homeID = m.self
 	}
+	s.rep = c
 	s.nextOutID = mrand.Int64N(1<<40) << 16
 	s.nextStream = int(mrand.Int64N(1<<40) << 16)
-	s.standalone.remote = &redisLog{m: m, id: s.id}
+	c.glog = &redisLog{m: m, id: s.id}
+	s.standalone.log = c.glog
 }
 
 func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
@@ -330,7 +352,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		s.terminate()
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	if err := m.reserve(ctx, s.principal, s.tenant, id); err != nil {
 		s.terminate()
@@ -381,8 +403,8 @@ func sessionFields(s *ClientSession) ([]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
-	if s.homeID != "" && s.homeLocked() {
-		f = append(f, "home", s.homeID)
+	if c := sharedCopy(s); c.isHome() {
+		f = append(f, "home", c.m.self)
 	}
 	for uri := range s.subs {
 		f = append(f, "s:"+uri, "1")
@@ -493,7 +515,7 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	var live *redis.Cmd
 	var lc lossCheck
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		live = scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs())
+		live = m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs())
 		lc = m.queueLossCheck(ctx, p, s.id)
 		return nil
 	})
@@ -552,7 +574,7 @@ func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall)
 			s.terminate()
 			return nil, ErrSessionNotFound
 		}
-		s.apply(ch, m.self)
+		sharedCopy(s).apply(ch)
 	}
 	m.byID[id] = s
 	return s, nil
@@ -563,7 +585,7 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	if err := m.skipping(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	var read *redis.MapStringStringCmd
 	var lc lossCheck
@@ -590,34 +612,8 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	}
 	s := newClientSession(m.parent, id, in, m.now())
 	m.share(s, h["home"] == m.self)
-	s.reset(h)
+	sharedCopy(s).reset(h)
 	return s, nil
-}
-
-// reset replaces the client-changed state with the hash's; used when the
-// copy is built and after this replica may have missed changes. The
-// changes of this copy that Redis has not taken yet hold on top: they
-// were acknowledged, and the sweeper writes them (issue 7, point 6).
-func (s *ClientSession) reset(h map[string]string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := h["level"]; l != "" {
-		s.logLevel = protocol.LoggingLevel(l)
-	}
-	s.homeID = h["home"]
-	for uri := range s.subs {
-		if h["s:"+uri] == "" {
-			s.removeSub(uri)
-		}
-	}
-	for f := range h {
-		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
-			s.addSub(uri)
-		}
-	}
-	for _, c := range s.unsaved {
-		s.applyClientChange(c)
-	}
 }
 
 // Delete ends the session everywhere (issue 7, point 5): the keys go, a
@@ -632,7 +628,7 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 	defer cancel()
 	var cmd *redis.Cmd
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = scriptDelete.Eval(ctx, p, []string{m.hashKey(id), m.logKey(id), m.endKey(id)}, m.ttlMs(), m.channel, msg)
+		cmd = m.lua.deleteSession(ctx, p, deleteArgs{hash: m.hashKey(id), log: m.logKey(id), tombstone: m.endKey(id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg})
 		// The local copy, if any, knows the subscriptions; members it
 		// misses are removed when an update finds the session gone.
 		m.mu.RLock()
@@ -728,6 +724,10 @@ func (m *redisSessions) Close() {
 	m.cancel()
 	m.wg.Wait()
 	m.heartbeat(false) // after the last refresh: others take over at once
+	m.unwatch()
+	if m.ownConn {
+		_ = m.conn.Close() // its probe; the client is the caller's
+	}
 	m.mu.Lock()
 	all := m.byID
 	m.byID = map[string]*ClientSession{}
@@ -749,10 +749,11 @@ func (m *redisSessions) drainBound() time.Duration {
 // kept as unsaved and replayed, alone, when Redis answers (point 6).
 func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	c.Origin, c.ID = m.self, s.id
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	sc := sharedCopy(s)
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
 	if m.skipping() != nil {
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
@@ -771,18 +772,18 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	}
 	if err != nil {
 		m.failed(err)
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		return
 	}
 	m.ok()
 	if n == 0 {
 		// Not applied: it goes with the rewrite, or is replayed if
 		// another replica wrote the session back first.
-		s.keepUnsaved(c)
+		sc.keepUnsaved(c)
 		m.missing(s)
 		return
 	}
-	s.saved(c) // an older unsaved change of the field must not follow it
+	sc.saved(c) // an older unsaved change of the field must not follow it
 }
 
 // evalChange queues on p a change of s: scriptUpdate, and for a
@@ -805,7 +806,7 @@ func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *Cl
 			kind = "hsetnx"
 		}
 	}
-	cmd := scriptUpdate.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs(), m.channel, msg, kind, field, value)
+	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(s.id), log: m.logKey(s.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value})
 	if c.Op == opSub || c.Op == opUnsub {
 		m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
 	}
@@ -838,9 +839,7 @@ func (m *redisSessions) missing(s *ClientSession) {
 		m.evict(s, cutoff)
 		return
 	}
-	s.mu.Lock()
-	s.lost = true
-	s.mu.Unlock()
+	sharedCopy(s).setLost()
 	m.kickSweep()
 }
 
@@ -851,73 +850,34 @@ func (m *redisSessions) kickSweep() {
 	}
 }
 
-// claimHome makes this replica the session's home: the one that logs
-// tools/list_changed, which every replica sees by itself, so that it is
-// logged exactly once. The replica holding the GET stream claims it,
-// since it is the one sure to be alive. (Resource updates no longer
-// depend on the home: their origin logs them; redisfanout.go.)
-func (m *redisSessions) claimHome(s *ClientSession) {
-	s.mu.Lock()
-	s.homeID = m.self
-	s.mu.Unlock()
-	m.writeThrough(s, sessionChange{Op: opHome, Home: m.self})
-}
-
-// keepUnsaved records c, which Redis has not taken, for the sweeper to
-// replay; it replaces an older one of the same field.
-func (s *ClientSession) keepUnsaved(c sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unsaved == nil {
-		s.unsaved = map[string]sessionChange{}
-	}
-	s.unsaved[changeField(c)] = c
-}
-
-// saved forgets the unsaved change of c's field, which Redis just took
-// a newer value of.
-func (s *ClientSession) saved(c sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.unsaved, changeField(c))
-}
-
-// skipping returns errRedisSkipped while Redis is skipped after a
-// failure; one caller at a time tries again once minBackoff has passed.
+// skipping returns errRedisSkipped while the breaker is open: nothing
+// waits on a Redis known to be down.
 func (m *redisSessions) skipping() error {
-	skip := m.skipUntil.Load()
-	if skip == 0 {
-		return nil
-	}
-	now := time.Now().UnixNano()
-	if now < skip || !m.skipUntil.CompareAndSwap(skip, now+m.tune.minBackoff.Nanoseconds()) {
+	if !m.conn.Available() {
 		return errRedisSkipped
 	}
 	return nil
 }
 
-// failed records a Redis failure: Redis is skipped for minBackoff, and
-// the first failure of an outage is logged.
-func (m *redisSessions) failed(err error) {
-	if errors.Is(err, context.Canceled) {
-		// The caller hung up, or Close cancelled the store's own work:
-		// neither says anything about Redis.
+// failed counts a Redis failure towards its health; a caller that hung
+// up, or Close cancelling the store's own work, says nothing about
+// Redis, and an error that is Redis's answer (a script's) is no failure.
+func (m *redisSessions) failed(err error) { m.conn.Observe(err) }
+
+// ok counts a success.
+func (m *redisSessions) ok() { m.conn.Observe(nil) }
+
+// health is told when the breaker opens and closes: the outage is logged
+// once each way, and when it ends every copy is re-read, not only those
+// with unsaved changes: Redis may have lost its data, and another replica
+// then answers 503 for them until they are written back.
+func (m *redisSessions) health(available bool) {
+	if !available {
+		m.log.Warn().Str("channel", m.channel).
+			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
 		return
 	}
-	if m.skipUntil.Swap(time.Now().Add(m.tune.minBackoff).UnixNano()) == 0 { // the outage begins
-		m.log.Warn().Err(err).Str("channel", m.channel).
-			Msg("transport: redis unavailable; known client sessions keep working, unknown ones get 503 until it answers")
-	}
-}
-
-func (m *redisSessions) ok() {
-	if m.skipUntil.Load() != 0 && m.skipUntil.Swap(0) != 0 { // the outage ends
-		m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
-		// Every copy is re-read now, not only those with unsaved
-		// changes: Redis may have lost its data, and another replica
-		// then answers 503 for them until they are written back
-		// (issue 7, point 6).
-		m.resyncDue.Store(true)
-		m.kickSweep()
-	}
+	m.log.Info().Str("channel", m.channel).Msg("transport: redis answers again; client sessions are shared again")
+	m.resyncDue.Store(true)
+	m.kickSweep()
 }

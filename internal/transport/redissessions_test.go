@@ -43,7 +43,7 @@ func testPrefix(t *testing.T, rdb *redis.Client) string {
 	p := "mcp-test:" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()
-		keys, _ := rdb.Keys(ctx, p+"*").Result()
+		keys := keysMatching(t, rdb, p+"*")
 		if len(keys) > 0 {
 			_ = rdb.Del(ctx, keys...).Err()
 		}
@@ -80,9 +80,9 @@ func publish(t *testing.T, uri string, origin *harness) {
 // logged waits until the session's GET log holds seq events.
 func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	t.Helper()
-	key := prefix + "cs:{" + sid + "}"
+	key := redisKeys(prefix).session(sid)
 	eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
-		n, _ := rdb.HGet(context.Background(), key, "gseq").Int()
+		n := hgetInt(t, rdb, key, "gseq")
 		return n >= seq
 	})
 }
@@ -147,8 +147,13 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	if ev := r.next(t); ev.ID != "g-6" {
 		t.Fatalf("after the replay got %+v, want g-6", ev)
 	}
-	time.Sleep(waitShort)
-	if n, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "gseq").Int(); n != 6 {
+	// One more from B, which B's appender logs after anything it queued
+	// before: once it is on the stream, a double would have been logged.
+	publish(t, "test://x", b)
+	if ev := r.next(t); ev.ID != "g-7" {
+		t.Fatalf("after the replay got %+v, want g-7", ev)
+	}
+	if n := hgetInt(t, rdb, redisKeys(prefix).session(sid), "gseq"); n != 7 {
 		t.Fatalf("%d events logged after 6 updates: an update was logged twice", n)
 	}
 
@@ -213,7 +218,8 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 		b.toolsListOK(t, sid)
 	}
 	a.toolsListOK(t, sid) // kept alive by B's use
-	time.Sleep(800 * time.Millisecond)
+	// Nobody uses it now: it expires in Redis (no request may poll it).
+	eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
 		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after the idle timeout: %s, want 404", name, res)
@@ -265,12 +271,31 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 		return a.post(t, unknown, rpc(5, "tools/list", nil)).Status == http.StatusOK
 	})
 	eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
-		v, _ := direct.HGet(context.Background(), prefix+"cs:{"+known+"}", "s:test://down").Result()
+		v := hget(t, direct, redisKeys(prefix).session(known), "s:test://down")
 		return v == "1"
 	})
 	b.toolsListOK(t, known)
 	if !b.session(t, known).subscribed("test://down") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
+	}
+}
+
+// One slow Redis reply is not an outage: after an operation timed out,
+// the next client is served (it used to get 503 for a second while Redis
+// was skipped after any failure), and only a run of failures makes the
+// replica stop waiting on Redis (docs/adr/0044-one-redis-foundation.md).
+func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	a := replica(t, direct, prefix)
+	m := a.tr.sessions.(*redisSessions)
+	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
+	a.initialize(t)
+	for range 10 {
+		m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
+	}
+	if res := a.post(t, "", initBody("2025-11-25", nil)); res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("after a run of failures initialize got %s, want 503 without waiting on Redis", res)
 	}
 }
 
@@ -288,11 +313,15 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	idle := func(o *Options) { o.SessionIdleTimeout = 400 * time.Millisecond }
+	// The sweeper refreshes the keys of a busy copy every 20 ms, against
+	// a TTL of 800 ms: a sweep late by most of the TTL, not a quarter
+	// of it as with the default period, is what it takes to let the
+	// session expire under load.
+	idle := func(o *Options) { o.SessionIdleTimeout, o.redisTune.sweep = 800*time.Millisecond, 20*time.Millisecond }
 	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
 	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
 	b.toolsListOK(t, sid)
-	const busy = 1200 * time.Millisecond // three idle timeouts
+	const busy = 1600 * time.Millisecond // two idle timeouts
 	useOnA := func(t *testing.T) {
 		for range 12 {
 			time.Sleep(busy / 12)
@@ -320,7 +349,7 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 		}},
 		{"client quiet", func(t *testing.T, blk *blockState) {
 			notWithin(t, blk.cancelled, busy, "the handler's cancellation")
-			if n, _ := rdb.Exists(context.Background(), prefix+"cs:{"+sid+"}").Result(); n != 1 {
+			if !exists(t, rdb, redisKeys(prefix).session(sid)) {
 				t.Fatal("the session expired in redis under a running handler")
 			}
 		}},
@@ -371,4 +400,52 @@ func TestRedisSessions_PerPrincipalAndTenantCapsAcrossReplicas(t *testing.T) {
 	caps := func(o *Options) { o.MaxSessionsPerPrincipal, o.MaxSessionsPerTenant = 2, 3 }
 	a, b := replica(t, rdb, prefix, caps), replica(t, rdb, prefix, caps)
 	sessionCapSteps(t, a.tr.Sessions(), b.tr.Sessions())
+}
+
+// A sweep that refreshes a copy just as another replica deletes its
+// session must not put the session's place back in its principal's and
+// tenant's shares: the refresh used to add the member back, so the
+// principal, at its cap, could not open a session again until the idle
+// timeout, although it had ended one (TestRedisSessions_PerPrincipal…
+// failed so under load, when a heartbeat's failure kicked a sweep).
+func TestRedisSessions_RefreshDoesNotRetakeDeletedPlace(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	caps := func(o *Options) { o.MaxSessionsPerPrincipal = 1 }
+	a, b := replica(t, rdb, prefix, caps), replica(t, rdb, prefix, caps)
+	ctx := context.Background()
+	in := SessionInit{Version: protocol.LatestVersion, Principal: "apikey:a", Tenant: "t1", EventLogSize: 8}
+	s, err := b.tr.Sessions().Create(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.tr.Sessions().Get(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.tr.Sessions().Delete(ctx, s.id); err != nil {
+		t.Fatal(err)
+	}
+	b.shared().housekeep([]*ClientSession{s}, nil, nil, nil) // B's refresh, queued before it heard of the end
+	if _, err := a.tr.Sessions().Create(ctx, in); err != nil {
+		t.Fatalf("a session of the principal whose only one was deleted: %v", err)
+	}
+}
+
+// A session written back after Redis lost its data counts in its
+// principal's share again: the refresh no longer adds a missing place,
+// so the write-back puts it back.
+func TestRedisSessions_WriteBackRetakesPlace(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a := replica(t, rdb, prefix, func(o *Options) { o.MaxSessionsPerPrincipal, o.redisTune.sweep = 1, 20*time.Millisecond })
+	sid := a.initialize(t)
+	if err := rdb.Del(context.Background(), keysMatching(t, rdb, redisKeys(prefix).all())...).Err(); err != nil {
+		t.Fatal(err) // Redis lost everything, epoch included
+	}
+	a.toolsListOK(t, sid) // the client goes on using its session here
+	eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
+	a.waitSweeps(t, 1)
+	if r := a.post(t, "", initBody(protocol.LatestVersion, nil)); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a second session of a principal whose cap is 1: %s", r)
+	}
 }

@@ -4,84 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// Scripts keep each change and its announcement one atomic step, so the
-// channel's order is the order the hash saw.
-var (
-	// scriptUpdate: KEYS hash, log; ARGV ttl, channel, message,
-	// hset|hdel|hsetnx, field, value. 0 when the session is gone: a change
-	// never recreates an ended session's hash. 2 when hsetnx found the
-	// field set to another value: nothing changed, nothing is published
-	// (a replayed home claim, which a newer claim overrides).
-	scriptUpdate = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local res = 1
-local prev = false
-if ARGV[5] == 'home' then prev = redis.call('HGET', KEYS[1], 'home') end
-if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
-elseif ARGV[4] == 'hsetnx' then
-  if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
-else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
-if ARGV[5] == 'home' and res == 1 and prev ~= ARGV[6] then
-  redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-if res == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return res`)
-	// scriptDelete: KEYS hash, log, tombstone; ARGV ttl, channel, message.
-	scriptDelete = redis.NewScript(`
-local e = redis.call('EXISTS', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return e`)
-	// scriptRefresh: KEYS hash, log; ARGV ttl. 0 when the session is gone.
-	scriptRefresh = redis.NewScript(`
-if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return 1`)
-	// scriptRewrite puts back a session Redis lost: KEYS hash, log,
-	// tombstone; ARGV ttl, channel, message, the least gseq and gflushed
-	// (so event ids never go back), then field/value pairs. The whole copy
-	// is written only where the hash is missing: over an existing hash it
-	// would delete what other replicas acknowledged (issue 7, point 1).
-	// 0 if the session was deleted (the tombstone); 2 if the hash exists
-	// (another replica wrote it back first: only the floors are raised,
-	// and the caller re-reads it and replays its unsaved changes); 1 if
-	// written.
-	scriptRewrite = redis.NewScript(`
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local exists = redis.call('EXISTS', KEYS[1]) == 1
-if not exists then
-  for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i+1]) end
-end
-for i, f in ipairs({'gseq', 'gflushed'}) do
-  if tonumber(redis.call('HGET', KEYS[1], f) or '0') < tonumber(ARGV[3 + i]) then redis.call('HSET', KEYS[1], f, ARGV[3 + i]) end
-end
-if exists then return 2 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`)
-	// scriptEpoch: KEYS epoch, fresh; ARGV a new epoch, the fresh key's
-	// TTL in ms, '1' to set it. Returns the epoch, writing the new one
-	// where there is none (Redis lost its data, or nobody wrote one yet;
-	// redissessions.go).
-	scriptEpoch = redis.NewScript(`
-local e = redis.call('GET', KEYS[1])
-if e then return e end
-redis.call('SET', KEYS[1], ARGV[1])
-if ARGV[3] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
-return ARGV[1]`)
 )
 
 // subscribe keeps one subscription to the channel and applies every
@@ -199,7 +127,7 @@ func (m *redisSessions) onChange(payload string) {
 	case c.Op == opSync:
 		// Re-read below, outside the lock.
 	default:
-		s.apply(c, m.self)
+		sharedCopy(s).apply(c)
 	}
 	m.mu.Unlock()
 	switch {
@@ -244,8 +172,8 @@ func (m *redisSessions) resync(all []*ClientSession) {
 			// Changes this copy holds that Redis lacks stay on top, and
 			// the sweeper replays them; a copy that was to be written
 			// back was by another replica.
-			s.reset(h)
-			if s.clearLost() {
+			sharedCopy(s).reset(h)
+			if sharedCopy(s).clearLost() {
 				m.kickSweep()
 			}
 		default:
@@ -273,65 +201,74 @@ func (m *redisSessions) sweep(every time.Duration) {
 		case <-m.stop:
 			return
 		case <-beat.C:
-			m.heartbeat(true) // issue 7 point 2: homes are taken over from dead replicas
+			m.heartbeat(true) // homes are taken over from dead replicas
+			m.beats.Add(1)
 			continue
 		case <-t.C:
 		case <-m.kick: // Redis answers again: write back what it missed now
 		}
-		if m.resyncDue.Swap(false) {
-			m.resyncAll() // after an outage: missed changes, or lost data
-		}
-		now := m.now()
-		cutoff := now.Add(-m.idle)
-		var refresh, replay, rewrite, check []*ClientSession
-		m.Each(func(s *ClientSession) bool {
-			lost, unsaved, due := s.syncState()
-			switch {
-			case lost && s.idleSince(cutoff) && !s.busy():
-				// Its client left while Redis could not take it back:
-				// the idle timeout ends it, everywhere (issue 7,
-				// point 5), rather than a write-back bringing it back.
-				m.evict(s, cutoff)
-				return true
-			case lost:
-				rewrite = append(rewrite, s)
-				return true
-			}
-			if unsaved {
-				replay = append(replay, s)
-			}
-			switch {
-			case due || !s.idleSince(last):
-				refresh = append(refresh, s)
-			case s.busy():
-				// A handler runs here (or waits on the client) however
-				// long the client stays away or works elsewhere: the
-				// session, and the logs of its POST streams, must not
-				// expire under it, nor the copy be let go (issue 7,
-				// point 5 of the review).
-				refresh = append(refresh, s)
-			case unsaved || !s.idleSince(cutoff):
-			case s.isHome():
-				// The home copy stays until the session ends, so that
-				// tools/list_changed keeps reaching its log.
-				check = append(check, s)
-			default:
-				m.evict(s, cutoff) // unless a request got it meanwhile
-			}
-			return true
-		})
-		last = now
-		if m.skipping() != nil {
-			// Retried at the next round. Not a reason to write the copy
-			// back: it may only have served reads, and its view would
-			// undo what other replicas acknowledged (issue 7, point 1).
-			for _, s := range refresh {
-				s.setRefreshDue(true)
-			}
-			continue
-		}
-		m.housekeep(refresh, replay, rewrite, check)
+		last = m.sweepRound(last)
+		m.sweeps.Add(1)
 	}
+}
+
+// sweepRound is one round of sweep, for the copies used since last; it
+// returns when this round started, the next one's last.
+func (m *redisSessions) sweepRound(last time.Time) time.Time {
+	if m.resyncDue.Swap(false) {
+		m.resyncAll() // after an outage: missed changes, or lost data
+	}
+	now := m.now()
+	cutoff := now.Add(-m.idle)
+	var refresh, replay, rewrite, check []*ClientSession
+	m.Each(func(s *ClientSession) bool {
+		lost, unsaved, due := sharedCopy(s).syncState()
+		switch {
+		case lost && s.idleSince(cutoff) && !s.busy():
+			// Its client left while Redis could not take it back:
+			// the idle timeout ends it, everywhere (issue 7,
+			// point 5), rather than a write-back bringing it back.
+			m.evict(s, cutoff)
+			return true
+		case lost:
+			rewrite = append(rewrite, s)
+			return true
+		}
+		if unsaved {
+			replay = append(replay, s)
+		}
+		switch {
+		case due || !s.idleSince(last):
+			refresh = append(refresh, s)
+		case s.busy():
+			// A handler runs here (or waits on the client) however
+			// long the client stays away or works elsewhere: the
+			// session, and the logs of its POST streams, must not
+			// expire under it, nor the copy be let go (issue 7,
+			// point 5 of the review).
+			refresh = append(refresh, s)
+		case unsaved || !s.idleSince(cutoff):
+		case s.isHome():
+			// The home copy stays until the session ends, so that
+			// tools/list_changed keeps reaching its log.
+			check = append(check, s)
+		default:
+			m.evict(s, cutoff) // unless a request got it meanwhile
+		}
+		return true
+	})
+	last = now
+	if m.skipping() != nil {
+		// Retried at the next round. Not a reason to write the copy
+		// back: it may only have served reads, and its view would
+		// undo what other replicas acknowledged (issue 7, point 1).
+		for _, s := range refresh {
+			sharedCopy(s).setRefreshDue(true)
+		}
+		return now
+	}
+	m.housekeep(refresh, replay, rewrite, check)
+	return now
 }
 
 // housekeep runs one sweep's Redis work in one pipeline: refresh the
@@ -347,23 +284,23 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	// (point 1): it waits for this round.
 	locked := slices.Concat(replay, rewrite)
 	for _, s := range locked {
-		s.wmu.Lock()
+		sharedCopy(s).wmu.Lock()
 	}
 	defer func() {
 		for _, s := range locked {
-			s.wmu.Unlock()
+			sharedCopy(s).wmu.Unlock()
 		}
 	}()
 	ops := make([][]sessionChange, len(replay))
 	for i, s := range replay {
-		ops[i] = s.takeUnsaved()
+		ops[i] = sharedCopy(s).takeUnsaved()
 		n += len(ops[i])
 	}
-	type rewriteArgs struct {
+	type rewriteOf struct {
 		s    *ClientSession
-		args []any
+		args rewriteArgs
 	}
-	rewrites := make([]rewriteArgs, 0, len(rewrite))
+	rewrites := make([]rewriteOf, 0, len(rewrite))
 	for _, s := range rewrite {
 		fields, err := sessionFields(s)
 		if err != nil {
@@ -372,10 +309,13 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		}
 		msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
 		seq, flushed := s.standalone.position()
-		rewrites = append(rewrites, rewriteArgs{s, append([]any{m.ttlMs(), m.channel, msg, seq, flushed}, fields...)})
+		rewrites = append(rewrites, rewriteOf{s, rewriteArgs{
+			hash: m.hashKey(s.id), log: m.logKey(s.id), tombstone: m.endKey(s.id),
+			ttlMs: m.ttlMs(), channel: m.channel, msg: msg, gseq: seq, gflushed: flushed, fields: fields,
+		}})
 	}
 	for _, s := range refresh {
-		s.setRefreshDue(false) // set again if this round fails
+		sharedCopy(s).setRefreshDue(false) // set again if this round fails
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout+time.Duration(n)*time.Millisecond)
 	defer cancel()
@@ -385,7 +325,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	exists := make([]*redis.IntCmd, 0, len(check))
 	all, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range refresh {
-			refreshed = append(refreshed, scriptRefresh.Eval(ctx, p, []string{m.hashKey(s.id), m.logKey(s.id)}, m.ttlMs()))
+			refreshed = append(refreshed, m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs()))
 			m.keepPlace(ctx, p, s, m.now())
 			// The reverse index's sets live as long as their members.
 			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
@@ -405,7 +345,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			}
 		}
 		for _, r := range rewrites {
-			rewritten = append(rewritten, scriptRewrite.Eval(ctx, p, []string{m.hashKey(r.s.id), m.logKey(r.s.id), m.endKey(r.s.id)}, r.args...))
+			rewritten = append(rewritten, m.lua.rewriteSession(ctx, p, r.args))
 			// Subscriptions made while Redis was away; the ones dropped
 			// meanwhile are removed when an update finds them gone.
 			m.indexSubs(ctx, p, r.s.id, r.s.tenant, r.s.subscriptions(), true)
@@ -422,10 +362,10 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	if err := outage(err, all); err != nil {
 		m.failed(err)
 		for _, s := range refresh {
-			s.setRefreshDue(true)
+			sharedCopy(s).setRefreshDue(true)
 		}
 		for i, s := range replay {
-			s.restoreUnsaved(ops[i]...)
+			sharedCopy(s).restoreUnsaved(ops[i]...)
 		}
 		return
 	}
@@ -436,7 +376,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		switch v, err := c.Int(); {
 		case err != nil:
 			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session refresh refused by redis")
-			s.setRefreshDue(true)
+			sharedCopy(s).setRefreshDue(true)
 		case v == 0:
 			m.missing(s)
 		}
@@ -447,11 +387,11 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			switch v, err := c.Int(); {
 			case err != nil:
 				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
-				s.restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
+				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
 			case v == 0:
 				// Written back with the copy, or replayed again if
 				// another replica writes the session back first.
-				s.restoreUnsaved(ops[i][j])
+				sharedCopy(s).restoreUnsaved(ops[i][j])
 				gone = true
 			case v == 2:
 				reread = append(reread, s) // a newer home claim stands
@@ -461,6 +401,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.missing(s)
 		}
 	}
+	var written []*ClientSession
 	for i, c := range rewritten {
 		s := rewrites[i].s
 		switch v, err := c.Int(); {
@@ -470,7 +411,8 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		case v == 0:
 			m.drop(s.id) // deleted (point 5): the tombstone says so
 		case v == 1:
-			s.written()
+			sharedCopy(s).written()
+			written = append(written, s)
 		default:
 			// Another replica wrote it back first: take its view, then
 			// replay this copy's unsaved changes on it.
@@ -482,6 +424,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.drop(check[i].id)
 		}
 	}
+	m.retakePlaces(ctx, written)
 	if len(reread) > 0 {
 		m.resync(reread)
 	}
@@ -524,65 +467,6 @@ func retryableReply(err error) bool {
 		}
 	}
 	return false
-}
-
-// syncState reports what the sweeper owes Redis for this copy.
-func (s *ClientSession) syncState() (lost, unsaved, refreshDue bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lost, len(s.unsaved) > 0, s.refreshDue
-}
-
-func (s *ClientSession) setRefreshDue(due bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refreshDue = due
-}
-
-// takeUnsaved returns the changes to replay, in field order, and
-// forgets them; restoreUnsaved puts back those Redis did not take,
-// unless a newer change of the field came meanwhile.
-func (s *ClientSession) takeUnsaved() []sessionChange {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fields := slices.Sorted(maps.Keys(s.unsaved))
-	ops := make([]sessionChange, 0, len(fields))
-	for _, f := range fields {
-		ops = append(ops, s.unsaved[f])
-	}
-	clear(s.unsaved)
-	return ops
-}
-
-func (s *ClientSession) restoreUnsaved(ops ...sessionChange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.unsaved == nil {
-		s.unsaved = map[string]sessionChange{}
-	}
-	for _, c := range ops {
-		if _, newer := s.unsaved[changeField(c)]; !newer {
-			s.unsaved[changeField(c)] = c
-		}
-	}
-}
-
-// written: the whole copy, unsaved changes included, is in Redis again.
-func (s *ClientSession) written() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost = false
-	clear(s.unsaved)
-}
-
-// clearLost: Redis has the session again (another replica wrote it
-// back); true if this copy still has changes to replay.
-func (s *ClientSession) clearLost() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lost := s.lost
-	s.lost = false
-	return lost && len(s.unsaved) > 0
 }
 
 func (m *redisSessions) stopping() bool {

@@ -24,10 +24,46 @@ type requestLog struct {
 	session    string
 	tool       string
 	toolError  bool
-	status     int
-	rpcCode    int
-	streamed   bool
+	// status is what the response writer wrote (statusWriter), never
+	// assigned by hand.
+	status   int
+	rpcCode  int
+	streamed bool
+	w        statusWriter
 }
+
+// statusWriter records in its request's log line the status it writes,
+// so that the line and the metric say what the client got on every path.
+// Unwrap lets http.ResponseController reach the connection underneath
+// (deadlines, flushes).
+type statusWriter struct {
+	http.ResponseWriter
+	rec   *requestLog
+	wrote bool
+}
+
+// record wraps w so that its status lands in rec; the writer lives in rec,
+// so a request costs no allocation more.
+func (rec *requestLog) record(w http.ResponseWriter) http.ResponseWriter {
+	rec.w = statusWriter{ResponseWriter: w, rec: rec}
+	return &rec.w
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote, w.rec.status = true, code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.wrote, w.rec.status = true, http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (t *Transport) finishLog(rec *requestLog) {
 	if rec.pending.Add(-1) == 0 {

@@ -30,16 +30,16 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid)
 	const uri = "test://r1/stale"
-	index := prefix + "subs:7:default:" + uri
-	rdb.HSet(ctx, prefix+"cs:{"+sid+"}", "s:"+uri, "1")
+	index := redisKeys(prefix).subs("default", uri)
+	rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1")
 	rdb.SAdd(ctx, index, sid)
 	if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
-	if v, _ := rdb.HGet(ctx, prefix+"cs:{"+sid+"}", "s:"+uri).Result(); v != "" {
+	if v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri); v != "" {
 		t.Fatal("an unsubscribe on a copy that had not heard of the subscription left it in the session's hash")
 	}
-	if in, _ := rdb.SIsMember(ctx, index, sid).Result(); in {
+	if in := isMember(t, rdb, index, sid); in {
 		t.Fatal("an unsubscribe on a copy that had not heard of the subscription left the session in the reverse index")
 	}
 
@@ -56,9 +56,12 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 		if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 			t.Fatal(r)
 		}
-		time.Sleep(100 * time.Millisecond)
-		v, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "s:"+uri).Result()
-		inIndex, _ := rdb.SIsMember(context.Background(), prefix+"subs:7:default:"+uri, sid).Result()
+		// Both changes have come back on the channel to both copies:
+		// nothing about them is still on its way to Redis.
+		sa, sb := a.session(t, sid), b.session(t, sid)
+		eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
+		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
+		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
 			lost++
 		}
@@ -161,17 +164,17 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	sid := a.initialize(t)
 	g := a.openGET(t, sid)
 	g.next(t) // priming; A holds the stream and is home
-	key := prefix + "cs:{" + sid + "}"
+	key := redisKeys(prefix).session(sid)
 	// Redis loses the session (FLUSHALL / restart without persistence).
-	rdb.Del(context.Background(), key, key+":g")
+	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
 	eventually(t, waitLong, "the sweeper to write the session back", func() bool {
-		v, _ := rdb.HGet(context.Background(), key, "v").Result()
+		v := hget(t, rdb, key, "v")
 		return v != ""
 	})
 	if !a.session(t, sid).isHome() {
 		t.Fatal("A's copy no longer thinks it is home")
 	}
-	home, _ := rdb.HGet(context.Background(), key, "home").Result()
+	home := hget(t, rdb, key, "home")
 	if _, err := a.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +191,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	if ev, _ := g.nextMessage(t); ev.ID != "g-2" {
 		t.Fatalf("tools/list_changed of a session with no home in redis: got %+v", ev)
 	}
-	if home, _ := rdb.HGet(context.Background(), key, "home").Result(); home == "" {
+	if home := hget(t, rdb, key, "home"); home == "" {
 		t.Fatal("the broadcast did not make a home")
 	}
 }
@@ -221,7 +224,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	if r := a.post(t, sid, rpc("l", "logging/setLevel", map[string]any{"level": "debug"})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
-	time.Sleep(500 * time.Millisecond) // sweeps try the rewrite meanwhile
+	a.waitSweeps(t, 2) // sweeps try the rewrite meanwhile
 	if err := rdb.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +247,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 		t.Fatalf("3 updates acknowledged, %d delivered: the ones refused with READONLY were dropped, not retried", got)
 	}
 	eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
-		v, _ := rdb.HGet(ctx, prefix+"cs:{"+sid+"}", "level").Result()
+		v := hget(t, rdb, redisKeys(prefix).session(sid), "level")
 		return v == "debug"
 	})
 }
@@ -268,7 +271,7 @@ func TestCloseFlushesQueuedEvents(t *testing.T) {
 		}
 	}
 	a.close() // graceful shutdown of the origin replica
-	got, _ := rdb.HGet(context.Background(), prefix+"cs:{"+sid+"}", "gseq").Int()
+	got := hgetInt(t, rdb, redisKeys(prefix).session(sid), "gseq")
 	st := a.tr.RedisStats()
 	t.Logf("queued %d, dropped %d, logged %d", st.Updates, st.Dropped, got)
 	if int64(got) != st.Updates {
@@ -291,35 +294,67 @@ func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
 	ga.next(t)
 	gb := b.openGET(t, sid) // the client reconnected; A's TCP conn not yet noticed dead
 	gb.next(t)
+	wantSuperseded(t, ga)
+	publish(t, "test://r6", a)
+	if ev, _ := gb.nextMessage(t); ev.ID != "g-1" {
+		t.Fatalf("B's stream: got %+v", ev)
+	}
+}
+
+// wantSuperseded waits for the GET stream g to close, as a superseded
+// one does: no message on it meanwhile, and a retry hint.
+func wantSuperseded(t *testing.T, g *sseConn) {
+	t.Helper()
 	retry := false
 	deadline := time.After(waitLong)
-wait:
 	for {
 		select {
-		case ev := <-ga.frames:
+		case ev := <-g.frames:
 			if ev.Retry != "" {
 				retry = true
 			}
 			if !ev.isComment() && ev.HasData {
 				t.Fatalf("the superseded stream got %+v", ev)
 			}
-		case <-ga.done:
-			for len(ga.frames) > 0 { // read before the end was seen
-				if ev := <-ga.frames; ev.Retry != "" {
+		case <-g.done:
+			for len(g.frames) > 0 { // read before the end was seen
+				if ev := <-g.frames; ev.Retry != "" {
 					retry = true
 				}
 			}
-			break wait
+			if !retry {
+				t.Error("the superseded stream closed without a retry hint")
+			}
+			return
 		case <-deadline:
-			t.Fatal("the GET stream on A stays open after the client opened one on B")
+			t.Fatal("the superseded GET stream stays open")
 		}
 	}
-	if !retry {
-		t.Error("the superseded stream closed without a retry hint")
+}
+
+// A replica that missed another's home claim — its channel link was down
+// when the claim was published, as happens when the link is re-made
+// under load — learns of it when it re-reads its copies, and must close
+// its GET stream then, as it would have on the claim itself: the claim
+// means the client opened its stream on the other replica. (It did not:
+// the re-read took the new home and left the old stream open, so every
+// event went out on two streams; TestGETOnAnotherReplicaSupersedesFirst
+// failed so under load.)
+func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a := replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	ga := a.openGET(t, sid)
+	ga.next(t) // priming: A holds the stream, and is home
+	// The claim of a replica B, written behind A's channel.
+	if err := rdb.HSet(context.Background(), redisKeys(prefix).session(sid), "home", "replica-b").Err(); err != nil {
+		t.Fatal(err)
 	}
-	publish(t, "test://r6", a)
-	if ev, _ := gb.nextMessage(t); ev.ID != "g-1" {
-		t.Fatalf("B's stream: got %+v", ev)
+	a.shared().resyncAll() // as after the link came back
+	wantSuperseded(t, ga)
+	if a.session(t, sid).isHome() {
+		t.Fatal("A still takes itself for home")
 	}
 }
 
@@ -372,14 +407,14 @@ func TestSessionLoadsAreBounded(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 	sid := a.initialize(t)
-	for range cap(b.tr.shared.loads) { // every slot taken
-		b.tr.shared.loads <- struct{}{}
+	for range cap(b.shared().loads) { // every slot taken
+		b.shared().loads <- struct{}{}
 	}
 	r := b.post(t, sid, rpc(1, "tools/list", nil))
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a load over the bound: want 503 with Retry-After, got %v", r)
 	}
-	<-b.tr.shared.loads
+	<-b.shared().loads
 	b.toolsListOK(t, sid)
 }
 
@@ -396,10 +431,10 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	cancel()
 	// The first caller, whose client has left, begins the load; the
 	// others join it.
-	if _, err := b.tr.shared.Get(gone, sid); err != nil {
+	if _, err := b.shared().Get(gone, sid); err != nil {
 		t.Fatalf("a load begun by a request whose client left: %v", err)
 	}
-	b.tr.shared.drop(sid)
+	b.shared().drop(sid)
 	// Concurrently: whichever caller begins the load, the ones whose
 	// client stays get the session.
 	errs := make(chan error, 8)
@@ -409,7 +444,7 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 			ctx = gone
 		}
 		go func() {
-			_, err := b.tr.shared.Get(ctx, sid)
+			_, err := b.shared().Get(ctx, sid)
 			if ctx == gone && errors.Is(err, context.Canceled) {
 				err = nil // its own client left while it waited: fine
 			}
@@ -433,7 +468,7 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 	sid := a.initialize(t)
 	b.toolsListOK(t, sid)
-	m := b.tr.shared
+	m := b.shared()
 	s := b.session(t, sid)
 	s.lastSeen.Store(0) // idle here for ever: the sweeper's to let go
 	got, err := m.Get(context.Background(), sid)

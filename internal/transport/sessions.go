@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,6 +64,9 @@ type memorySessions struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// sweeps counts the sweeper's finished rounds: what a test waits for
+	// instead of a sleep.
+	sweeps atomic.Int64
 }
 
 func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time) *memorySessions {
@@ -229,6 +233,7 @@ func (m *memorySessions) sweep(every time.Duration) {
 			for _, id := range idle {
 				_ = m.Delete(context.Background(), id) // gone already is fine
 			}
+			m.sweeps.Add(1)
 		}
 	}
 }

@@ -131,16 +131,13 @@ func TestSession_IdleTimeout(t *testing.T) {
 	eventually(t, waitLong, "the idle session to be ended", func() bool { return gone(idle) })
 	wantRPCError(t, h.post(t, idle, rpc(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
 
-	// Several idle timeouts later the other two are still there.
-	deadline := time.Now().Add(5 * 100 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if gone(streaming) {
-			t.Fatal("a session with an open GET stream was reaped")
-		}
-		if gone(busy) {
-			t.Fatal("a session with a request in flight was reaped")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Sweeps past their idle timeout leave the other two there.
+	h.waitSweeps(t, 4)
+	if gone(streaming) {
+		t.Fatal("a session with an open GET stream was reaped")
+	}
+	if gone(busy) {
+		t.Fatal("a session with a request in flight was reaped")
 	}
 	if n := h.tr.Sessions().Len(); n != 2 {
 		t.Errorf("sessions = %d, want 2", n)
@@ -218,16 +215,13 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 		}
 	}
 
-	// Several idle timeouts later the connected clients still have theirs.
-	deadline := time.Now().Add(5 * 100 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if gone(streaming) {
-			t.Fatal("a session with an open GET stream was reaped")
-		}
-		if gone(waiting) {
-			t.Fatal("a session whose client waits on its POST stream was reaped")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Sweeps past their idle timeout leave the connected clients theirs.
+	h.waitSweeps(t, 4)
+	if gone(streaming) {
+		t.Fatal("a session with an open GET stream was reaped")
+	}
+	if gone(waiting) {
+		t.Fatal("a session whose client waits on its POST stream was reaped")
 	}
 	answer := []byte(`{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"here"},"model":"m"}}`)
 	if r := h.post(t, waiting, answer); r.Status != http.StatusAccepted {

@@ -34,16 +34,11 @@ type stream struct {
 	// its stream before the response has begun streaming (SEP-1699).
 	closeNext int
 
-	// remote, set before the stream is shared and never changed, keeps
-	// the log in Redis instead of ring (a shared client session's GET
-	// stream, issue 7 point 3); the connection is still local.
-	remote *redisLog
-	// post, set before the stream is shared and never changed, is the
-	// Redis side of a shared session's POST stream (issue 7 point 3,
-	// redispostlog.go): on the replica running the handler a mirror of
-	// ring, which the connection writes no further than confirmed;
-	// elsewhere the log itself, read in place of ring.
-	post *postLog
+	// log keeps the events beside or instead of ring: localLog for a
+	// session no other replica serves; for a shared one, the Redis logs
+	// (redislog.go, redispostlog.go). Set before the stream is shared and
+	// never changed; the connection is always local.
+	log eventLog
 }
 
 // initialRing is the ring's first size: most POST streams carry a handful
@@ -51,7 +46,49 @@ type stream struct {
 const initialRing = 4
 
 func newStream(id string, limit int) *stream {
-	return &stream{id: id, limit: limit, nextSeq: 1}
+	return &stream{id: id, limit: limit, nextSeq: 1, log: localLog{}}
+}
+
+// eventLog is where a stream's events live besides its ring, so that
+// other replicas serve them. Methods said to run under st.mu are called
+// with the stream's lock held.
+type eventLog interface {
+	// take appends data to the log in place of the ring; false: the ring
+	// takes it.
+	take(st *stream, data []byte) bool
+	// pushed records that event seq entered the ring, final if it ends
+	// the stream; data nil is the end without a response (a marker, not
+	// an event). Under st.mu.
+	pushed(seq uint64, data []byte, final bool)
+	// read returns the events after cursor, as stream.next, when the log
+	// rather than the ring is where they are read (ok).
+	read(st *stream, cursor uint64, buf []event) (evs []event, done, lost, ok bool)
+	// limit is the last seq a connection may write from the ring, and
+	// whether it may write the end. Under st.mu.
+	limit(st *stream) (uint64, bool)
+	// markFlushed records that a connection wrote and flushed through
+	// seq.
+	markFlushed(seq uint64)
+	// follower reports whether the stream reads another replica's log,
+	// which it may let go of as soon as no connection reads it.
+	follower() bool
+	// open readies the log before the first byte of a response stream.
+	open()
+}
+
+// localLog is the eventLog of a stream no other replica serves: the ring
+// is the whole log.
+type localLog struct{}
+
+func (localLog) take(*stream, []byte) bool       { return false }
+func (localLog) pushed(uint64, []byte, bool)     {}
+func (localLog) markFlushed(uint64)              {}
+func (localLog) follower() bool                  { return false }
+func (localLog) open()                           {}
+func (localLog) limit(st *stream) (uint64, bool) { return st.nextSeq - 1, true }
+
+func (localLog) read(_ *stream, _ uint64, buf []event) ([]event, bool, bool, bool) {
+	return buf, false, false, false
 }
 
 // streamConn is one HTTP response serving a stream.
@@ -64,8 +101,7 @@ type streamConn struct {
 // append adds data to the log, dropping the oldest event when full, and
 // wakes the attached connection.
 func (s *stream) append(data []byte) {
-	if s.remote != nil {
-		s.remote.append(s, data)
+	if s.log.take(s, data) {
 		return
 	}
 	s.mu.Lock()
@@ -82,9 +118,7 @@ func (s *stream) appendOpen(data []byte) bool {
 		return false
 	}
 	s.push(data)
-	if s.post != nil {
-		s.post.queue(s.nextSeq-1, data, false)
-	}
+	s.log.pushed(s.nextSeq-1, data, false)
 	return true
 }
 
@@ -96,14 +130,10 @@ func (s *stream) appendFinal(data []byte) {
 	s.done = true
 	if data != nil {
 		s.push(data) // wakes the connection
-		if s.post != nil {
-			s.post.queue(s.nextSeq-1, data, true)
-		}
+		s.log.pushed(s.nextSeq-1, data, true)
 		return
 	}
-	if s.post != nil {
-		s.post.queue(s.nextSeq, nil, true) // a marker, not an event
-	}
+	s.log.pushed(s.nextSeq, nil, true) // a marker, not an event
 	s.wake()
 }
 
@@ -215,18 +245,14 @@ func (s *stream) closeSoon(retryMs int) {
 // stream is finished once they are written, and whether events after the
 // cursor were already dropped from the log.
 func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool) {
-	if s.remote != nil {
-		evs, lost = s.remote.next(s, cursor, buf)
-		return evs, false, lost
-	}
-	if s.post != nil && !s.post.origin {
-		return s.post.read(s, cursor, buf)
+	if evs, done, lost, ok := s.log.read(s, cursor, buf); ok {
+		return evs, done, lost
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A mirrored stream's connection writes only what Redis has (issue 7
-	// point 3): the ring may run ahead of limit.
-	limit, end := s.post.limit(s)
+	// A mirrored stream's connection writes only what the shared log
+	// has: the ring may run ahead of limit.
+	limit, end := s.log.limit(s)
 	if s.n > 0 {
 		// The log holds consecutive seqs oldest..nextSeq-1, so the first
 		// event after cursor is found by arithmetic, not by a scan of the
@@ -261,16 +287,14 @@ func (s *stream) markFlushed(seq uint64) {
 	s.mu.Lock()
 	s.flushed = max(s.flushed, seq)
 	s.mu.Unlock()
-	if s.remote != nil {
-		s.remote.markFlushed(seq)
-	}
+	s.log.markFlushed(seq)
 }
 
 // delivered reports whether a finished stream has flushed its last event.
 func (s *stream) delivered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, end := s.post.limit(s) // a mirrored stream's end is in Redis first
+	_, end := s.log.limit(s) // a mirrored stream's end is in the shared log first
 	return s.done && end && s.flushed == s.nextSeq-1
 }
 
@@ -287,13 +311,16 @@ func (s *stream) finished() bool {
 func (s *stream) live() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.post != nil && !s.post.origin {
-		// A follower's log is in Redis: it may go as soon as no
+	if s.log.follower() {
+		// A follower's log is elsewhere: it may go as soon as no
 		// connection reads it, and be made again.
 		return s.conn != nil
 	}
 	return !s.done || s.conn != nil
 }
+
+// follower reports whether the stream reads another replica's log.
+func (s *stream) follower() bool { return s.log.follower() }
 
 func (s *stream) attached() bool {
 	s.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -86,8 +87,14 @@ type Options struct {
 	// RedisKeyPrefix starts every key and channel name (default
 	// "mcp-runtime:"); replicas serving the same clients share it.
 	RedisKeyPrefix string
-	// RedisTimeout bounds each Redis call (default 100ms).
+	// RedisTimeout bounds each Redis call on a request's path (default
+	// 100ms); creating, loading or claiming a session and opening a
+	// stream get the session bound of RedisConn.
 	RedisTimeout time.Duration
+	// RedisConn is Redis's health and the bounds of its operations,
+	// shared with the process's other users of Redis; nil: the transport
+	// makes its own from Redis, with RedisTimeout as the hot bound.
+	RedisConn *redisconn.Conn
 	// redisTune: tests shorten the background timings.
 	redisTune redisTuning
 	// Now is the clock; nil means time.Now.
@@ -100,9 +107,9 @@ type Transport struct {
 	srv      *handlers.Server
 	sessions SessionStore
 	subs     *subscriptions // resources/subscribe, by tenant and URI
-	// shared is the Redis store when client sessions are shared (issue
-	// 7); nil otherwise.
-	shared  *redisSessions
+	// fanout delivers resource updates: through subs in memory, through
+	// the shared store when client sessions are shared.
+	fanout  fanout
 	origins originPolicy
 	log     zerolog.Logger
 	now     func() time.Time
@@ -156,12 +163,16 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions()}
-	t.sessions = opts.Sessions
+	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
 	case t.sessions != nil:
 	case opts.Redis != nil:
-		t.shared = newRedisSessions(ctx, opts, now, t.subs)
-		t.sessions = t.shared
+		shared, err := newRedisSessions(ctx, opts, now, t.subs)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("transport: %w", err)
+		}
+		t.sessions, t.fanout = shared, shared
 	default:
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now)
 	}
@@ -224,28 +235,7 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	if t.shared != nil {
-		data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
-		if err != nil {
-			return 0, fmt.Errorf("encode resource update: %w", err)
-		}
-		t.shared.resourceUpdated(tenantID, uri, data)
-		return 0, nil
-	}
-	var data []byte
-	var err error
-	n := t.subs.each(tenantID, uri, func(s *ClientSession) {
-		if data == nil && err == nil {
-			data, err = protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
-		}
-		if err == nil {
-			s.standalone.append(data)
-		}
-	})
-	if err != nil {
-		return 0, fmt.Errorf("encode resource update: %w", err)
-	}
-	return n, nil
+	return t.fanout.resourceUpdated(tenantID, uri)
 }
 
 // ToolsListChanged sends notifications/tools/list_changed to every client

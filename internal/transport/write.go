@@ -25,10 +25,9 @@ func writeError(w http.ResponseWriter, status int, id protocol.ID, e *protocol.E
 }
 
 // retryLater answers 503 with a one-second Retry-After: the server cannot
-// do it now (shutting down, Redis unreachable), the client should retry,
-// and nothing about its session is wrong (issue 7, point 6).
-func retryLater(w http.ResponseWriter, rec *requestLog, format string, args ...any) {
-	rec.status = http.StatusServiceUnavailable
+// do it now (shutting down, the shared store unreachable), the client
+// should retry, and nothing about its session is wrong.
+func retryLater(w http.ResponseWriter, format string, args ...any) {
 	w.Header().Set("Retry-After", "1")
-	writeError(w, rec.status, nil, protocol.Errorf(protocol.CodeInternalError, format, args...))
+	writeError(w, http.StatusServiceUnavailable, nil, protocol.Errorf(protocol.CodeInternalError, format, args...))
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -76,15 +75,6 @@ const (
 // (basic/transports, "Resumability and Redelivery").
 const maxResumes = 10
 
-// callMessage is any JSON-RPC message on a call's stream.
-type callMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *jsonrpc.Error  `json:"error"`
-}
-
 // callState is one call in flight on a session.
 type callState struct {
 	c      *conn
@@ -106,10 +96,10 @@ func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage
 	op := "tools/call " + name
 	cs := &callState{c: c, id: "mcp-runtime-" + strconv.FormatInt(c.ids.Add(1), 10), relay: relay,
 		slots: make(chan struct{}, relayedRequests)}
-	body, err := cs.request(name, args)
-	if err != nil {
-		return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: err})
+	if len(args) > 0 && !json.Valid(args) {
+		return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: errors.New("the arguments are not valid JSON")})
 	}
+	body := cs.request(name, args)
 	rctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel() // ends the relayed requests still waiting for the client
@@ -147,21 +137,25 @@ func (e answerError) Error() string { return e.err.Error() }
 func (e answerError) Unwrap() error { return e.err }
 
 // request is the JSON of the call, with its id as the progress token when
-// the caller relays progress.
-func (cs *callState) request(name string, args json.RawMessage) ([]byte, error) {
-	params := map[string]any{"name": name}
+// the caller relays progress. It is written by hand, on the hot path of
+// every proxied call: name and id are escaped strings, args is the
+// client's arguments as they were decoded (valid JSON).
+func (cs *callState) request(name string, args json.RawMessage) []byte {
+	id := protocol.AppendString(make([]byte, 0, len(cs.id)+2), cs.id)
+	p := make([]byte, 0, 64+len(name)+len(args)+2*len(id))
+	p = append(p, `{"name":`...)
+	p = protocol.AppendString(p, name)
 	if len(args) > 0 {
-		params["arguments"] = args
+		p = append(p, `,"arguments":`...)
+		p = append(p, args...)
 	}
 	if cs.relay != nil {
-		params["_meta"] = map[string]any{"progressToken": cs.id}
+		p = append(p, `,"_meta":{"progressToken":`...)
+		p = append(p, id...)
+		p = append(p, '}')
 	}
-	p, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the call: %w", err)
-	}
-	id, _ := json.Marshal(cs.id)
-	return protocol.AppendRequest(nil, protocol.ID(id), protocol.MethodToolsCall, p), nil
+	p = append(p, '}')
+	return protocol.AppendRequest(make([]byte, 0, len(p)+len(id)+48), protocol.ID(id), protocol.MethodToolsCall, p)
 }
 
 // run posts the call and reads messages until its response.
@@ -205,15 +199,18 @@ func (cs *callState) follow(ctx context.Context, resp *http.Response) (CallResul
 // read reads one answer to the call (JSON or an event stream); done
 // reports that the call's response was in it.
 func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult, bool, error) {
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := resp.Header.Get("Content-Type")
+	if ct != "application/json" { // the common spelling needs no parsing
+		ct, _, _ = mime.ParseMediaType(ct)
+	}
 	if ct == "application/json" {
-		b, err := io.ReadAll(resp.Body)
+		b, err := readAnswer(resp)
 		if err != nil {
 			return CallResult{}, false, err
 		}
 		return cs.handle(ctx, b)
 	}
-	events := &eventReader{r: bufio.NewReaderSize(resp.Body, 32<<10), max: int(cs.c.maxBody)}
+	events := &eventReader{r: bufio.NewReaderSize(resp.Body, 4<<10), max: int(cs.c.maxBody)}
 	for {
 		if err := ctx.Err(); err != nil {
 			return CallResult{}, false, err // nothing more is acted on once the call is over
@@ -232,6 +229,24 @@ func (cs *callState) read(ctx context.Context, resp *http.Response) (CallResult,
 			return res, done, err
 		}
 	}
+}
+
+// maxAnswerPrealloc bounds what a JSON answer's announced length may
+// reserve before its bytes arrive: an upstream announcing 16 MiB and
+// sending one byte must not make the gateway hold 16 MiB per call.
+const maxAnswerPrealloc = 64 << 10
+
+// readAnswer reads a JSON answer whole, into a buffer sized from the
+// length it announced (up to maxAnswerPrealloc; it grows with the data
+// beyond that). The body's reader enforces the transport's bound.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	if resp.ContentLength <= 0 {
+		return io.ReadAll(resp.Body)
+	}
+	var b bytes.Buffer
+	b.Grow(int(min(resp.ContentLength, maxAnswerPrealloc)) + 1) // +1: ReadFrom sees EOF without growing
+	_, err := b.ReadFrom(resp.Body)
+	return b.Bytes(), err
 }
 
 // eventReader reads a text/event-stream one line at a time, in time
@@ -310,9 +325,14 @@ func (er *eventReader) line() ([]byte, error) {
 
 // handle acts on one message; done reports the call's response.
 func (cs *callState) handle(ctx context.Context, data []byte) (CallResult, bool, error) {
-	var m callMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := decodeCallMessage(data)
+	if err != nil {
 		return CallResult{}, false, failed(notMCP, err)
+	}
+	if m.Method != "" {
+		// What is relayed may outlive data, which an event stream's
+		// reader reuses for its next event.
+		m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
 	}
 	switch {
 	case m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null":
@@ -414,38 +434,6 @@ func (cs *callState) serverRequest(ctx context.Context, m callMessage) {
 	}()
 }
 
-// decodeCallResult keeps a result's parts as the server wrote them.
-func decodeCallResult(raw json.RawMessage) (CallResult, error) {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return CallResult{}, failed(notMCP, err)
-	}
-	var r struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent"`
-		IsError           bool              `json:"isError"`
-		Meta              json.RawMessage   `json:"_meta"`
-	}
-	if err := json.Unmarshal(compact.Bytes(), &r); err != nil {
-		return CallResult{}, failed(notMCP+": the result is not a tools/call result", err)
-	}
-	if r.Content == nil {
-		r.Content = []json.RawMessage{}
-	}
-	for i, b := range r.Content {
-		if len(b) == 0 || b[0] != '{' {
-			return CallResult{}, failed(fmt.Sprintf("%s: content block %d is not an object", notMCP, i), nil)
-		}
-	}
-	if string(r.StructuredContent) == "null" {
-		r.StructuredContent = nil
-	}
-	if string(r.Meta) == "null" {
-		r.Meta = nil
-	}
-	return CallResult{Content: r.Content, StructuredContent: r.StructuredContent, IsError: r.IsError, Meta: r.Meta}, nil
-}
-
 // post sends body on the session and returns the answer to read; an
 // answer that is not 2xx is an error (the transport recorded why).
 func (c *conn) post(ctx context.Context, body []byte) (*http.Response, error) {
@@ -453,9 +441,12 @@ func (c *conn) post(ctx context.Context, body []byte) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys in their canonical form, assigned without Header.Set's
+	// canonicalisation: this is every proxied call's request.
+	req.Header = make(http.Header, 4)
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["Accept"] = []string{"application/json, text/event-stream"}
 	c.sessionHeaders(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	return c.do(req)
 }
 
@@ -499,10 +490,10 @@ func (c *conn) do(req *http.Request) (*http.Response, error) {
 
 func (c *conn) sessionHeaders(req *http.Request) {
 	if id := c.session.ID(); id != "" {
-		req.Header.Set("Mcp-Session-Id", id)
+		req.Header["Mcp-Session-Id"] = []string{id}
 	}
 	if c.init != nil && c.init.ProtocolVersion != "" {
-		req.Header.Set("Mcp-Protocol-Version", c.init.ProtocolVersion)
+		req.Header["Mcp-Protocol-Version"] = []string{c.init.ProtocolVersion}
 	}
 }
 

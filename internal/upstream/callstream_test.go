@@ -78,6 +78,10 @@ func (s *scriptedServer) start(t *testing.T) string {
 		case "tools/list":
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`, m.ID)
+		case "resources/read":
+			// A server of the 2025-11-25 era, which knows no cache hint.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"contents":[{"uri":"file:///a","text":"a"}]}}`, m.ID)
 		case "tools/call":
 			s.mu.Lock()
 			s.called++
@@ -326,6 +330,24 @@ func TestCallStreamModernServer(t *testing.T) {
 	}
 	if len(res.Content) != 1 || !strings.Contains(string(res.Content[0]), `"modern"`) {
 		t.Errorf("result %s", res.Content)
+	}
+}
+
+// A result goes on as the server sent it: the go-sdk's result type adds a
+// cache hint the legacy server never sent, and it is taken out again.
+func TestReadResourceAddsNoCacheHint(t *testing.T) {
+	srv := &scriptedServer{}
+	url := srv.start(t)
+	m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.ReadResource(ctx(t), "s", "file:///a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"contents":[{"uri":"file:///a","text":"a"}]}`; string(got) != want {
+		t.Fatalf("resources/read = %s, want %s", got, want)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
 var (
@@ -96,7 +98,36 @@ func (m *Manager) ReadResource(ctx context.Context, serverID, uri string) (json.
 	if err != nil {
 		return nil, err
 	}
-	return encodeResult("resources/read", res)
+	b, err := encodeResult("resources/read", res)
+	if err != nil || res.CacheScope != "" {
+		return b, err
+	}
+	// The SDK's result type always writes a cache hint (ttlMs and
+	// cacheScope, which the modern era requires together). An empty
+	// scope is one the server did not send — servers that send a hint
+	// send a scope, the SDK's own included — so neither member was on
+	// the wire, and the result goes on as the server sent it.
+	return withoutMembers(b, "ttlMs", "cacheScope"), nil
+}
+
+// withoutMembers is the JSON object b (valid, as encoded) without the
+// named members.
+func withoutMembers(b []byte, names ...string) []byte {
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	_ = protocol.EachMember(b, func(k string, v []byte) bool {
+		if slices.Contains(names, k) {
+			return true
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = protocol.AppendString(out, k)
+		out = append(out, ':')
+		out = append(out, v...)
+		return true
+	})
+	return append(out, '}')
 }
 
 // CompletionRef names what completion/complete completes: a prompt by

@@ -29,15 +29,34 @@ type replica struct {
 	done chan struct{}
 }
 
+// listeningLine starts the line a server logs once its listener is
+// bound: from then on a request is served, so it is the replica's
+// readiness signal.
+const listeningLine = "mcp-runtime listening"
+
+// lockedBuffer collects a replica's output and closes listening when
+// listeningLine has arrived.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu        sync.Mutex
+	b         strings.Builder
+	listening chan struct{}
 }
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{listening: make(chan struct{})} }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	n, err := l.b.Write(p)
+	// The whole output is searched, not p: a write may end mid-line.
+	select {
+	case <-l.listening:
+	default:
+		if strings.Contains(l.b.String(), listeningLine) {
+			close(l.listening)
+		}
+	}
+	return n, err
 }
 
 func (l *lockedBuffer) String() string {
@@ -78,11 +97,12 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// startReplica runs bin with env on a free port and waits for /healthz.
+// startReplica runs bin with env on a free port and waits until it
+// listens; /healthz must then answer at once.
 func startReplica(t *testing.T, name, bin string, env []string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
-	r := &replica{name: name, url: "http://" + addr + "/mcp", logs: &lockedBuffer{}, done: make(chan struct{})}
+	r := &replica{name: name, url: "http://" + addr + "/mcp", logs: newLockedBuffer(), done: make(chan struct{})}
 	r.cmd = exec.Command(bin)
 	r.cmd.Env = append(append(os.Environ(), env...), "MCP_ADDR="+addr, "MCP_LOG_LEVEL=info")
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
@@ -97,25 +117,22 @@ func startReplica(t *testing.T, name, bin string, env []string) *replica {
 			t.Logf("%s log:\n%s", name, r.logs.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return r
-			}
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("%s exited at start:\n%s", name, r.logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not healthy within 30s:\n%s", name, r.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	select {
+	case <-r.logs.listening:
+	case <-r.done:
+		t.Fatalf("%s exited at start:\n%s", name, r.logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s not listening within 30s:\n%s", name, r.logs.String())
 	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("%s listens, but /healthz: %v\n%s", name, err, r.logs.String())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s listens, but /healthz answers %d:\n%s", name, resp.StatusCode, r.logs.String())
+	}
+	return r
 }
 
 // kill ends the process abruptly (SIGKILL): no graceful shutdown, no

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 const planURI = "memory://team/plan"
@@ -91,17 +92,11 @@ func TestThreeReplicas(t *testing.T) {
 	r1 = startReplica(t, "replica-1 (restarted)", bin, env)
 	ping := `{"jsonrpc":"2.0","id":40,"method":"ping"}`
 	for _, r := range []*replica{r1, r3} {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			got := b.do(r, ping).status
-			if got == http.StatusNotFound {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s answers %d for the deleted session, want 404", r.name, got)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		// The other replicas learn of the delete through Redis, with no
+		// signal a test outside their processes could wait on.
+		testutil.Eventually(t, 5*time.Second, r.name+" to answer 404 for the deleted session", func() bool {
+			return b.do(r, ping).status == http.StatusNotFound
+		})
 	}
 	// A's session is untouched.
 	a.rr = []*replica{r1, r2, r3}
@@ -139,20 +134,15 @@ func TestRedisOutageAcrossReplicas(t *testing.T) {
 	}
 
 	redis.Restart()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	// The replicas find Redis back by using it, with no signal a test
+	// outside their processes could wait on.
+	testutil.Eventually(t, 15*time.Second, "the session to be served once Redis returned", func() bool {
 		got := stranger.do(r2, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
-		if got.status == http.StatusOK {
-			break
-		}
 		if got.status == http.StatusNotFound {
 			t.Fatalf("a live session answered 404 after Redis came back empty: %s", got.body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session is still %d 15s after Redis returned", got.status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got.status == http.StatusOK
+	})
 	if body := known.must(r2, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"outage"}}}`); !strings.Contains(body, `\"value\":1`) {
 		t.Errorf("the write acknowledged during the outage: %s", body)
 	}

@@ -37,7 +37,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if td.agents[a.ID] != nil {
 		return store.Agent{}, store.AlreadyExistsf("agent %s is already registered", a.ID)
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	stored := &store.Agent{
 		ID: a.ID, Description: a.Description, DisplayName: a.DisplayName,
 		Capabilities: a.Capabilities, Tags: a.Tags, Metadata: a.Metadata,

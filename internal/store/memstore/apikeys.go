@@ -55,7 +55,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKeyRecord) (store.A
 	if s.apiKeys == nil {
 		s.apiKeys = map[string]*store.APIKeyRecord{}
 	}
-	k.CreatedAt, k.RevokedAt = store.Now(), nil
+	k.CreatedAt, k.RevokedAt = s.opts.Now(), nil
 	s.apiKeys[k.ID] = &k
 	return copyAPIKey(&k), nil
 }
@@ -75,7 +75,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) (store.APIKeyRecord
 		return store.APIKeyRecord{}, store.NotFoundf("API key %s", id)
 	}
 	if k.RevokedAt == nil {
-		now := store.Now()
+		now := s.opts.Now()
 		k.RevokedAt = &now
 	}
 	return copyAPIKey(k), nil

@@ -76,7 +76,7 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 	defer s.mu.Unlock()
 	// The clock is read under the lock so that a later version never has
 	// an earlier updatedAt.
-	now := store.Now()
+	now := s.opts.Now()
 	td := s.write(tenant)
 	k := memKey{in.Namespace, in.Key}
 	cur := td.memory[k]
@@ -121,7 +121,7 @@ func (s *Store) GetMemory(ctx context.Context, tenant, namespace, key string) (s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if td := s.read(tenant); td != nil {
-		if e := td.memory[memKey{namespace, key}]; e != nil && e.live(store.Now()) {
+		if e := td.memory[memKey{namespace, key}]; e != nil && e.live(s.opts.Now()) {
 			return e.copyOut(), nil
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Store) liveEntries(tenant string, keep func(*entry) bool) []*entry {
 	if td == nil {
 		return nil
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	var out []*entry
 	for _, e := range td.memory {
 		if e.live(now) && keep(e) {
@@ -235,7 +235,7 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, namespace, key string)
 		return store.NotFoundf("memory %q/%q", namespace, key)
 	}
 	k := memKey{namespace, key}
-	if e := td.memory[k]; e == nil || !e.live(store.Now()) {
+	if e := td.memory[k]; e == nil || !e.live(s.opts.Now()) {
 		return store.NotFoundf("memory %q/%q", namespace, key)
 	}
 	delete(td.memory, k)
@@ -275,7 +275,7 @@ func (s *Store) BulkDeleteMemory(ctx context.Context, tenant, namespace string, 
 	if td == nil {
 		return removed, nil
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	// Expired entries stay for PurgeExpiredMemory to count.
 	remove := func(k memKey) {
 		if e := td.memory[k]; e != nil && e.live(now) {
@@ -326,7 +326,7 @@ func (s *Store) PurgeExpiredMemory(ctx context.Context) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := store.Now()
+	now := s.opts.Now()
 	var n int64
 	for _, td := range s.tenants {
 		for k, e := range td.memory {

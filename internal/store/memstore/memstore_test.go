@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
@@ -9,8 +10,8 @@ import (
 )
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s := memstore.New(store.Options{})
+	storetest.Run(t, func(t *testing.T, clock func() time.Time) store.Store {
+		s := memstore.New(store.Options{Clock: clock})
 		t.Cleanup(s.Close)
 		return s
 	})

@@ -47,7 +47,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := store.Now()
+	now := s.opts.Now()
 	sess := &store.Session{
 		ID: store.NewID(), Task: in.Task, Initiator: in.Initiator, Status: store.SessionActive,
 		Metadata:     meta,
@@ -133,7 +133,7 @@ func (s *Store) JoinSession(ctx context.Context, tenant, id, agentID, role strin
 	if maxParticipants > 0 && len(sess.Participants) >= maxParticipants {
 		return store.Session{}, store.Conflictf("session %s is full (%d participants)", id, len(sess.Participants))
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	sess.Participants = append(sess.Participants, store.Participant{AgentID: agentID, Role: role, JoinedAt: now})
 	changed(sess, now)
 	return copySession(sess), nil
@@ -166,7 +166,7 @@ func (s *Store) LeaveSession(ctx context.Context, tenant, id, agentID string) (s
 		return store.Session{}, store.NotFoundf("%s is not a participant of session %s", agentID, id)
 	}
 	sess.Participants = slices.Delete(sess.Participants, i, i+1)
-	changed(sess, store.Now())
+	changed(sess, s.opts.Now())
 	return copySession(sess), nil
 }
 
@@ -215,7 +215,7 @@ func (s *Store) end(tenant, id string, set func(*store.Session)) (store.Session,
 	if err != nil {
 		return store.Session{}, err
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	set(sess)
 	sess.EndedAt = &now
 	changed(sess, now)

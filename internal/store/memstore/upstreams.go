@@ -62,7 +62,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 	if s.upstreams == nil {
 		s.upstreams = make(map[string]*store.UpstreamRecord)
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	u := &store.UpstreamRecord{ID: id, Config: config, Version: 1, CreatedAt: now, UpdatedAt: now}
 	s.upstreams[id] = u
 	return copyUpstream(u), nil
@@ -83,7 +83,7 @@ func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMe
 	case ifVersion != nil && *ifVersion != u.Version:
 		return store.UpstreamRecord{}, store.Conflictf("upstream %s is at version %d, not %d", id, u.Version, *ifVersion)
 	}
-	u.Config, u.Version, u.UpdatedAt = config, u.Version+1, store.Now()
+	u.Config, u.Version, u.UpdatedAt = config, u.Version+1, s.opts.Now()
 	return copyUpstream(u), nil
 }
 

@@ -48,7 +48,7 @@ func (s *Store) RegisterAgent(ctx context.Context, tenant string, a store.Agent)
 	if err != nil {
 		return store.Agent{}, err
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	out, err := scanAgent(s.pool.QueryRow(ctx, `
 		INSERT INTO agents (tenant, id, description, display_name, capabilities, tags, metadata, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)

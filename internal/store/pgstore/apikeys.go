@@ -49,7 +49,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKeyRecord) (store.A
 		INSERT INTO api_keys (id, hash, tenant, scopes, admin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING `+apiKeyCols,
-		k.ID, k.Hash, k.Tenant, k.Scopes, k.Admin, store.Now()))
+		k.ID, k.Hash, k.Tenant, k.Scopes, k.Admin, s.opts.Now()))
 	if isUniqueViolation(err) {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.ConstraintName == "api_keys_hash_key" {
@@ -70,7 +70,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) (store.APIKeyRecord
 	}
 	k, err := scanAPIKey(s.pool.QueryRow(ctx, `
 		UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1
-		RETURNING `+apiKeyCols, id, store.Now()))
+		RETURNING `+apiKeyCols, id, s.opts.Now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.APIKeyRecord{}, store.NotFoundf("API key %s", id)
 	}

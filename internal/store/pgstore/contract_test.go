@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/storetest"
@@ -11,7 +12,9 @@ import (
 // database between its subtests, which keep to tenants of their own.
 func TestContract(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) store.Store { return openStore(t) })
+	storetest.Run(t, func(t *testing.T, clock func() time.Time) store.Store {
+		return openStoreWith(t, store.Options{Clock: clock})
+	})
 }
 
 // BenchmarkContract runs the benchmarks both stores share, so their

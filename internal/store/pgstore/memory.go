@@ -74,7 +74,7 @@ func (s *Store) PutMemory(ctx context.Context, tenant string, in store.PutMemory
 	if err != nil {
 		return store.MemoryEntry{}, err
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	var expires *time.Time
 	if in.TTL > 0 {
 		e := now.Add(in.TTL).Truncate(time.Microsecond)
@@ -166,7 +166,7 @@ func (s *Store) GetMemory(ctx context.Context, tenant, namespace, key string) (s
 	}
 	e, err := scanMemory(s.pool.QueryRow(ctx, `SELECT `+memoryCols+` FROM memory_entries
 		WHERE tenant = $1 AND namespace = $2 AND key = $3 AND (expires_at IS NULL OR expires_at > $4)`,
-		tenant, namespace, key, store.Now()))
+		tenant, namespace, key, s.opts.Now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.MemoryEntry{}, store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
@@ -186,7 +186,7 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, namespace, key string)
 	err := s.pool.QueryRow(ctx, `DELETE FROM memory_entries
 		WHERE tenant = $1 AND namespace = $2 AND key = $3
 		RETURNING (expires_at IS NULL OR expires_at > $4)`,
-		tenant, namespace, key, store.Now()).Scan(&wasLive)
+		tenant, namespace, key, s.opts.Now()).Scan(&wasLive)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !wasLive) {
 		return store.NotFoundf("memory entry %s/%s", namespace, key)
 	}
@@ -229,7 +229,7 @@ func (s *Store) BulkDeleteMemory(ctx context.Context, tenant, namespace string, 
 		b.where("key = ANY(%s)", keys)
 	}
 	sql := `DELETE FROM memory_entries` + b.clause() +
-		` RETURNING key, (expires_at IS NULL OR expires_at > ` + b.arg(store.Now()) + `)`
+		` RETURNING key, (expires_at IS NULL OR expires_at > ` + b.arg(s.opts.Now()) + `)`
 	type removed struct {
 		key  string
 		live bool
@@ -323,7 +323,7 @@ func (s *Store) ListMemory(ctx context.Context, tenant string, q store.ListMemor
 	}
 	b := builder{}
 	b.where("tenant = %s", tenant)
-	b.where(live, store.Now())
+	b.where(live, s.opts.Now())
 	if q.Namespace != "" {
 		b.where("namespace = %s", q.Namespace)
 	}
@@ -368,7 +368,7 @@ func (s *Store) RecentMemory(ctx context.Context, tenant string, after *store.Po
 	}
 	b := builder{}
 	b.where("tenant = %s", tenant)
-	b.where(live, store.Now())
+	b.where(live, s.opts.Now())
 	if after != nil {
 		ns, key := store.SplitMemoryID(after.ID)
 		b.where(`(updated_at, namespace, key) < (%s, %s, %s)`, after.UpdatedAt, ns, key)
@@ -394,7 +394,7 @@ func (s *Store) PurgeExpiredMemory(ctx context.Context) (int64, error) {
 	n, err := s.purge(ctx, `DELETE FROM memory_entries WHERE expires_at <= $1
 		AND (tenant, namespace, key) IN (
 			SELECT tenant, namespace, key FROM memory_entries WHERE expires_at <= $1 LIMIT $2)`,
-		store.Now())
+		s.opts.Now())
 	if err != nil {
 		return n, fmt.Errorf("purge expired memory: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // The PostgreSQL-specific parts of memory: how the search column
@@ -112,10 +113,11 @@ func TestConflictMessagesNameTheCurrentVersion(t *testing.T) {
 // recycled in place by the upsert rather than deleted first.
 func TestExpiredRowIsRecycledByUpsert(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	clock := testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), time.Microsecond)
+	s := openStoreWith(t, store.Options{Clock: clock.Now})
 	ctx := t.Context()
 	first := must(s.PutMemory(ctx, "t", store.PutMemory{Namespace: "ns", Key: "k", Value: json.RawMessage(`1`), TTL: time.Millisecond}))(t)
-	time.Sleep(5 * time.Millisecond)
+	clock.Advance(time.Millisecond)
 	var wg sync.WaitGroup
 	const writers = 8
 	for range writers {

@@ -3,7 +3,7 @@
 // applies the schema in /migrations at start-up, and honours the same
 // contract as the in-memory store (store/storetest checks both).
 //
-// Timestamps are taken in Go (store.Now) and passed as parameters rather
+// Timestamps are taken in Go (store.Options.Now) and passed as parameters rather
 // than read from now() in SQL, so both stores stamp rows the same way and
 // a single statement never mixes two clocks.
 package pgstore

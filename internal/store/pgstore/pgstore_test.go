@@ -15,7 +15,13 @@ import (
 // test ends.
 func openStore(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), pgtest.NewDatabase(t), store.Options{})
+	return openStoreWith(t, store.Options{})
+}
+
+// openStoreWith is openStore with opts.
+func openStoreWith(t testing.TB, opts store.Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.NewDatabase(t), opts)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

@@ -72,7 +72,7 @@ func (s *Store) SearchMemory(ctx context.Context, tenant string, q store.SearchM
 	// a constant, which the GIN index needs.
 	query := `websearch_to_tsquery('english', ` + b.arg(q.Query) + `)`
 	b.where("search @@ " + query)
-	b.where(live, store.Now())
+	b.where(live, s.opts.Now())
 	if q.Namespace != "" {
 		b.where("namespace = %s", q.Namespace)
 	}

@@ -86,7 +86,7 @@ func (s *Store) CreateSession(ctx context.Context, tenant string, in store.NewSe
 	if err != nil {
 		return store.Session{}, err
 	}
-	now := store.Now()
+	now := s.opts.Now()
 	sess := store.Session{
 		ID: store.NewID(), Task: in.Task, Initiator: in.Initiator, Status: store.SessionActive,
 		Participants: []store.Participant{{AgentID: in.Initiator, Role: store.RoleInitiator, JoinedAt: now}},
@@ -202,7 +202,7 @@ func (s *Store) decideAndApply(ctx context.Context, q querier, tenant string, cu
 	}
 	// Never before the version it replaces, even if another replica's
 	// clock is ahead of ours: a later version must not look older.
-	now := store.Now()
+	now := s.opts.Now()
 	if now.Before(cur.UpdatedAt) {
 		now = cur.UpdatedAt
 	}

@@ -58,7 +58,7 @@ func (s *Store) CreateUpstream(ctx context.Context, id string, config json.RawMe
 		INSERT INTO upstreams (id, config, version, created_at, updated_at)
 		VALUES ($1, $2, 1, $3, $3)
 		RETURNING `+upstreamCols,
-		id, []byte(config), store.Now()))
+		id, []byte(config), s.opts.Now()))
 	if isUniqueViolation(err) {
 		return store.UpstreamRecord{}, store.AlreadyExistsf("upstream %s", id)
 	}
@@ -79,7 +79,7 @@ func (s *Store) UpdateUpstream(ctx context.Context, id string, config json.RawMe
 	}
 	sql := `UPDATE upstreams SET config = $2, version = version + 1, updated_at = greatest(updated_at, $3)
 		WHERE id = $1`
-	args := []any{id, []byte(config), store.Now()}
+	args := []any{id, []byte(config), s.opts.Now()}
 	if ifVersion != nil {
 		sql += ` AND version = $4`
 		args = append(args, *ifVersion)

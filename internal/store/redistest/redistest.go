@@ -84,6 +84,31 @@ func (s *Server) Stop() {
 	s.proc = nil
 }
 
+// Stall stops the server with SIGSTOP until resume is called (SIGCONT):
+// it keeps its connections and its data but answers nothing, as a server
+// stuck in a long command or a fork under memory pressure would. Unlike
+// DEBUG SLEEP, the stall is in force when Stall returns, so a test needs
+// no pause for it to begin, and it lasts exactly until resume. A server
+// still stalled when the test ends is killed like any other.
+func (s *Server) Stall() (resume func()) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		s.t.Fatal("redistest: stall: the server is stopped")
+	}
+	p := s.proc
+	if err := stop(p.cmd.Process); err != nil {
+		s.t.Fatalf("redistest: stall: %v", err)
+	}
+	return func() {
+		s.t.Helper()
+		if err := cont(p.cmd.Process); err != nil {
+			s.t.Fatalf("redistest: resume: %v", err)
+		}
+	}
+}
+
 // Restart stops the server if it runs and starts a new, empty one on the
 // same port.
 func (s *Server) Restart() {

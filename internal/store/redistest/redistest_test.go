@@ -2,12 +2,14 @@ package redistest
 
 import (
 	"bufio"
-	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 )
 
 func TestStartStopRestart(t *testing.T) {
@@ -27,6 +29,25 @@ func TestStartStopRestart(t *testing.T) {
 	}
 	if got := command(t, s.Addr(), "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"); got != "$-1" && got != "_" {
 		t.Fatalf("restarted server kept data: GET k = %q", got)
+	}
+}
+
+// A stalled server accepts connections (the kernel does) but answers
+// nothing until it is resumed, and keeps its data.
+func TestStall(t *testing.T) {
+	s := Start(t)
+	set(t, s.Addr(), "k", "v")
+	resume := s.Stall()
+	err := ping(s.Addr(), 200*time.Millisecond)
+	if ne, ok := errors.AsType[net.Error](err); !ok || !ne.Timeout() {
+		t.Fatalf("PING to a stalled server: got %v, want a timeout", err)
+	}
+	resume()
+	if err := ping(s.Addr(), time.Second); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+	if got := command(t, s.Addr(), "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"); got != "$1" {
+		t.Fatalf("after resume, GET k = %q, want the value kept", got)
 	}
 }
 

@@ -37,7 +37,7 @@ func testAgents(t *testing.T, h *harness) {
 	t.Run("register then get", func(t *testing.T) {
 		t.Parallel()
 		tn := h.tenant()
-		before := store.Now()
+		before := h.clock.Now()
 		a := must(h.s.RegisterAgent(ctx(t), tn, store.Agent{
 			ID: "researcher", Description: "finds sources", DisplayName: "Researcher",
 			Capabilities: []string{"search", "read", "search"}, Tags: []string{"team-b", "team-a"},
@@ -141,7 +141,7 @@ func testAgents(t *testing.T, h *harness) {
 			_, err := h.s.ListAgents(ctx(t), tn, q)
 			wantField(t, err, "limit")
 		}
-		_, err := h.s.ListAgents(ctx(t), tn, store.ListAgents{Cursor: store.EncodeCursor("sessions", store.Now(), "x", "")})
+		_, err := h.s.ListAgents(ctx(t), tn, store.ListAgents{Cursor: store.EncodeCursor("sessions", h.clock.Now(), "x", "")})
 		wantField(t, err, "cursor")
 	})
 

@@ -9,13 +9,15 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-// expiryTTL is short so that the suite sleeps once, about this long.
+// expiryTTL is how long the expiring entries live. It is far shorter
+// than any other TTL in the suite, because the suite's clock is
+// advanced by as much for every subtest at once.
 const expiryTTL = time.Second
 
 // testMemoryExpiry checks that an expired entry is absent for every
-// purpose. It is the only subtest that waits, and the only one that
-// calls PurgeExpiredMemory, so the purge count it sees includes its own
-// entries.
+// purpose. It is the only subtest that moves the clock on, and the only
+// one that calls PurgeExpiredMemory, so the purge count it sees includes
+// its own entries.
 func testMemoryExpiry(t *testing.T, h *harness) {
 	tn := h.tenant()
 	expiring := func(key, value string, tags ...string) store.MemoryEntry {
@@ -44,8 +46,9 @@ func testMemoryExpiry(t *testing.T, h *harness) {
 	recent := must(h.s.RecentMemory(ctx(t), tn, nil, 0))(t)
 	equal(t, "recent before expiry", len(recent), 5)
 
-	// Sleep once, until every entry has expired on the wall clock.
-	time.Sleep(time.Until(last.ExpiresAt.Add(100 * time.Millisecond)))
+	// Every entry expires at most expiryTTL after it was written, and
+	// the clock has moved on since: after expiryTTL more, all are dead.
+	h.clock.Advance(expiryTTL)
 
 	t.Run("get does not find an expired entry", func(t *testing.T) {
 		_, err := h.s.GetMemory(ctx(t), tn, "ns", "for-put")

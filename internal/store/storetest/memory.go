@@ -23,7 +23,7 @@ func testMemory(t *testing.T, h *harness) {
 		t.Parallel()
 		tn := h.tenant()
 		value := `{"b": [1, 2.5, "x"], "a": {"nested": true}, "s": "héllo"}`
-		before := store.Now()
+		before := h.clock.Now()
 		got := must(h.s.PutMemory(ctx(t), tn, store.PutMemory{
 			Namespace: "notes", Key: "k1", Value: json.RawMessage(value), Tags: []string{"zeta", "alpha", "zeta"},
 		}))(t)

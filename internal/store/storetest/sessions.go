@@ -27,7 +27,7 @@ func testSessions(t *testing.T, h *harness) {
 	t.Run("create makes the initiator the first participant", func(t *testing.T) {
 		t.Parallel()
 		tn := h.tenant()
-		before := store.Now()
+		before := h.clock.Now()
 		s := must(h.s.CreateSession(ctx(t), tn, store.NewSession{
 			Task: "plan the trip", Initiator: "lead", Metadata: json.RawMessage(`{"b": 1, "a": [true]}`),
 		}))(t)

@@ -98,7 +98,7 @@ func testSessionsList(t *testing.T, h *harness) {
 			{"unknown status", store.ListSessions{Status: "paused"}, "status"},
 			{"limit over the maximum", store.ListSessions{Limit: store.MaxListLimit + 1}, "limit"},
 			{"garbage cursor", store.ListSessions{Cursor: "%%%"}, "cursor"},
-			{"memory cursor", store.ListSessions{Cursor: store.EncodeCursor("memory", store.Now(), "a", "b")}, "cursor"},
+			{"memory cursor", store.ListSessions{Cursor: store.EncodeCursor("memory", h.clock.Now(), "a", "b")}, "cursor"},
 		}
 		for _, c := range cases {
 			_, err := h.s.ListSessions(ctx(t), tn, c.q)

@@ -18,16 +18,26 @@ import (
 	"reflect"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // Run runs the contract suite against the store open returns. open must
-// return a usable store; Run calls it once and closes nothing itself
-// (open registers any cleanup with t.Cleanup).
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	s := open(t)
-	h := &harness{s: s, run: store.NewID()}
+// return a usable store that reads the time from clock
+// (store.Options.Clock), which the suite controls; Run calls it once and
+// closes nothing itself (open registers any cleanup with t.Cleanup).
+func Run(t *testing.T, open func(t *testing.T, clock func() time.Time) store.Store) {
+	// The clock starts at a fixed instant, so a failing run stamps the
+	// same times when it is run again, and steps one microsecond, the
+	// resolution both stores keep, at every reading: of two writes the
+	// later one is stamped later however fast the machine runs (on the
+	// wall clock two writes within a microsecond tie, and a tie goes to
+	// the id, not to the order of the writes).
+	c := testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), time.Microsecond)
+	s := open(t, c.Now)
+	h := &harness{s: s, clock: c, run: store.NewID()}
 
 	groups := []struct {
 		name string
@@ -60,13 +70,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
-// harness is the state the subtests share: the store under test and a
-// source of tenant names no other subtest (or earlier run against the
-// same database) uses.
+// harness is the state the subtests share: the store under test, the
+// clock it reads, and a source of tenant names no other subtest (or
+// earlier run against the same database) uses.
 type harness struct {
-	s   store.Store
-	run string
-	n   atomic.Int64
+	s     store.Store
+	clock *testutil.Clock
+	run   string
+	n     atomic.Int64
 }
 
 // tenant returns a fresh tenant name.

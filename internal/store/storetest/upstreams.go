@@ -36,20 +36,12 @@ func sameUpstream(t testing.TB, what string, got, want store.UpstreamRecord) {
 	equal(t, what, got, want)
 }
 
-// tick waits until store.Now has moved past ts, so a write stamped
-// afterwards is distinguishable from one stamped at ts.
-func tick(ts time.Time) {
-	for !store.Now().After(ts) {
-		time.Sleep(time.Microsecond)
-	}
-}
-
 func testUpstreams(t *testing.T, h *harness) {
 	t.Run("create then get", func(t *testing.T) {
 		t.Parallel()
 		id := h.upstreamID()
 		config := `{"url": "https://mcp.example/a", "headers": {"X-Key": "v"}, "maxRetries": 2}`
-		before := store.Now()
+		before := h.clock.Now()
 		got := createUpstream(t, h, id, config)
 		equal(t, "id", got.ID, id)
 		jsonEqual(t, got.Config, json.RawMessage(config))
@@ -74,8 +66,7 @@ func testUpstreams(t *testing.T, h *harness) {
 		first := createUpstream(t, h, id, `{"url": "https://one"}`)
 		prev := first
 		for i, ifVersion := range []*int64{nil, ptr(int64(2))} {
-			tick(prev.UpdatedAt)
-			before := store.Now()
+			before := h.clock.Now()
 			config := fmt.Sprintf(`{"url": "https://two", "n": %d}`, i)
 			got := must(h.s.UpdateUpstream(ctx(t), id, json.RawMessage(config), ifVersion))(t)
 			equal(t, "version", got.Version, prev.Version+1)

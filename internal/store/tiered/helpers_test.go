@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func silenceRedis() { redis.SetLogger(discardLogger{}) }
@@ -29,7 +31,28 @@ type counting struct {
 	closed atomic.Int64
 }
 
-func newBackend() *counting { return &counting{Store: memstore.New(store.Options{})} }
+func newBackend() *counting { return newBackendAt(nil) }
+
+// newBackendAt is newBackend reading the time from clock (nil: the wall
+// clock); a replica over it takes the same clock, withClock.
+func newBackendAt(clock func() time.Time) *counting {
+	return &counting{Store: memstore.New(store.Options{Clock: clock})}
+}
+
+// stillClock returns a clock that moves only when the test advances it,
+// so a TTL's remaining life is exactly what the test set.
+func stillClock() *testutil.Clock {
+	return testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), 0)
+}
+
+// shortTimeout gives a replica the product's RedisTimeout, for the tests
+// whose subject is how long a call waits on a Redis that does not answer.
+func shortTimeout(o *Options) { o.RedisTimeout = DefaultRedisTimeout }
+
+// withClock makes a replica judge expiry by clock, its backend's.
+func withClock(clock func() time.Time) func(*Options) {
+	return func(o *Options) { o.Clock = clock }
+}
 
 func (c *counting) GetMemory(ctx context.Context, tenant, ns, key string) (store.MemoryEntry, error) {
 	c.gets.Add(1)
@@ -72,6 +95,11 @@ func newReplica(t testing.TB, backend store.Store, addr string, tune ...func(*Op
 		Log:       zerolog.Nop(),
 		Channel:   "test:" + t.Name() + ":invalidate",
 		KeyPrefix: "test:" + t.Name() + ":c:",
+		// DefaultRedisTimeout (50ms) is a latency budget a loaded test
+		// machine overruns, turning Redis degraded in the middle of a
+		// test about something else. The tests about a slow or silent
+		// Redis set it back with shortTimeout.
+		RedisTimeout: time.Second,
 	}
 	if addr != "" {
 		o.Redis = newClient(t, addr)
@@ -92,19 +120,7 @@ func newReplica(t testing.TB, backend store.Store, addr string, tune ...func(*Op
 // subscriber.
 func live(t testing.TB, s *Store) {
 	t.Helper()
-	eventually(t, "the subscription to be confirmed", func() bool { return s.Stats().L1Live })
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.Wait, "the subscription to be confirmed", func() bool { return s.Stats().L1Live })
 }
 
 func put(t testing.TB, s store.Store, tenant, ns, key, value string, ttl time.Duration) store.MemoryEntry {
@@ -140,7 +156,7 @@ func wantValue(t testing.TB, e store.MemoryEntry, value string) {
 func rawRedis(t testing.TB, s *Store, k ckey) (string, bool) {
 	t.Helper()
 	v, err := s.t2.rdb.Get(context.Background(), s.t2.key(k)).Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) { // absent; any other error fails the test
 		return "", false
 	}
 	if err != nil {

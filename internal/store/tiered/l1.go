@@ -24,7 +24,8 @@ type item struct {
 // storing a value older than an invalidation that raced it (see doc.go).
 type tier1 struct {
 	c      *cache.Cache[ckey, *item]
-	defTTL time.Duration // the cache's DefaultTTL: the longest an entry lives
+	defTTL time.Duration    // the cache's DefaultTTL: the longest an entry lives
+	now    func() time.Time // Options.Clock: what an entry's expiresAt is judged against
 
 	// live says tier 1 may be used: always without Redis; with it, only
 	// while the invalidation subscription is confirmed.
@@ -38,12 +39,12 @@ type tier1 struct {
 	flushes   atomic.Uint64
 }
 
-func newTier1(cfg cache.Config) (*tier1, error) {
+func newTier1(cfg cache.Config, now func() time.Time) (*tier1, error) {
 	c, err := cache.New(cfg, cache.WithSizer(func(_ ckey, it *item) int64 { return it.size }))
 	if err != nil {
 		return nil, err
 	}
-	return &tier1{c: c, defTTL: cfg.DefaultTTL, seed: maphash.MakeSeed()}, nil
+	return &tier1{c: c, defTTL: cfg.DefaultTTL, now: now, seed: maphash.MakeSeed()}, nil
 }
 
 // get returns k's current entry.
@@ -90,7 +91,7 @@ func populate[T entity](t *tier1, tok token, k ckey, v *T) {
 		return
 	}
 	_, expires := meta(v)
-	ttl, ok := lifetime(expires, t.defTTL, time.Now())
+	ttl, ok := lifetime(expires, t.defTTL, t.now())
 	if !ok {
 		return
 	}

@@ -25,7 +25,7 @@ func (s *Store) LookupMemory(ctx context.Context, tenant, namespace, key string)
 	k := memKey(tenant, namespace, key)
 	if it, ok := s.l1.get(k); ok {
 		e := it.val.(*store.MemoryEntry)
-		if e.ExpiresAt == nil || time.Now().Before(*e.ExpiresAt) {
+		if e.ExpiresAt == nil || s.l1.now().Before(*e.ExpiresAt) {
 			return *e, true, nil
 		}
 		s.l1.c.Delete(k)
@@ -102,7 +102,7 @@ func lookup[T entity](ctx context.Context, s *Store, k ckey, fetch func(context.
 		switch {
 		case err == nil:
 			if v, ok := decodeValue[T](raw); ok {
-				if _, exp := meta(&v); !expired(exp, time.Now()) {
+				if _, exp := meta(&v); !expired(exp, t.now()) {
 					t.hits.Add(1)
 					populate(s.l1, tok, k, &v)
 					return v, true, nil

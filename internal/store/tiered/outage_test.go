@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // fast shortens the backoffs and the subscriber's poll, so that outage
@@ -46,7 +47,7 @@ func TestRedisOutage(t *testing.T) {
 		put(t, a, "acme", "ns", fmt.Sprint("k", i), `"before"`, 0)
 	}
 	// Once B has heard of the writes, nothing will drop what it caches.
-	eventually(t, "B to receive the invalidations", func() bool { return b.Stats().InvalidationsReceived == 5 })
+	testutil.Eventually(t, testutil.Wait, "B to receive the invalidations", func() bool { return b.Stats().InvalidationsReceived == 5 })
 	for i := range 5 {
 		get(t, b, "acme", "ns", fmt.Sprint("k", i))
 		get(t, b, "acme", "ns", fmt.Sprint("k", i))
@@ -58,7 +59,7 @@ func TestRedisOutage(t *testing.T) {
 	r.Stop()
 	// A crash closes the sockets: both subscribers notice at once, and
 	// from then on tier 1 is bypassed (it cannot hear invalidations).
-	eventually(t, "both replicas to bypass tier 1", func() bool {
+	testutil.Eventually(t, testutil.Wait, "both replicas to bypass tier 1", func() bool {
 		return !a.Stats().L1Live && !b.Stats().L1Live
 	})
 	errsBefore := a.Stats().RedisErrors + b.Stats().RedisErrors
@@ -88,7 +89,7 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	r.Restart()
-	eventually(t, "both replicas to use Redis again", func() bool {
+	testutil.Eventually(t, testutil.Wait, "both replicas to use Redis again", func() bool {
 		sa, sb := a.Stats(), b.Stats()
 		return !sa.RedisDegraded && !sb.RedisDegraded && sa.L1Live && sb.L1Live
 	})
@@ -151,14 +152,14 @@ func TestPartitionReplaysInvalidations(t *testing.T) {
 	}
 
 	p.Restore()
-	eventually(t, "A to replay and recover", func() bool {
+	testutil.Eventually(t, testutil.Wait, "A to replay and recover", func() bool {
 		st := a.Stats()
 		return !st.RedisDegraded && st.PendingInvalidations == 0
 	})
 	if v, _ := rawRedis(t, b, memKey("acme", "ns", "k")); v != tombstone {
 		t.Fatalf("after the replay tier 2 holds %q, want a tombstone", v)
 	}
-	eventually(t, "B to read v2", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to read v2", func() bool {
 		e, _ := get(t, b, "acme", "ns", "k")
 		return string(e.Value) == `"v2"`
 	})
@@ -196,11 +197,11 @@ func TestPendingOverflowFlushesEverything(t *testing.T) {
 	}
 	flushes := b.Stats().L1Flushes
 	p.Restore()
-	eventually(t, "A to flush and recover", func() bool { return !a.Stats().RedisDegraded })
+	testutil.Eventually(t, testutil.Wait, "A to flush and recover", func() bool { return !a.Stats().RedisDegraded })
 	if n := r2keys(t, a); n != 0 {
 		t.Fatalf("%d keys of ours left in Redis after the flush", n)
 	}
-	eventually(t, "B to flush tier 1", func() bool { return b.Stats().L1Flushes >= flushes+2 })
+	testutil.Eventually(t, testutil.Wait, "B to flush tier 1", func() bool { return b.Stats().L1Flushes >= flushes+2 })
 	for i := range 5 {
 		e, _ := get(t, b, "acme", "ns", fmt.Sprint("k", i))
 		wantValue(t, e, `"v2"`)
@@ -223,7 +224,7 @@ func r2keys(t *testing.T, s *Store) int {
 func TestSlowRedis(t *testing.T) {
 	t.Run("black hole", func(t *testing.T) {
 		backend := newBackend()
-		s := newReplica(t, backend, netfault.Blackhole(t), fast)
+		s := newReplica(t, backend, netfault.Blackhole(t), fast, shortTimeout)
 		for i := range 20 {
 			k := fmt.Sprint("k", i)
 			timed(t, "a write to a silent Redis", func() { put(t, s, "acme", "ns", k, `1`, 0) })
@@ -240,16 +241,14 @@ func TestSlowRedis(t *testing.T) {
 	t.Run("stalled mid-life", func(t *testing.T) {
 		r := redistest.Start(t)
 		backend := newBackend()
-		s := newReplica(t, backend, r.Addr(), fast)
+		s := newReplica(t, backend, r.Addr(), fast, shortTimeout)
 		live(t, s)
 		put(t, s, "acme", "ns", "k", `1`, 0)
 
-		// DEBUG SLEEP stalls the whole server, as a long-running command
-		// or a fork under memory pressure would.
-		ctl := newClient(t, r.Addr())
-		stalled := make(chan error, 1)
-		go func() { stalled <- ctl.Do(context.Background(), "DEBUG", "SLEEP", "1.5").Err() }()
-		time.Sleep(100 * time.Millisecond)
+		// Stall stops the whole server, as a long-running command or a
+		// fork under memory pressure would; it is in force once Stall
+		// returns.
+		resume := r.Stall()
 
 		errs := s.Stats().RedisErrors
 		for i := range 10 {
@@ -262,10 +261,8 @@ func TestSlowRedis(t *testing.T) {
 		if s.Stats().RedisErrors <= errs {
 			t.Fatal("RedisErrors did not grow while Redis was stalled")
 		}
-		if err := <-stalled; err != nil {
-			t.Fatalf("DEBUG SLEEP: %v", err)
-		}
-		eventually(t, "recovery", func() bool { st := s.Stats(); return !st.RedisDegraded && st.L1Live })
+		resume()
+		testutil.Eventually(t, testutil.Wait, "recovery", func() bool { st := s.Stats(); return !st.RedisDegraded && st.L1Live })
 		for i := range 10 {
 			e, _ := get(t, s, "acme", "ns", fmt.Sprint("s", i))
 			wantValue(t, e, `2`)
@@ -281,7 +278,7 @@ func TestSilentLink(t *testing.T) {
 	r := redistest.Start(t)
 	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
-	a := newReplica(t, backend, p.Addr(), fast)
+	a := newReplica(t, backend, p.Addr(), fast, shortTimeout)
 	b := newReplica(t, backend, r.Addr(), fast)
 	live(t, a)
 	live(t, b)
@@ -289,7 +286,7 @@ func TestSilentLink(t *testing.T) {
 	get(t, a, "acme", "ns", "k")
 
 	p.Freeze()
-	eventually(t, "A to notice the silent link", func() bool { return !a.Stats().L1Live })
+	testutil.Eventually(t, testutil.Wait, "A to notice the silent link", func() bool { return !a.Stats().L1Live })
 	// B's write cannot reach A's subscriber, but A no longer trusts tier 1.
 	put(t, b, "acme", "ns", "k", `"v2"`, 0)
 	timed(t, "a read over a silent link", func() {
@@ -298,7 +295,7 @@ func TestSilentLink(t *testing.T) {
 	})
 
 	p.Thaw()
-	eventually(t, "A to resubscribe", func() bool { st := a.Stats(); return st.L1Live && !st.RedisDegraded })
+	testutil.Eventually(t, testutil.Wait, "A to resubscribe", func() bool { st := a.Stats(); return st.L1Live && !st.RedisDegraded })
 	e, _ := get(t, a, "acme", "ns", "k")
 	wantValue(t, e, `"v2"`)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestStalePopulateRace interleaves, deterministically, a read miss with a
@@ -50,7 +51,7 @@ func TestStalePopulateRace(t *testing.T) {
 				// Let A hear of it, so the check below does not depend on
 				// pub/sub timing: the point is that A's own populate,
 				// which comes next, does not undo it.
-				eventually(t, "A to receive B's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
+				testutil.Eventually(t, testutil.Wait, "A to receive B's invalidation", func() bool { return a.Stats().InvalidationsReceived > 0 })
 			}
 			e, cached := get(t, a, "acme", "ns", "k")
 			if !raced {
@@ -112,6 +113,10 @@ func TestSlowReadDoesNotPopulate(t *testing.T) {
 	a := newReplica(t, backend, r.Addr(), func(o *Options) { o.tune.tombstoneTTL = 100 * time.Millisecond })
 	live(t, a)
 	put(t, backend, "acme", "ns", "k", `1`, 0)
+	// The sleep is the subject: it makes the store read slow. It stays a
+	// real sleep because the guard measures the monotonic wall clock and
+	// the test talks to a real Redis, whose network I/O a synctest
+	// bubble cannot hold still.
 	a.afterFetch = func(ckey) { time.Sleep(80 * time.Millisecond) } // past the 50ms guard
 	get(t, a, "acme", "ns", "k")
 	if raw, ok := rawRedis(t, a, memKey("acme", "ns", "k")); ok {
@@ -157,7 +162,9 @@ func TestWriteOrdering(t *testing.T) {
 		t.Fatalf("a value over a tombstone: %q, want the tombstone kept", raw)
 	}
 	// A delete and a re-create (version 1 again) racing from two replicas.
-	s.t2.rdb.Del(ctx, s.t2.key(k))
+	if err := s.t2.rdb.Del(ctx, s.t2.key(k)).Err(); err != nil {
+		t.Fatalf("DEL %s: %v", s.t2.key(k), err)
+	}
 	write(entry(5, `"old"`))
 	if raw := write(entry(1, `"recreated"`)); raw != tombstone {
 		t.Fatalf("a lower version after a re-create: %q, want a tombstone", raw)

@@ -84,7 +84,8 @@ type tier2 struct {
 	ttl     time.Duration // a value's longest life in Redis
 	maxSize int           // a value's longest tier-2 form
 	tombTTL time.Duration
-	guard   time.Duration // the longest a read may take and still populate
+	guard   time.Duration    // the longest a read may take and still populate
+	now     func() time.Time // Options.Clock: what an entry's expiresAt is judged against
 	tune    tuning
 	log     zerolog.Logger
 
@@ -107,7 +108,7 @@ func newTier2(o Options, log zerolog.Logger) *tier2 {
 	t := &tier2{
 		rdb: o.Redis, prefix: o.KeyPrefix, channel: o.Channel,
 		timeout: o.RedisTimeout, ttl: o.RedisTTL, maxSize: o.RedisMaxValueBytes, tombTTL: min(tune.tombstoneTTL, o.RedisTTL),
-		tune: tune, log: log,
+		tune: tune, log: log, now: o.Clock,
 		pending: make(map[ckey]struct{}), wake: make(chan struct{}, 1),
 	}
 	t.guard = t.tombTTL / 2
@@ -141,7 +142,7 @@ func populateRedis[T entity](ctx context.Context, t *tier2, rkey string, v *T, s
 		return
 	}
 	_, expires := meta(v)
-	ttl, ok := lifetime(expires, t.ttl, time.Now())
+	ttl, ok := lifetime(expires, t.ttl, t.now())
 	if !ok || ttl < time.Millisecond {
 		return
 	}
@@ -168,7 +169,7 @@ func writeRedis[T entity](ctx context.Context, t *tier2, k ckey, v *T, start tim
 		var expires *time.Time
 		version, expires = meta(v)
 		var ok bool
-		if ttl, ok = lifetime(expires, t.ttl, time.Now()); ok && ttl >= t.tombTTL {
+		if ttl, ok = lifetime(expires, t.ttl, t.now()); ok && ttl >= t.tombTTL {
 			payload, _ = redisPayload(t, v) // "": the tombstone
 		}
 	}

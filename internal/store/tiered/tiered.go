@@ -54,6 +54,10 @@ type Options struct {
 	// deployments, or tests, share one Redis.
 	KeyPrefix string
 	Log       zerolog.Logger
+	// Clock is the clock the wrapped store stamps expiry with
+	// (store.Options.Clock); a cached entry is judged expired against it,
+	// so the two must be the same. Nil means the wall clock.
+	Clock func() time.Time
 
 	tune tuning // tests shorten timings; zero fields take the defaults
 }
@@ -107,12 +111,15 @@ func New(ctx context.Context, next store.Store, opts Options) (*Store, error) {
 	opts.RedisMaxValueBytes = cmp.Or(opts.RedisMaxValueBytes, DefaultRedisMaxValueBytes)
 	opts.Channel = cmp.Or(opts.Channel, DefaultChannel)
 	opts.KeyPrefix = cmp.Or(opts.KeyPrefix, DefaultKeyPrefix)
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	if opts.RedisTimeout < 0 || opts.RedisTTL < 0 || opts.RedisMaxValueBytes < 0 {
 		return nil, fmt.Errorf("tiered: new: negative RedisTimeout (%v), RedisTTL (%v) or RedisMaxValueBytes (%d)",
 			opts.RedisTimeout, opts.RedisTTL, opts.RedisMaxValueBytes)
 	}
 
-	l1, err := newTier1(opts.L1)
+	l1, err := newTier1(opts.L1, opts.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("tiered: new: tier 1: %w", err)
 	}

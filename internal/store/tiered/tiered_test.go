@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func TestTier1HitAfterFirstRead(t *testing.T) {
@@ -33,7 +34,7 @@ func TestTier1HitAfterFirstRead(t *testing.T) {
 			if withRedis {
 				// The Store hears its own invalidation too; wait for it so
 				// that it cannot drop the entry between the reads below.
-				eventually(t, "our own invalidation", func() bool { return s.Stats().InvalidationsReceived == 1 })
+				testutil.Eventually(t, testutil.Wait, "our own invalidation", func() bool { return s.Stats().InvalidationsReceived == 1 })
 			}
 
 			e, cached := get(t, s, "acme", "ns", "k")
@@ -128,7 +129,7 @@ func TestWriteOnOneReplicaReachesTheOther(t *testing.T) {
 	}
 
 	put(t, a, "acme", "ns", "k", `"v2"`, 0)
-	eventually(t, "B to see v2", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see v2", func() bool {
 		e, _ := get(t, b, "acme", "ns", "k")
 		return string(e.Value) == `"v2"`
 	})
@@ -140,7 +141,7 @@ func TestWriteOnOneReplicaReachesTheOther(t *testing.T) {
 	if err := a.DeleteMemory(context.Background(), "acme", "ns", "k"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the delete", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the delete", func() bool {
 		_, _, err := b.LookupMemory(context.Background(), "acme", "ns", "k")
 		return errors.Is(err, store.ErrNotFound)
 	})
@@ -168,14 +169,14 @@ func TestSessionsAndAgentsAcrossReplicas(t *testing.T) {
 	if _, err := a.JoinSession(ctx, "acme", sess.ID, "bob", store.RoleCollaborator, 10); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see bob join", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see bob join", func() bool {
 		got, err := b.GetSession(ctx, "acme", sess.ID)
 		return err == nil && len(got.Participants) == 2
 	})
 	if _, err := a.CompleteSession(ctx, "acme", sess.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the session completed", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the session completed", func() bool {
 		got, err := b.GetSession(ctx, "acme", sess.ID)
 		return err == nil && got.Status == store.SessionCompleted
 	})
@@ -192,7 +193,7 @@ func TestSessionsAndAgentsAcrossReplicas(t *testing.T) {
 	if err := a.RemoveAgent(ctx, "acme", "bot"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "B to see the agent removed", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to see the agent removed", func() bool {
 		_, err := b.GetAgent(ctx, "acme", "bot")
 		return errors.Is(err, store.ErrNotFound)
 	})
@@ -214,7 +215,7 @@ func TestBulkDeleteInvalidatesEveryKey(t *testing.T) {
 	if err != nil || len(removed) != 3 {
 		t.Fatalf("BulkDeleteMemory: %v, %v", removed, err)
 	}
-	eventually(t, "B to drop every deleted key", func() bool {
+	testutil.Eventually(t, testutil.Wait, "B to drop every deleted key", func() bool {
 		for _, k := range keys[:3] {
 			if _, _, err := b.LookupMemory(context.Background(), "acme", "ns", k); !errors.Is(err, store.ErrNotFound) {
 				return false
@@ -258,7 +259,7 @@ func TestTenantIsolation(t *testing.T) {
 	}
 	// A write by tenant B leaves tenant A's copies alone.
 	put(t, b, "tenant-b", "ns", "k", `"b2"`, 0)
-	eventually(t, "A's replica to see b2", func() bool {
+	testutil.Eventually(t, testutil.Wait, "A's replica to see b2", func() bool {
 		e, _ := get(t, a, "tenant-b", "ns", "k")
 		return string(e.Value) == `"b2"`
 	})
@@ -293,9 +294,10 @@ func TestTenantIsolation(t *testing.T) {
 // lives, in either tier, and is never served once expired.
 func TestExpiryHonoured(t *testing.T) {
 	r := redistest.Start(t)
-	backend := newBackend()
-	a := newReplica(t, backend, r.Addr())
-	b := newReplica(t, backend, r.Addr())
+	clock := stillClock()
+	backend := newBackendAt(clock.Now)
+	a := newReplica(t, backend, r.Addr(), withClock(clock.Now))
+	b := newReplica(t, backend, r.Addr(), withClock(clock.Now))
 	live(t, a)
 	live(t, b)
 	ctx := context.Background()
@@ -306,7 +308,10 @@ func TestExpiryHonoured(t *testing.T) {
 	if _, cached := get(t, a, "acme", "ns", "short"); !cached {
 		t.Fatal("a living entry is not cached")
 	}
-	pttl := a.t2.rdb.PTTL(ctx, a.t2.key(memKey("acme", "ns", "short"))).Val()
+	pttl, err := a.t2.rdb.PTTL(ctx, a.t2.key(memKey("acme", "ns", "short"))).Result()
+	if err != nil {
+		t.Fatalf("PTTL: %v", err)
+	}
 	if pttl <= 0 || pttl > 800*time.Millisecond {
 		t.Fatalf("tier-2 TTL %v, want (0, 800ms]", pttl)
 	}
@@ -317,7 +322,7 @@ func TestExpiryHonoured(t *testing.T) {
 		t.Fatal("B: want a tier-2 hit on a living entry")
 	}
 
-	time.Sleep(time.Until(*e.ExpiresAt) + 10*time.Millisecond)
+	clock.Advance(e.ExpiresAt.Sub(clock.Now())) // the instant it expires
 	for _, s := range []*Store{a, b} {
 		if _, _, err := s.LookupMemory(ctx, "acme", "ns", "short"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("expired entry: got %v, want ErrNotFound", err)
@@ -339,8 +344,9 @@ func TestExpiryHonoured(t *testing.T) {
 // it (a cache TTL longer than the entry, as a clock step could cause), to
 // check the explicit expiry test on the hit path.
 func TestExpiredNeverServedFromTier1(t *testing.T) {
-	backend := newBackend()
-	s := newReplica(t, backend, "")
+	clock := stillClock()
+	backend := newBackendAt(clock.Now)
+	s := newReplica(t, backend, "", withClock(clock.Now))
 	e := put(t, backend, "acme", "ns", "k", `1`, 300*time.Millisecond)
 	e.Value = []byte(`2`)
 	k := memKey("acme", "ns", "k")
@@ -350,7 +356,7 @@ func TestExpiredNeverServedFromTier1(t *testing.T) {
 	if got, cached := get(t, s, "acme", "ns", "k"); !cached || string(got.Value) != `2` {
 		t.Fatalf("planted entry: %s, cached %v", got.Value, cached)
 	}
-	time.Sleep(time.Until(*e.ExpiresAt) + 10*time.Millisecond)
+	clock.Advance(e.ExpiresAt.Sub(clock.Now())) // the instant it expires
 	if _, _, err := s.LookupMemory(context.Background(), "acme", "ns", "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("got %v, want ErrNotFound", err)
 	}

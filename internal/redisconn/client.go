@@ -1,0 +1,73 @@
+package redisconn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Mode is how a deployment runs Redis.
+type Mode string
+
+const (
+	// Single is one Redis node (optionally with replicas it fails over to
+	// by hand): REDIS_URL is redis://host:port/db.
+	Single Mode = "single"
+	// Sentinel is a master found through Sentinel: REDIS_URL names a
+	// sentinel, further ones as addr= parameters, and master_name=.
+	Sentinel Mode = "sentinel"
+	// Cluster is Redis Cluster: REDIS_URL names a node, further ones as
+	// addr= parameters; the client discovers the rest.
+	Cluster Mode = "cluster"
+)
+
+// Modes lists the modes, in the order the documentation gives them.
+func Modes() []Mode { return []Mode{Single, Sentinel, Cluster} }
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool {
+	switch m {
+	case Single, Sentinel, Cluster:
+		return true
+	}
+	return false
+}
+
+// errBadURL never carries the URL: it may hold a password.
+var errBadURL = errors.New("not a valid Redis URL for this mode")
+
+// NewClient builds the go-redis client of mode m from url (go-redis's URL
+// form for that mode). The client connects lazily: Redis may be down when
+// the process starts, and its users degrade until it answers
+// (INV-MCP-XC-002). Deadlines come from each operation's context
+// (Timeouts), not from the client's own read timeout.
+func NewClient(m Mode, url string) (redis.UniversalClient, error) {
+	switch m {
+	case Single, "":
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisURL (mode %s): %w", Single, errBadURL)
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClient(o), nil
+	case Sentinel:
+		o, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
+		}
+		if o.MasterName == "" {
+			return nil, fmt.Errorf("redisURL (mode %s): the master_name parameter is required", m)
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(o), nil
+	case Cluster:
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(o), nil
+	}
+	return nil, fmt.Errorf("redis.mode: %q is not one of single, sentinel, cluster", m)
+}

@@ -1,0 +1,201 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Config is what the `telemetry:` section sets; the standard environment
+// covers the rest (and an endpoint set here wins over it).
+type Config struct {
+	// Endpoint is the OTLP endpoint URL (http://collector:4318 for
+	// http/protobuf, http://collector:4317 for grpc). Empty: the
+	// environment's OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, and off when neither is set.
+	Endpoint string
+	// Protocol is "http/protobuf" or "grpc"; empty: the environment's
+	// OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the OTLP default).
+	Protocol string
+	// ServiceVersion is the service.version resource attribute.
+	ServiceVersion string
+	// MetricInterval is how often metrics are exported; zero: 60 s.
+	MetricInterval time.Duration
+}
+
+// Protocols the exporters speak.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// ServiceName is service.name unless OTEL_SERVICE_NAME or
+// OTEL_RESOURCE_ATTRIBUTES say otherwise.
+const ServiceName = "mcp-runtime"
+
+// instrumentation names the tracer and meter.
+const instrumentation = "github.com/mcp-runtime/mcp-runtime"
+
+// Telemetry holds the providers; the zero value is not usable, Setup
+// builds one.
+type Telemetry struct {
+	enabled    bool
+	tracer     trace.Tracer
+	meter      metric.Meter
+	propagator propagation.TextMapPropagator
+	metrics    instruments
+	shutdown   []func(context.Context) error
+}
+
+// Setup builds the providers for cfg and the environment getenv reads
+// (os.Getenv in production). Without an endpoint it returns telemetry
+// that is off. The exporters connect lazily: a collector that is down
+// loses spans, never requests.
+func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Telemetry, error) {
+	t := &Telemetry{propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if endpoint == "" || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+		t.tracer = tracenoop.NewTracerProvider().Tracer(instrumentation)
+		t.meter = metricnoop.NewMeterProvider().Meter(instrumentation)
+		err := t.metrics.init(t.meter)
+		return t, err
+	}
+	protocol := cfg.Protocol
+	if protocol == "" {
+		protocol = firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if protocol == "" {
+		protocol = ProtocolHTTP
+	}
+	if protocol != ProtocolHTTP && protocol != ProtocolGRPC {
+		return nil, fmt.Errorf("telemetry.protocol: %q is not %s or %s", protocol, ProtocolHTTP, ProtocolGRPC)
+	}
+	res, err := resource.New(ctx,
+		resource.WithTelemetrySDK(),
+		resource.WithAttributes(attribute.String("service.name", ServiceName), attribute.String("service.version", cfg.ServiceVersion)),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	spans, err := spanExporter(ctx, protocol, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	// The sampler comes from OTEL_TRACES_SAMPLER and its argument (the SDK
+	// reads them), parent-based by default: a client's sampling decision
+	// carries through the gateway.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+	points, err := metricExporter(ctx, protocol, cfg.Endpoint)
+	if err != nil {
+		_ = tp.Shutdown(ctx)
+		return nil, err
+	}
+	interval := cfg.MetricInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(interval))),
+		sdkmetric.WithView(durationView()))
+	t.enabled = true
+	t.tracer, t.meter = tp.Tracer(instrumentation), mp.Meter(instrumentation)
+	t.shutdown = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
+	if err := t.metrics.init(t.meter); err != nil {
+		_ = t.Shutdown(ctx)
+		return nil, err
+	}
+	return t, nil
+}
+
+func spanExporter(ctx context.Context, protocol, endpoint string) (sdktrace.SpanExporter, error) {
+	var (
+		e   sdktrace.SpanExporter
+		err error
+	)
+	if protocol == ProtocolGRPC {
+		var opts []otlptracegrpc.Option
+		if endpoint != "" {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
+		}
+		e, err = otlptracegrpc.New(ctx, opts...)
+	} else {
+		var opts []otlptracehttp.Option
+		if endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
+		}
+		e, err = otlptracehttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP %s span exporter: %w", protocol, err)
+	}
+	return e, nil
+}
+
+func metricExporter(ctx context.Context, protocol, endpoint string) (sdkmetric.Exporter, error) {
+	var (
+		e   sdkmetric.Exporter
+		err error
+	)
+	if protocol == ProtocolGRPC {
+		var opts []otlpmetricgrpc.Option
+		if endpoint != "" {
+			opts = append(opts, otlpmetricgrpc.WithEndpointURL(endpoint))
+		}
+		e, err = otlpmetricgrpc.New(ctx, opts...)
+	} else {
+		var opts []otlpmetrichttp.Option
+		if endpoint != "" {
+			opts = append(opts, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/metrics"))
+		}
+		e, err = otlpmetrichttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP %s metric exporter: %w", protocol, err)
+	}
+	return e, nil
+}
+
+func firstSet(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Enabled reports whether anything is exported.
+func (t *Telemetry) Enabled() bool { return t.enabled }
+
+// Tracer is the process's tracer (a no-op one when off).
+func (t *Telemetry) Tracer() trace.Tracer { return t.tracer }
+
+// Shutdown flushes what is buffered and stops the exporters, within ctx.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, f := range t.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	t.shutdown = nil
+	return errors.Join(errs...)
+}

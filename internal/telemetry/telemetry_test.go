@@ -1,0 +1,259 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// receiver is an OTLP collector in the test: it keeps the spans and the
+// names of the metrics it is sent, over HTTP or gRPC.
+type receiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	metrics []string
+}
+
+func (r *receiver) add(req *collectortrace.ExportTraceServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			r.spans = append(r.spans, ss.GetSpans()...)
+		}
+	}
+}
+
+func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.add(req)
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// metricsService is the receiver's gRPC metrics endpoint.
+type metricsService struct {
+	collectormetrics.UnimplementedMetricsServiceServer
+	r *receiver
+}
+
+func (m metricsService) Export(_ context.Context, req *collectormetrics.ExportMetricsServiceRequest) (*collectormetrics.ExportMetricsServiceResponse, error) {
+	m.r.addMetrics(req)
+	return &collectormetrics.ExportMetricsServiceResponse{}, nil
+}
+
+func (r *receiver) addMetrics(req *collectormetrics.ExportMetricsServiceRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rm := range req.GetResourceMetrics() {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, mm := range sm.GetMetrics() {
+				r.metrics = append(r.metrics, mm.GetName())
+			}
+		}
+	}
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	switch req.URL.Path {
+	case "/v1/traces":
+		var m collectortrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.add(&m)
+	case "/v1/metrics":
+		var m collectormetrics.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(body, &m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.addMetrics(&m)
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+func noEnv(string) string { return "" }
+
+const (
+	clientTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
+	clientParent = "00f067aa0ba902b7"
+)
+
+func paramsWith(traceparent string) json.RawMessage {
+	return json.RawMessage(`{"name":"echo","_meta":{"progressToken":1,"traceparent":"` + traceparent + `","tracestate":"vendor=x"}}`)
+}
+
+// Off, nothing is done: no context read, nothing written, nothing sent.
+func TestOff(t *testing.T) {
+	tel, err := Setup(context.Background(), Config{}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.Enabled() {
+		t.Fatal("enabled without an endpoint")
+	}
+	ctx := context.Background()
+	if got := tel.Extract(ctx, paramsWith("00-"+clientTrace+"-"+clientParent+"-01"), nil); got != ctx {
+		t.Fatal("Extract changed the context while off")
+	}
+	ctx, op := tel.StartServer(ctx, "tools/call", "echo")
+	op.End(ctx, "")
+	if got := tel.AppendMeta(nil, ctx); len(got) != 0 {
+		t.Fatalf("AppendMeta = %s while off", got)
+	}
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	off, _ := Setup(context.Background(), Config{Endpoint: "http://127.0.0.1:1"}, func(k string) string {
+		if k == "OTEL_SDK_DISABLED" {
+			return "true"
+		}
+		return ""
+	})
+	if off.Enabled() {
+		t.Fatal("OTEL_SDK_DISABLED=true did not turn it off")
+	}
+}
+
+// A client's trace continues through the server span into the client
+// span of an upstream call, whichever protocol exports them.
+func TestTraceContinues(t *testing.T) {
+	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(protocol, func(t *testing.T) {
+			r := &receiver{}
+			endpoint := r.start(t, protocol)
+			tel, err := Setup(context.Background(), Config{Endpoint: endpoint, Protocol: protocol}, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hdr := http.Header{}
+			hdr.Set("traceparent", "00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01")
+			ctx := tel.Extract(context.Background(), paramsWith("00-"+clientTrace+"-"+clientParent+"-01"), hdr)
+			ctx, server := tel.StartServer(ctx, "tools/call", "echo", AttrTenant.String("team-a"))
+			cctx, client := tel.StartClient(ctx, "tools/call", "echo")
+			meta := tel.AppendMeta([]byte(`{"progressToken":1`), cctx)
+			client.End(cctx, "")
+			server.End(ctx, "-32602")
+			if err := tel.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var srv, cli *tracepb.Span
+			for _, sp := range r.spans {
+				switch sp.GetKind() {
+				case tracepb.Span_SPAN_KIND_SERVER:
+					srv = sp
+				case tracepb.Span_SPAN_KIND_CLIENT:
+					cli = sp
+				}
+			}
+			if srv == nil || cli == nil {
+				t.Fatalf("spans %v", r.spans)
+			}
+			if hex.EncodeToString(srv.GetTraceId()) != clientTrace || hex.EncodeToString(srv.GetParentSpanId()) != clientParent {
+				t.Fatalf("server span in trace %x under %x; want the client's from _meta", srv.GetTraceId(), srv.GetParentSpanId())
+			}
+			if hex.EncodeToString(cli.GetTraceId()) != clientTrace || string(cli.GetParentSpanId()) != string(srv.GetSpanId()) {
+				t.Fatal("the upstream call's span is not the server span's child")
+			}
+			if got := attrs(srv); got["mcp.method.name"] != "tools/call" || got["gen_ai.tool.name"] != "echo" || got["mcp_runtime.tenant"] != "team-a" || got["error.type"] != "-32602" {
+				t.Fatalf("server span attributes %v", got)
+			}
+			if srv.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+				t.Fatal("a failed operation's span is not marked failed")
+			}
+			var mm map[string]any
+			if err := json.Unmarshal(append(meta, '}'), &mm); err != nil {
+				t.Fatalf("AppendMeta made invalid JSON: %s", meta)
+			}
+			if tp, _ := mm["traceparent"].(string); !strings.Contains(tp, clientTrace) || !strings.Contains(tp, hex.EncodeToString(cli.GetSpanId())) {
+				t.Fatalf("_meta carries %q, want the upstream call's span", tp)
+			}
+			if !r.hasMetric("mcp.server.operation.duration") || !r.hasMetric("mcp.client.operation.duration") {
+				t.Fatalf("metrics received: %v", r.metrics)
+			}
+		})
+	}
+}
+
+// _meta wins over the headers, and a broken _meta value gives way to them.
+func TestExtractOrder(t *testing.T) {
+	r := &receiver{}
+	tel, err := Setup(context.Background(), Config{Endpoint: r.start(t, ProtocolHTTP)}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	header := "00-" + strings.Repeat("a", 32) + "-" + strings.Repeat("b", 16) + "-01"
+	hdr := http.Header{}
+	hdr.Set("Traceparent", header)
+	tests := []struct {
+		name   string
+		params json.RawMessage
+		want   string
+	}{
+		{"_meta first", paramsWith("00-" + clientTrace + "-" + clientParent + "-01"), clientTrace},
+		{"a malformed _meta value", paramsWith("00-zz-yy-01"), strings.Repeat("a", 32)},
+		{"no _meta", json.RawMessage(`{"name":"echo"}`), strings.Repeat("a", 32)},
+		{"_meta not an object", json.RawMessage(`{"_meta":"traceparent"}`), strings.Repeat("a", 32)},
+		{"no params", nil, strings.Repeat("a", 32)},
+	}
+	for _, tt := range tests {
+		ctx := tel.Extract(context.Background(), tt.params, hdr)
+		if got := traceOf(ctx); got != tt.want {
+			t.Errorf("%s: trace %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func (r *receiver) start(t testing.TB, protocol string) string {
+	t.Helper()
+	if protocol == ProtocolHTTP {
+		srv := httptest.NewServer(r)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(g, r)
+	collectormetrics.RegisterMetricsServiceServer(g, metricsService{r: r})
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	return "http://" + ln.Addr().String()
+}
+
+func (r *receiver) hasMetric(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.metrics {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func attrs(s *tracepb.Span) map[string]string {
+	out := map[string]string{}
+	for _, kv := range s.GetAttributes() {
+		out[kv.GetKey()] = kv.GetValue().GetStringValue()
+	}
+	return out
+}

@@ -1,0 +1,306 @@
+package transport
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// redisCopy is this replica's copy of a shared client session, as the
+// session's replicator: what the session core asks of sharing goes
+// through it to the store, and it keeps what the store owes Redis for
+// the copy.
+//
+// Lock order: wmu, then the store's mu, then the session's mu, then smu.
+// smu is a leaf: no other lock is taken while it is held.
+type redisCopy struct {
+	m *redisSessions
+	s *ClientSession
+	// glog is the log of the session's GET stream.
+	glog *redisLog
+
+	// wmu orders this copy's writes to Redis: a write-through and the
+	// replay of unsaved changes never cross, so that an older value never
+	// lands after a newer one.
+	wmu sync.Mutex
+
+	smu sync.Mutex
+	// homeID is the replica Redis names as home, as far as this copy
+	// knows: the replica that tells the session of the broadcasts every
+	// replica sees by itself (tools/list_changed), so that it is told
+	// once, and that another replica takes over from when it dies
+	// (redislog.go). Resource updates do not depend on it: their origin
+	// writes them to every subscriber's log (redisfanout.go).
+	homeID string
+	// unsaved holds the changes the client made on this copy that Redis
+	// has not taken (the write-through failed or was skipped), the last
+	// one per hash field. The sweeper replays them as they are, as
+	// idempotent HSET/HDEL, once Redis answers, so nothing acknowledged
+	// is lost — never the copy's whole view, which would undo what other
+	// replicas acknowledged meanwhile.
+	unsaved map[string]sessionChange
+	// lost: Redis has no hash for a session a client still uses here (it
+	// lost its data, or the TTL ran out while this replica could not
+	// refresh it): the sweeper writes the whole copy back, but only where
+	// the hash is still missing.
+	lost bool
+	// refreshDue: a sweep could not extend the session's TTL (Redis
+	// skipped or failing); the next sweep retries it. It is no reason to
+	// write anything back.
+	refreshDue bool
+}
+
+// sharedCopy returns the store's side of s, a session the store shared.
+func sharedCopy(s *ClientSession) *redisCopy { return s.rep.(*redisCopy) }
+
+func (c *redisCopy) changed(ch clientChange) { c.m.writeThrough(c.s, toWire(ch)) }
+
+// toWire is the channel's form of a client's change.
+func toWire(c clientChange) sessionChange {
+	switch c.kind {
+	case changeLevel:
+		return sessionChange{Op: opLevel, Level: string(c.level)}
+	case changeSub:
+		return sessionChange{Op: opSub, URI: c.uri}
+	default:
+		return sessionChange{Op: opUnsub, URI: c.uri}
+	}
+}
+
+// fromWire is the client's change a channel message carries; false for
+// any other (a home claim, an end).
+func fromWire(ch sessionChange) (clientChange, bool) {
+	switch ch.Op {
+	case opLevel:
+		return clientChange{kind: changeLevel, level: protocol.LoggingLevel(ch.Level)}, true
+	case opSub:
+		return clientChange{kind: changeSub, uri: ch.URI}, true
+	case opUnsub:
+		return clientChange{kind: changeUnsub, uri: ch.URI}, true
+	}
+	return clientChange{}, false
+}
+
+// indexesLocally: a shared session is found through Redis's index
+// (redisfanout.go), which every replica sees.
+func (c *redisCopy) indexesLocally() bool { return false }
+
+func (c *redisCopy) home() string {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.homeID
+}
+
+func (c *redisCopy) isHome() bool { return c.home() == c.m.self }
+
+// broadcast queues the event on the GET stream's log: every copy of the
+// session queues it, and Redis keeps one (redislog.go): the home's, or,
+// when the home replica is dead, that of the first copy to take over as
+// home.
+func (c *redisCopy) broadcast(st *stream, data []byte) bool {
+	home := c.home()
+	c.glog.broadcast(st, data, home)
+	return home == c.m.self
+}
+
+func (c *redisCopy) awaitAnswer(id protocol.ID)  { c.m.awaitAnswer(c.s, id) }
+func (c *redisCopy) forgetAnswer(id protocol.ID) { c.m.forgetAnswer(c.s, id) }
+
+// answerPoll: a response that another replica took while this one's
+// subscription was down waits in Redis (redisanswer.go).
+func (c *redisCopy) answerPoll() time.Duration { return c.m.tune.poll }
+
+func (c *redisCopy) forwardAnswer(ctx context.Context, msg *protocol.Message, body []byte) (bool, error) {
+	return true, c.m.forwardAnswer(ctx, c.s, msg, body)
+}
+
+func (c *redisCopy) forwardCancel(ctx context.Context, id protocol.ID) error {
+	return c.m.forwardCancel(ctx, c.s, id)
+}
+
+func (c *redisCopy) mirror(st *stream, id protocol.ID) { c.m.mirror(c.s, st, id) }
+
+func (c *redisCopy) resume(ctx context.Context, name string, have *stream) (*stream, error) {
+	return c.m.follow(ctx, c.s, name, have)
+}
+
+// openStandalone starts a new connection where the last one, on any
+// replica, stopped, and makes this replica the one that logs
+// tools/list_changed for the session, since it holds the stream. Without
+// the position the stream would start from this copy's, possibly far
+// behind: the client would get again what it had.
+func (c *redisCopy) openStandalone(ctx context.Context, st *stream) error {
+	if err := c.glog.sync(ctx, st); err != nil {
+		return err
+	}
+	if !c.isHome() {
+		c.claimHome()
+	}
+	return nil
+}
+
+// claimHome makes this replica the session's home: the one that logs
+// tools/list_changed, which every replica sees by itself, so that it is
+// logged exactly once. The replica holding the GET stream claims it,
+// since it is the one sure to be alive. (Resource updates do not depend
+// on the home: their origin logs them; redisfanout.go.)
+func (c *redisCopy) claimHome() {
+	c.smu.Lock()
+	c.homeID = c.m.self
+	c.smu.Unlock()
+	c.m.writeThrough(c.s, sessionChange{Op: opHome, Home: c.m.self})
+}
+
+// apply takes a change another replica (or this one) made to the shared
+// state, in the order Redis published it, without writing it back.
+func (c *redisCopy) apply(ch sessionChange) {
+	if ch.Op != opHome {
+		if cc, ok := fromWire(ch); ok {
+			c.s.applyChange(cc)
+		}
+		return
+	}
+	if ch.Home != c.m.self {
+		// Another replica claimed the session because it opened its GET
+		// stream there (or took over from a dead home): the client
+		// reconnected, and a message must not go out on two streams
+		// (basic/transports). Close this replica's, as attach supersedes
+		// a connection in memory, with a retry hint in case it is in
+		// fact the client's live one.
+		defer c.s.standalone.closeConn(supersededRetryMs)
+	}
+	if c.s.Ended() {
+		return
+	}
+	c.smu.Lock()
+	c.homeID = ch.Home
+	c.smu.Unlock()
+}
+
+// reset replaces the client-changed state with the hash's; used when the
+// copy is built and after this replica may have missed changes. The
+// changes of this copy that Redis has not taken yet hold on top: they
+// were acknowledged, and the sweeper writes them.
+//
+// A home that moved from this replica to another while the changes were
+// missed is a claim this copy never applied: the GET stream it serves
+// here is superseded, and closes as apply would have closed it, or the
+// client would get every event on two streams.
+func (c *redisCopy) reset(h map[string]string) {
+	s := c.s
+	if home := h["home"]; home != "" && home != c.m.self && c.isHome() {
+		defer s.standalone.closeConn(supersededRetryMs)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := h["level"]; l != "" {
+		s.logLevel = protocol.LoggingLevel(l)
+	}
+	for uri := range s.subs {
+		if h["s:"+uri] == "" {
+			s.removeSub(uri)
+		}
+	}
+	for f := range h {
+		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
+			s.addSub(uri)
+		}
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.homeID = h["home"]
+	for _, ch := range c.unsaved {
+		if cc, ok := fromWire(ch); ok {
+			s.applyClientChange(cc)
+		}
+	}
+}
+
+// keepUnsaved records ch, which Redis has not taken, for the sweeper to
+// replay; it replaces an older one of the same field.
+func (c *redisCopy) keepUnsaved(ch sessionChange) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.unsaved == nil {
+		c.unsaved = map[string]sessionChange{}
+	}
+	c.unsaved[changeField(ch)] = ch
+}
+
+// saved forgets the unsaved change of ch's field, which Redis just took
+// a newer value of.
+func (c *redisCopy) saved(ch sessionChange) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	delete(c.unsaved, changeField(ch))
+}
+
+// syncState reports what the sweeper owes Redis for this copy.
+func (c *redisCopy) syncState() (lost, unsaved, refreshDue bool) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.lost, len(c.unsaved) > 0, c.refreshDue
+}
+
+func (c *redisCopy) setRefreshDue(due bool) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.refreshDue = due
+}
+
+func (c *redisCopy) setLost() {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.lost = true
+}
+
+// takeUnsaved returns the changes to replay, in field order, and
+// forgets them; restoreUnsaved puts back those Redis did not take,
+// unless a newer change of the field came meanwhile.
+func (c *redisCopy) takeUnsaved() []sessionChange {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	fields := slices.Sorted(maps.Keys(c.unsaved))
+	ops := make([]sessionChange, 0, len(fields))
+	for _, f := range fields {
+		ops = append(ops, c.unsaved[f])
+	}
+	clear(c.unsaved)
+	return ops
+}
+
+func (c *redisCopy) restoreUnsaved(ops ...sessionChange) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.unsaved == nil {
+		c.unsaved = map[string]sessionChange{}
+	}
+	for _, ch := range ops {
+		if _, newer := c.unsaved[changeField(ch)]; !newer {
+			c.unsaved[changeField(ch)] = ch
+		}
+	}
+}
+
+// written: the whole copy, unsaved changes included, is in Redis again.
+func (c *redisCopy) written() {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.lost = false
+	clear(c.unsaved)
+}
+
+// clearLost: Redis has the session again (another replica wrote it
+// back); true if this copy still has changes to replay.
+func (c *redisCopy) clearLost() bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	lost := c.lost
+	c.lost = false
+	return lost && len(c.unsaved) > 0
+}

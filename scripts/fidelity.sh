@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The gateway's fidelity with a real third-party upstream: starts
+# @modelcontextprotocol/server-everything (Streamable HTTP) and cmd/api
+# federating it as server "everything", then runs test/fidelity/probe.mjs,
+# which calls the upstream directly and through cmd/api with the official
+# TypeScript client and fails on any answer that differs.
+#
+# Needs `scripts/install-tools.sh node` (make fidelity runs both).
+# FIDELITY_API_BIN=path uses that cmd/api binary instead of building one.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "${REPO_ROOT}"
+
+say() { printf '[fidelity] %s\n' "$*"; }
+free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-fidelity.XXXXXX")"
+pids=()
+cleanup() {
+	local rc=$? p
+	for p in "${pids[@]}"; do kill "${p}" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if ((rc != 0)); then
+		for log in "${WORK}"/*.log; do
+			say "---- ${log##*/} (last 40 lines)"
+			tail -n 40 "${log}" || true
+		done
+	fi
+	rm -rf "${WORK}"
+	exit "${rc}"
+}
+trap cleanup EXIT
+
+# wait_listening PORT WHAT: until a POST to /mcp gets any HTTP answer.
+wait_listening() {
+	local deadline=$((SECONDS + 60)) code
+	while ((SECONDS < deadline)); do
+		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST -H 'Content-Type: application/json' \
+			-H 'Accept: application/json, text/event-stream' --data '{}' "http://127.0.0.1:$1/mcp" 2>/dev/null)" || true
+		[[ "${code}" != "000" && -n "${code}" ]] && return 0
+		sleep 0.2
+	done
+	say "$2 did not answer on port $1 within 60s"
+	return 1
+}
+
+api="${FIDELITY_API_BIN:-}"
+if [[ -z "${api}" ]]; then
+	api="${WORK}/api"
+	go build -o "${api}" ./cmd/api
+fi
+
+up_port="$(free_port)"
+PORT="${up_port}" "${NODE22}" "${FIDELITY_DIR}/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp \
+	>"${WORK}/server-everything.log" 2>&1 </dev/null &
+pids+=("$!")
+wait_listening "${up_port}" server-everything
+
+gw_port="$(free_port)"
+cat >"${WORK}/gateway.yaml" <<YAML
+listen: "127.0.0.1:${gw_port}"
+upstreams:
+  - {id: everything, url: "http://127.0.0.1:${up_port}/mcp", category: query}
+YAML
+MCP_CONFIG="${WORK}/gateway.yaml" "${api}" >"${WORK}/gateway.log" 2>&1 </dev/null &
+pids+=("$!")
+wait_listening "${gw_port}" cmd/api
+
+# The probe's imports resolve from where it lies: run it beside the
+# packages it needs.
+cp test/fidelity/probe.mjs "${FIDELITY_DIR}/probe.mjs"
+say "server-everything ${FIDELITY_EVERYTHING_VERSION} on ${up_port}, cmd/api on ${gw_port}, @modelcontextprotocol/sdk ${FIDELITY_SDK_VERSION}"
+timeout --kill-after=10 300 "${NODE22}" "${FIDELITY_DIR}/probe.mjs" \
+	"http://127.0.0.1:${up_port}/mcp" "http://127.0.0.1:${gw_port}/mcp" everything_
