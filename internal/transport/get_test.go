@@ -728,10 +728,11 @@ func TestCloseStreams_RetryHintAfterQuietPeriod(t *testing.T) {
 	get.waitEnd(t)
 }
 
-// A client session may hold only so many SSE streams open (issue 8,
-// point 4): with two POST responses streaming, a GET that would open a
-// third stream is 429; once one of them is gone it passes, and a GET
-// that reconnects the open stream supersedes it and always passes.
+// A client session may hold only so many SSE streams open
+// (Options.MaxStreamsPerSession): with two POST responses streaming, a
+// GET that would open a third stream is 429; once one of them is gone it
+// passes, and a GET that reconnects the open stream supersedes it and
+// always passes.
 func TestGET_StreamsPerSessionCap(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxStreamsPerSession = 2 }))
 	sid := h.initialize(t)

@@ -41,13 +41,15 @@ func wantUpdates(t *testing.T, c *sseConn, firstSeq int, uris ...string) {
 	}
 }
 
-// TestRedisFanout_HomeKilled is issue 7's end-to-end scenario in one
-// process: the session streams from replica A, A dies (no graceful
-// shutdown: its connections are cut and its Redis client closed, so it
-// can write nothing more), the mutations happen on B, and the client
-// resumes on C with Last-Event-ID: each update missed meanwhile arrives
-// exactly once, in order (points 2 and 3). The origin of an update logs
-// it; nothing depends on the replica that held the stream.
+// TestRedisFanout_HomeKilled is the end-to-end scale-out scenario
+// (docs/adr/0016-resource-updates-logged-by-origin.md) in one process:
+// the session streams from replica A, A dies (no graceful shutdown: its
+// connections are cut and its Redis client closed, so it can write
+// nothing more), the mutations happen on B, and the client resumes on C
+// with Last-Event-ID: each update missed meanwhile arrives exactly once,
+// in order (MCP specification, basic/transports, "Resumability and
+// Redelivery"). The origin of an update logs it; nothing depends on the
+// replica that held the stream.
 func TestRedisFanout_HomeKilled(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA := testRedis(t, testRedisAddr)
@@ -92,7 +94,8 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 // subscribed session once — whose stream is on the origin, on another
 // live replica, or nowhere — and no session of another tenant or not
 // subscribed. The reverse index follows unsubscribe, DELETE and sessions
-// that vanished from Redis (point 2).
+// that vanished from Redis
+// (docs/adr/0016-resource-updates-logged-by-origin.md).
 func TestRedisFanout_Subscribers(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -187,8 +190,8 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 // TestRedisFanout_ToolsListChangedHomeDead: the session's home replica
 // dies; the next tools/list_changed, which the surviving replicas B and C
 // both see, is logged once, by whichever takes over as home when it finds
-// the home's liveness key expired, and so is the one after (issue 7,
-// point 2).
+// the home's liveness key expired, and so is the one after
+// (docs/adr/0016-resource-updates-logged-by-origin.md).
 func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA := testRedis(t, testRedisAddr)

@@ -58,12 +58,12 @@ func wantRestOfBlock(t *testing.T, r *sseConn, name, key string) {
 	r.waitEnd(t)
 }
 
-// TestRedisPostStream_ResumeElsewhere is issue 7, point 3, for streamed
-// POST responses: a tools/call whose handler streams on A is cut
-// mid-stream, and the client resumes it with GET + Last-Event-ID on B —
-// after the handler finished, or while it still runs on A — and gets
-// every later event exactly once, the response included. A stream Redis
-// does not know is refused as on one replica.
+// TestRedisPostStream_ResumeElsewhere
+// (docs/adr/0018-streamed-responses-resume-anywhere.md): a tools/call
+// whose handler streams on A is cut mid-stream, and the client resumes it
+// with GET + Last-Event-ID on B — after the handler finished, or while it
+// still runs on A — and gets every later event exactly once, the response
+// included. A stream Redis does not know is refused as on one replica.
 func TestRedisPostStream_ResumeElsewhere(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -166,9 +166,8 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	}
 }
 
-// TestRedisPostStream_RedisDown is point 6 for streamed responses: with
-// Redis unreachable, a session the replica knows still gets its streamed
-// response in full, from memory.
+// TestRedisPostStream_RedisDown: with Redis unreachable, a session the
+// replica knows still gets its streamed response in full, from memory.
 func TestRedisPostStream_RedisDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -213,17 +212,17 @@ func (h *keyReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
 }
 
-// TestRedisPostStream_OriginDied (issue 7, point 4 of the review): a
-// client resumed its streamed tools/call on B while the handler ran on A,
-// and A died. What the client would notice before the fix: its stream on
-// B carried keep-alives for ever — no response, no error, no end — and,
-// attached, it kept the session alive. Now, once A's liveness key has
-// expired with no response in the log, B ends the stream with a -32603
-// error response for the request (the client may retry it), written to
-// the log so that a later resume anywhere gets that same end, once. While
-// A lives, however long its handler stays silent, the stream stays open,
-// and B reads A's liveness at most once per heartbeat, whatever the
-// keep-alive rate.
+// TestRedisPostStream_OriginDied
+// (docs/adr/0018-streamed-responses-resume-anywhere.md): a client resumed
+// its streamed tools/call on B while the handler ran on A, and A died.
+// What the client would notice before the fix: its stream on B carried
+// keep-alives for ever — no response, no error, no end — and, attached,
+// it kept the session alive. Now, once A's liveness key has expired with
+// no response in the log, B ends the stream with a -32603 error response
+// for the request (the client may retry it), written to the log so that a
+// later resume anywhere gets that same end, once. While A lives, however
+// long its handler stays silent, the stream stays open, and B reads A's
+// liveness at most once per heartbeat, whatever the keep-alive rate.
 func TestRedisPostStream_OriginDied(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA, rdbB := testRedis(t, testRedisAddr), testRedis(t, testRedisAddr)

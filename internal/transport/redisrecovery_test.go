@@ -12,13 +12,14 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 )
 
-// TestRecoveryKeepsOtherReplicasChanges (issue 7, points 1 and 6): a
-// replica cut off from Redis writes back, once Redis answers, only what
-// its client changed there meanwhile. It used to write its whole copy
-// back — also after a blip in which it had only served reads — so a
-// subscription and a log level the client set through another replica in
-// the meantime (answered 200) were deleted from Redis and from every
-// copy: the client silently stopped getting those updates.
+// TestRecoveryKeepsOtherReplicasChanges
+// (docs/adr/0024-replay-changes-after-outage.md): a replica cut off from
+// Redis writes back, once Redis answers, only what its client changed
+// there meanwhile. It used to write its whole copy back — also after a
+// blip in which it had only served reads — so a subscription and a log
+// level the client set through another replica in the meantime (answered
+// 200) were deleted from Redis and from every copy: the client silently
+// stopped getting those updates.
 func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 	cases := []struct {
 		name string
@@ -102,11 +103,12 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 	}
 }
 
-// TestIdleExpiryEndsSessionOnHome (issue 7, point 5): once the idle
-// timeout has expired a session in Redis, every replica answers 404, its
-// home included. The home keeps its copy (for tools/list_changed) and
-// used to go on serving it — 200 on A, 404 on B for the same id — and its
-// sweeper then wrote the expired session back to Redis.
+// TestIdleExpiryEndsSessionOnHome
+// (docs/adr/0025-shared-copy-lifetime.md): once the idle timeout has
+// expired a session in Redis, every replica answers 404, its home
+// included. The home keeps its copy (for tools/list_changed) and used to
+// go on serving it — 200 on A, 404 on B for the same id — and its sweeper
+// then wrote the expired session back to Redis.
 func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 	cases := []struct {
 		name string
@@ -160,13 +162,13 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 	}
 }
 
-// TestRedisDataLossIsNot404 (issue 7, point 6): Redis restarts without
-// persistence (every key gone) while the replica holding a live
-// session's copy is cut off. Another replica used to answer 404 for the
-// session until the copy was written back, and the client dropped a live
-// session; it must answer 503 with Retry-After until then. A session no
-// replica holds becomes 404 once the replicas have had the time to write
-// theirs back (lossGrace), not 503 for ever.
+// TestRedisDataLossIsNot404 (docs/adr/0026-redis-data-loss.md): Redis
+// restarts without persistence (every key gone) while the replica holding
+// a live session's copy is cut off. Another replica used to answer 404
+// for the session until the copy was written back, and the client dropped
+// a live session; it must answer 503 with Retry-After until then. A
+// session no replica holds becomes 404 once the replicas have had the
+// time to write theirs back (lossGrace), not 503 for ever.
 func TestRedisDataLossIsNot404(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -204,10 +206,11 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	a.toolsListOK(t, live)
 }
 
-// TestAppendHealsSeqBehindLog (issue 7, point 6): a session hash whose
+// TestAppendHealsSeqBehindLog
+// (docs/adr/0024-replay-changes-after-outage.md): a session hash whose
 // gseq fell below its log's last entry (written back from a copy whose
-// position lagged) made every append fail: the XADD was refused after
-// the script had already bumped gseq and recorded the retry token, so
+// position lagged) made every append fail: the XADD was refused after the
+// script had already bumped gseq and recorded the retry token, so
 // resource updates acknowledged to their origin were lost. The append
 // takes the seq after the log's top and delivers.
 func TestAppendHealsSeqBehindLog(t *testing.T) {
@@ -249,11 +252,12 @@ func holds(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// TestLostCopyIdleIsNotWrittenBack (issue 7, point 5): a copy whose hash
-// Redis lost is written back only while its client uses it. One whose
-// client left meanwhile (idle here past the timeout, say through a long
-// outage) is ended by the idle timeout like any other, instead of being
-// brought back to Redis for another idle period.
+// TestLostCopyIdleIsNotWrittenBack
+// (docs/adr/0025-shared-copy-lifetime.md): a copy whose hash Redis lost
+// is written back only while its client uses it. One whose client left
+// meanwhile (idle here past the timeout, say through a long outage) is
+// ended by the idle timeout like any other, instead of being brought back
+// to Redis for another idle period.
 func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)

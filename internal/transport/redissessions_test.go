@@ -67,9 +67,9 @@ func replica(t *testing.T, rdb redis.UniversalClient, prefix string, mods ...fun
 	}))
 }
 
-// publish reports uri's update on origin alone, as a mutation there
-// does: with shared sessions, the origin logs it for every subscriber,
-// wherever its stream is (issue 7, point 2).
+// publish reports uri's update on origin alone, as a mutation there does:
+// with shared sessions, the origin logs it for every subscriber, wherever
+// its stream is (docs/adr/0016-resource-updates-logged-by-origin.md).
 func publish(t *testing.T, uri string, origin *harness) {
 	t.Helper()
 	if _, err := origin.tr.ResourceUpdated("", uri); err != nil {
@@ -87,11 +87,12 @@ func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	})
 }
 
-// TestRedisSessions_AnyReplica is issue 7's scenario on two replicas:
-// initialize on A, call on B, subscription changes seen by both, events
-// written while no stream is open read by a GET on B, a resumption on A
-// with Last-Event-ID that replays exactly the missed events once, and a
-// DELETE on A that ends the session on B too (points 1, 3, 5).
+// TestRedisSessions_AnyReplica is the shared-session scenario of
+// docs/adr/0015-shared-client-sessions.md on two replicas: initialize on
+// A, call on B, subscription changes seen by both, events written while
+// no stream is open read by a GET on B, a resumption on A with
+// Last-Event-ID that replays exactly the missed events once, and a DELETE
+// on A that ends the session on B too.
 func TestRedisSessions_AnyReplica(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -203,9 +204,9 @@ func TestRedisSessions_Lookup(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_IdleTimeout: a session used on one replica only
-// stays alive on the other, and once nobody uses it, it ends on both
-// (point 5).
+// TestRedisSessions_IdleTimeout: a session used on one replica only stays
+// alive on the other, and once nobody uses it, it ends on both
+// (docs/adr/0025-shared-copy-lifetime.md).
 func TestRedisSessions_IdleTimeout(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -227,10 +228,11 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_RedisDown is point 6: with Redis unreachable, a
-// session the replica knows keeps working, one it cannot resolve gets
-// 503 with Retry-After (never 404), and when Redis is back the replica
-// resolves it again and the change it acknowledged meanwhile is in Redis.
+// TestRedisSessions_RedisDown (docs/adr/0026-redis-data-loss.md): with
+// Redis unreachable, a session the replica knows keeps working, one it
+// cannot resolve gets 503 with Retry-After (never 404), and when Redis is
+// back the replica resolves it again and the change it acknowledged
+// meanwhile is in Redis.
 func TestRedisSessions_RedisDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -280,17 +282,18 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_BusyCopyStays (issue 7, point 5 of the review): the
-// client started a long tool call (or one that asks it for sampling) on
-// B and went on working on A, or went quiet, for longer than the idle
-// timeout. What the client would notice before the fix: B let go of its
-// "idle" copy and so cancelled the running handler — the call never
-// answered, its stream ended without a response, the sampling answer
-// reached nobody — and, the client quiet, the session itself expired
-// under the running call. A copy with a request in flight, or a
-// server-to-client request pending, now stays, and its replica keeps the
-// session's keys alive while the work runs. (A is the session's home,
-// whose copy stays anyway; B's is an ordinary copy.)
+// TestRedisSessions_BusyCopyStays
+// (docs/adr/0025-shared-copy-lifetime.md): the client started a long tool
+// call (or one that asks it for sampling) on B and went on working on A,
+// or went quiet, for longer than the idle timeout. What the client would
+// notice before the fix: B let go of its "idle" copy and so cancelled the
+// running handler — the call never answered, its stream ended without a
+// response, the sampling answer reached nobody — and, the client quiet,
+// the session itself expired under the running call. A copy with a
+// request in flight, or a server-to-client request pending, now stays,
+// and its replica keeps the session's keys alive while the work runs. (A
+// is the session's home, whose copy stays anyway; B's is an ordinary
+// copy.)
 func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)

@@ -15,10 +15,11 @@ import (
 
 // TestUnsubscribeOnStaleCopyReachesRedis: a subscription change made on
 // one replica must not be decided against a copy that has not yet applied
-// the previous change from the channel (issue 7, point 1). The client
-// unsubscribes on B right after subscribing on A: B's copy may not know
-// the subscription yet, and the unsubscribe must reach Redis (hash and
-// reverse index) all the same.
+// the previous change from the channel
+// (docs/adr/0015-shared-client-sessions.md). The client unsubscribes on B
+// right after subscribing on A: B's copy may not know the subscription
+// yet, and the unsubscribe must reach Redis (hash and reverse index) all
+// the same.
 func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -71,12 +72,13 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	}
 }
 
-// TestGETDuringRedisBlipDoesNotReplay (issue 7, points 3 and 6): a GET
-// with Last-Event-ID on a replica that cannot read the stream's position
-// from Redis at that moment must not attach with its copy's stale one
-// (nothing, for a copy that never held the stream), which would replay,
-// once Redis answers, every event the client already had: it answers 503
-// with Retry-After, and the retry resumes exactly after the client's id.
+// TestGETDuringRedisBlipDoesNotReplay
+// (docs/adr/0023-get-needs-redis-position.md): a GET with Last-Event-ID
+// on a replica that cannot read the stream's position from Redis at that
+// moment must not attach with its copy's stale one (nothing, for a copy
+// that never held the stream), which would replay, once Redis answers,
+// every event the client already had: it answers 503 with Retry-After,
+// and the retry resumes exactly after the client's id.
 func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -153,9 +155,12 @@ func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *sseConn {
 	return c
 }
 
-// TestRewriteAfterRedisLossKeepsHome (issue 7, points 2 and 6): after Redis lost a session (restart without persistence), the
-// sweeper's rewrite puts back every field but "home", so the append
-// script refuses every tools/list_changed (-3) for that session for good.
+// TestRewriteAfterRedisLossKeepsHome (docs/adr/0026-redis-data-loss.md;
+// only the home logs a broadcast,
+// docs/adr/0016-resource-updates-logged-by-origin.md): after Redis lost a
+// session (restart without persistence), the sweeper's rewrite puts back
+// every field but "home", so the append script refuses every
+// tools/list_changed (-3) for that session for good.
 func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -196,13 +201,14 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	}
 }
 
-// TestRedisErrorReplyRetriesEvents (issue 7, point 6): an error reply of
-// a Redis briefly unable to serve (READONLY during a failover, LOADING
-// after a restart, OOM, BUSY, MASTERDOWN...) is not a verdict on the
-// command: the batch is retried, so no acknowledged event is dropped,
-// and a rewrite it refused is tried again, so no acknowledged change is
-// lost. Uses a private redis-server (redistest.Start) made a read-only
-// replica for a moment.
+// TestRedisErrorReplyRetriesEvents
+// (docs/adr/0023-get-needs-redis-position.md): an error reply of a Redis
+// briefly unable to serve (READONLY during a failover, LOADING after a
+// restart, OOM, BUSY, MASTERDOWN...) is not a verdict on the command: the
+// batch is retried, so no acknowledged event is dropped, and a rewrite it
+// refused is tried again, so no acknowledged change is lost. Uses a
+// private redis-server (redistest.Start) made a read-only replica for a
+// moment.
 func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	// REPLICAOF would disturb every other test: a private server.
 	rdb := testRedis(t, redistest.Start(t).Addr())
@@ -252,10 +258,10 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	})
 }
 
-// TestCloseFlushesQueuedEvents (issue 7, point 6): Close while the
-// appender is writing must neither cancel its pipeline under it nor take
-// its own cancellation for a Redis outage (which skipped the final
-// flush): everything queued before a graceful shutdown reaches Redis.
+// TestCloseFlushesQueuedEvents: Close while the appender is writing must
+// neither cancel its pipeline under it nor take its own cancellation for
+// a Redis outage (which skipped the final flush): everything queued
+// before a graceful shutdown reaches Redis.
 func TestCloseFlushesQueuedEvents(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -279,11 +285,12 @@ func TestCloseFlushesQueuedEvents(t *testing.T) {
 	}
 }
 
-// TestGETOnAnotherReplicaSupersedesFirst (issue 7, point 2): a second GET
-// stream on another replica supersedes the first, as attach does in
-// memory: otherwise both would carry every event, and basic/transports
-// says a message MUST NOT be broadcast on several streams. The first is
-// closed with a retry hint.
+// TestGETOnAnotherReplicaSupersedesFirst
+// (docs/adr/0023-get-needs-redis-position.md): a second GET stream on
+// another replica supersedes the first, as attach does in memory:
+// otherwise both would carry every event, and basic/transports says a
+// message MUST NOT be broadcast on several streams. The first is closed
+// with a retry hint.
 func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -358,11 +365,12 @@ func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
 	}
 }
 
-// TestMadeUpSessionIDsCostNoRedisLookup (issue 7, point 6): an id that
-// newSessionID cannot have made is answered 404 without a Redis lookup,
-// as the in-memory store answers it, so a flood of made-up ids can
-// neither load Redis nor make it look unavailable to every client. The
-// replica's Redis is unreachable here: a lookup would answer 503.
+// TestMadeUpSessionIDsCostNoRedisLookup
+// (docs/adr/0023-get-needs-redis-position.md): an id that newSessionID
+// cannot have made is answered 404 without a Redis lookup, as the
+// in-memory store answers it, so a flood of made-up ids can neither load
+// Redis nor make it look unavailable to every client. The replica's Redis
+// is unreachable here: a lookup would answer 503.
 func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -398,10 +406,10 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	}
 }
 
-// TestSessionLoadsAreBounded (issue 7, point 6): past maxConcurrentLoads
-// materialisations in progress, a request for a session this replica
-// does not know gets 503 with Retry-After instead of one more Redis
-// round trip.
+// TestSessionLoadsAreBounded (docs/adr/0023-get-needs-redis-position.md):
+// past maxConcurrentLoads materialisations in progress, a request for a
+// session this replica does not know gets 503 with Retry-After instead of
+// one more Redis round trip.
 func TestSessionLoadsAreBounded(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -418,10 +426,10 @@ func TestSessionLoadsAreBounded(t *testing.T) {
 	b.toolsListOK(t, sid)
 }
 
-// TestSessionLoadOutlivesFirstCaller (issue 7, point 6): the load of a
-// session this replica does not know serves every request waiting for
-// it, so it must not run on the context of the request that began it: a
-// client that hangs up would fail the others with 503.
+// TestSessionLoadOutlivesFirstCaller: the load of a session this replica
+// does not know serves every request waiting for it, so it must not run
+// on the context of the request that began it: a client that hangs up
+// would fail the others with 503.
 func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -458,10 +466,10 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	}
 }
 
-// TestSweeperKeepsCopyJustGiven (issue 7, points 1 and 5): the sweeper
-// lets go of copies idle on this replica, but never of one Get has just
-// handed to a request, which would then answer 404 (errSessionEnded) for
-// a session alive in Redis.
+// TestSweeperKeepsCopyJustGiven (docs/adr/0025-shared-copy-lifetime.md):
+// the sweeper lets go of copies idle on this replica, but never of one
+// Get has just handed to a request, which would then answer 404
+// (errSessionEnded) for a session alive in Redis.
 func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)

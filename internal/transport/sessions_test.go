@@ -712,10 +712,10 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 	})
 }
 
-// One principal cannot hold more than its share of client sessions (issue
-// 8, point 4), nor one tenant, all its principals together; other
-// principals and tenants are unaffected, and ending a session frees its
-// place.
+// One principal cannot hold more than its share of client sessions
+// (docs/adr/0027-session-caps.md), nor one tenant, all its principals
+// together; other principals and tenants are unaffected, and ending a
+// session frees its place.
 func TestMemorySessions_PerPrincipalAndTenantCaps(t *testing.T) {
 	m := newMemorySessions(context.Background(), time.Minute, 100, sessionCaps{perPrincipal: 2, perTenant: 3}, time.Now)
 	defer m.Close()
