@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestRedisAnswer_OtherReplica
@@ -98,7 +99,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 
 	// A cannot: the response B forwards meanwhile must wait for it.
 	proxyA.Cut()
-	eventually(t, waitLong, "B to take the answer", func() bool {
+	testutil.Eventually(t, waitLong, "B to take the answer", func() bool {
 		return b.post(t, sid, []byte(answer)).Status == http.StatusAccepted
 	})
 	proxyA.Restore()
@@ -110,7 +111,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	}
 	ps.waitEnd(t)
 	// The answer's record goes with the request.
-	eventually(t, waitLong, "the answer's key to be removed", func() bool {
+	testutil.Eventually(t, waitLong, "the answer's key to be removed", func() bool {
 		keys := keysMatching(t, direct, redisKeys(prefix).answers(sid))
 		return len(keys) == 0
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // quiet asserts that c carries no event (keep-alives aside) for d: a
@@ -84,7 +85,7 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	publish(t, uris[4], b) // live again, now to C
 	wantUpdates(t, r, 5, uris[4])
 	quiet(t, r, waitShort)
-	eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
+	testutil.Eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
 		st := b.tr.RedisStats()
 		return st.Updates == 4 && st.Notified == 4 && st.Dropped == 0
 	})
@@ -158,7 +159,7 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	publish(t, uri, reps[1])
 	wantUpdates(t, streams[onA], 4, uri)
 	quiet(t, streams[onB], waitShort)
-	eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
+	testutil.Eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
 	if ttl := rdb.PTTL(context.Background(), set).Val(); ttl <= 0 {
 		t.Fatalf("reverse index set without a TTL (%v)", ttl)
 	}
@@ -175,7 +176,7 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 	b.toolsListOK(t, sid) // B has a copy too
 	g := b.openGET(t, sid)
 	g.next(t) // priming
-	eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
+	testutil.Eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
 	for _, h := range []*harness{a, b} {
 		if _, err := h.tr.ToolsListChanged(); err != nil {
 			t.Fatal(err)
@@ -209,7 +210,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	// A crashes: no goodbye, its liveness key runs out.
 	a.ts.CloseClientConnections()
 	_ = rdbA.Close()
-	eventually(t, waitLong, "A's liveness key to expire", func() bool {
+	testutil.Eventually(t, waitLong, "A's liveness key to expire", func() bool {
 		return !exists(t, rdb, a.shared().replicaKey(homeA))
 	})
 	listChanged := func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestRecoveryKeepsOtherReplicasChanges
@@ -61,7 +62,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			// A's sweeps run while Redis is skipped: one found it could
 			// not refresh the copy the client used there.
 			sa, sb := a.session(t, sid), b.session(t, sid)
-			eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
+			testutil.Eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
 				_, _, due := sharedCopy(sa).syncState()
 				return due
 			})
@@ -69,7 +70,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 
 			ctx := context.Background()
 			key := redisKeys(prefix).session(sid)
-			eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
+			testutil.Eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
 				if tc.subscribeOnA {
 					if v := hget(t, direct, key, "s:test://a"); v != "1" {
 						return false
@@ -130,7 +131,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			name: "real expiry",
 			idle: time.Second,
 			expire: func(t *testing.T, rdb *redis.Client, _ *harness, key, _ string) {
-				eventually(t, 3*time.Second, "the hash to expire", func() bool { return !exists(t, rdb, key) })
+				testutil.Eventually(t, 3*time.Second, "the hash to expire", func() bool { return !exists(t, rdb, key) })
 			},
 		},
 	}
@@ -193,14 +194,14 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	}
 	b.waitBeats(t, 1) // B's heartbeat writes a new epoch meanwhile
 	proxy.Restore()
-	eventually(t, waitLong, "the live session to be served on B", func() bool {
+	testutil.Eventually(t, waitLong, "the live session to be served on B", func() bool {
 		r := b.post(t, live, rpc(2, "ping", nil))
 		if r.Status == http.StatusNotFound {
 			t.Fatalf("the live session got 404 on B after redis lost its data")
 		}
 		return r.Status == http.StatusOK
 	})
-	eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
+	testutil.Eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
 		return b.post(t, never, rpc(3, "ping", nil)).Status == http.StatusNotFound
 	})
 	a.toolsListOK(t, live)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -81,7 +82,7 @@ func publish(t *testing.T, uri string, origin *harness) {
 func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	t.Helper()
 	key := redisKeys(prefix).session(sid)
-	eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
+	testutil.Eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
 		n := hgetInt(t, rdb, key, "gseq")
 		return n >= seq
 	})
@@ -107,7 +108,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	}
 	b.subscribe(t, sid, "test://x")
 	sa := a.session(t, sid)
-	eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
+	testutil.Eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
 		return sa.LogLevel() == "error" && sa.subscribed("test://x")
 	})
 
@@ -130,7 +131,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	g.close() // the client processed g-1 and g-2 only
 
 	// B held the GET stream, so B is now home (for tools/list_changed).
-	eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
+	testutil.Eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
 	for i := 4; i <= 5; i++ {
 		publish(t, "test://x", []*harness{a, b}[i%2])
 	}
@@ -164,7 +165,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 		t.Fatalf("DELETE on A: %s", res)
 	}
 	r.waitEnd(t)
-	eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
+	testutil.Eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
 		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after DELETE: %s, want 404", name, res)
@@ -220,7 +221,7 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 	}
 	a.toolsListOK(t, sid) // kept alive by B's use
 	// Nobody uses it now: it expires in Redis (no request may poll it).
-	eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
+	testutil.Eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
 		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after the idle timeout: %s, want 404", name, res)
@@ -269,10 +270,10 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	}
 
 	proxy.Restore()
-	eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
+	testutil.Eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
 		return a.post(t, unknown, rpc(5, "tools/list", nil)).Status == http.StatusOK
 	})
-	eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
+	testutil.Eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
 		v := hget(t, direct, redisKeys(prefix).session(known), "s:test://down")
 		return v == "1"
 	})
@@ -427,7 +428,7 @@ func TestRedisSessions_WriteBackRetakesPlace(t *testing.T) {
 		t.Fatal(err) // Redis lost everything, epoch included
 	}
 	a.toolsListOK(t, sid) // the client goes on using its session here
-	eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
+	testutil.Eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
 	a.waitSweeps(t, 1)
 	if r := a.post(t, "", initBody(protocol.LatestVersion, nil)); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second session of a principal whose cap is 1: %s", r)

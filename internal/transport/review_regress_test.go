@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestUnsubscribeOnStaleCopyReachesRedis: a subscription change made on
@@ -60,7 +61,7 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 		// Both changes have come back on the channel to both copies:
 		// nothing about them is still on its way to Redis.
 		sa, sb := a.session(t, sid), b.session(t, sid)
-		eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
+		testutil.Eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
 		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
@@ -113,7 +114,7 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 	// The client retries as told; once B reads the position, it resumes
 	// after g-3: nothing the client had comes again.
 	var r *sseConn
-	eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
+	testutil.Eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
 		r = tryGET(t, b, sid, "Last-Event-ID", "g-3")
 		return r != nil
 	})
@@ -172,7 +173,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	key := redisKeys(prefix).session(sid)
 	// Redis loses the session (FLUSHALL / restart without persistence).
 	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
-	eventually(t, waitLong, "the sweeper to write the session back", func() bool {
+	testutil.Eventually(t, waitLong, "the sweeper to write the session back", func() bool {
 		v := hget(t, rdb, key, "v")
 		return v != ""
 	})
@@ -252,7 +253,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	if got != 3 {
 		t.Fatalf("3 updates acknowledged, %d delivered: the ones refused with READONLY were dropped, not retried", got)
 	}
-	eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
+	testutil.Eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "level")
 		return v == "debug"
 	})
