@@ -155,12 +155,12 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	}
 	// A session Redis lost (expired, say) leaves a member behind, which the
 	// next update removes without logging anything for it.
-	rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk")
+	mustRedis(t, rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk"))
 	publish(t, uri, reps[1])
 	wantUpdates(t, streams[onA], 4, uri)
 	quiet(t, streams[onB], waitShort)
 	testutil.Eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
-	if ttl := rdb.PTTL(context.Background(), set).Val(); ttl <= 0 {
+	if ttl := pttl(t, rdb, set); ttl <= 0 {
 		t.Fatalf("reverse index set without a TTL (%v)", ttl)
 	}
 }

@@ -117,7 +117,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 		return k
 	}
 	hash := redisKeys(prefix).session(sid)
-	beforeKeys, beforeHash := keys(), rdb.HGetAll(ctx, hash).Val()
+	beforeKeys, beforeHash := keys(), hgetAll(t, rdb, hash)
 
 	for i, accept := range []string{acceptBoth, "application/json"} {
 		for _, call := range [][]byte{
@@ -133,7 +133,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if got := keys(); !slices.Equal(got, beforeKeys) {
 		t.Fatalf("redis keys %q after JSON tools/calls, want %q", got, beforeKeys)
 	}
-	if got := rdb.HGetAll(ctx, hash).Val(); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
+	if got := hgetAll(t, rdb, hash); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
 		t.Fatalf("session hash %v after JSON tools/calls, want %v", got, beforeHash)
 	}
 	if n := len(a.shared().logq); n != 0 {
@@ -157,10 +157,13 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if len(streams) != 1 || streams[0] != redisKeys(prefix).stream(sid, name) {
 		t.Fatalf("POST-stream logs %q after one streamed call %s, want its alone", streams, name)
 	}
-	if ttl := rdb.PTTL(ctx, streams[0]).Val(); ttl <= 0 {
+	if ttl := pttl(t, rdb, streams[0]); ttl <= 0 {
 		t.Fatalf("POST-stream log without a TTL (%v)", ttl)
 	}
-	tail := rdb.XRevRangeN(ctx, streams[0], "+", "-", 1).Val()
+	tail, err := rdb.XRevRangeN(ctx, streams[0], "+", "-", 1).Result()
+	if err != nil {
+		t.Fatalf("XREVRANGE %s: %v", streams[0], err)
+	}
 	if len(tail) != 1 || tail[0].ID != "1-3" || tail[0].Values["f"] != "1" {
 		t.Fatalf("redis log ends with %+v when the client has the response, want it as 1-3 with f", tail)
 	}

@@ -124,7 +124,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			idle: time.Minute,
 			expire: func(t *testing.T, rdb *redis.Client, home *harness, key, sid string) {
 				home.session(t, sid).lastSeen.Store(0) // idle here for ever
-				rdb.Del(context.Background(), key, key+":g")
+				mustRedis(t, rdb.Del(context.Background(), key, key+":g"))
 			},
 		},
 		{
@@ -185,7 +185,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 
 	proxy.Cut()
 	keys := keysMatching(t, direct, redisKeys(prefix).all())
-	direct.Del(ctx, keys...) // Redis "restarted" empty
+	mustRedis(t, direct.Del(ctx, keys...)) // Redis "restarted" empty
 	for _, sid := range []string{live, never} {
 		r := b.post(t, sid, rpc(1, "ping", nil))
 		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
@@ -227,7 +227,7 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			}
 			logged(t, rdb, prefix, sid, 3)
 			key := redisKeys(prefix).session(sid)
-			rdb.HSet(context.Background(), key, "gseq", gseq)
+			mustRedis(t, rdb.HSet(context.Background(), key, "gseq", gseq))
 			publish(t, "test://seq", a)
 			logged(t, rdb, prefix, sid, 4)
 			g := a.openGET(t, sid, "Last-Event-ID", "g-3")
@@ -267,7 +267,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	s := a.session(t, sid)
 	key := redisKeys(prefix).session(sid)
 	s.lastSeen.Store(0) // the client left long ago
-	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
+	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
 	sharedCopy(s).setLost() // as missing() leaves a copy its client used
 	a.waitSweeps(t, 2)      // a write-back would set a 1 s TTL: it would be there
 	if exists(t, rdb, key) {

@@ -33,8 +33,8 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	b.toolsListOK(t, sid)
 	const uri = "test://r1/stale"
 	index := redisKeys(prefix).subs("default", uri)
-	rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1")
-	rdb.SAdd(ctx, index, sid)
+	mustRedis(t, rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1"))
+	mustRedis(t, rdb.SAdd(ctx, index, sid))
 	if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
@@ -172,7 +172,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	g.next(t) // priming; A holds the stream and is home
 	key := redisKeys(prefix).session(sid)
 	// Redis loses the session (FLUSHALL / restart without persistence).
-	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
+	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
 	testutil.Eventually(t, waitLong, "the sweeper to write the session back", func() bool {
 		v := hget(t, rdb, key, "v")
 		return v != ""
@@ -190,7 +190,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 
 	// A hash that names no home (rewritten by a copy that was not home)
 	// is taken over by the next broadcast, not left without one.
-	rdb.HDel(context.Background(), key, "home")
+	mustRedis(t, rdb.HDel(context.Background(), key, "home"))
 	if _, err := a.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}
