@@ -51,7 +51,8 @@ import (
 // after its cursor and ends at the f entry. Names are unique across
 // replicas (random base per session copy, redisSessions.share); the open
 // refuses a name another replica's stream holds, and that stream then
-// stays local, resumable only on the replica that holds it.
+// stays local, as a stream of an unshared session does: resumable only on
+// the replica that holds it.
 //
 // An origin that dies mid-handler never writes the end: a follower would
 // wait for it for ever, on keep-alives, its attached connection keeping
