@@ -17,13 +17,15 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
+	"github.com/mcp-runtime/mcp-runtime/internal/federation"
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/handlers/builtin"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/runtimetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
@@ -35,13 +37,14 @@ var version = "dev"
 type app struct {
 	cfg       config.Config
 	log       zerolog.Logger
-	logs      io.Closer
+	logs      io.Closer // closed after everything else, which may log
 	transport *transport.Transport
 	router    chi.Router
-	closers   []func() // background work to stop after the server
-	state     *state
-	fed       *federation
-	certs     *tlscert.Reloader // nil: plain HTTP
+	// stack stops every component newApp started, transport first, store
+	// last (closeStack).
+	stack *closeStack
+	state *state
+	certs *tlscert.Reloader // nil: plain HTTP
 	// conns caps the open connections; set by serveOn before it serves.
 	conns *connlimit.Listener
 }
@@ -53,20 +56,10 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	// Whatever started before a failure is stopped again: a caller that
 	// gets an error must not inherit goroutines.
-	var tr *transport.Transport
-	var st *state
-	var closers []func() // background work started so far, stopped on failure
+	stack := &closeStack{}
 	defer func() {
 		if err != nil {
-			if tr != nil {
-				_ = tr.Close(context.Background())
-			}
-			if st != nil {
-				_ = st.close(context.Background())
-			}
-			for _, c := range closers {
-				c()
-			}
+			_ = stack.close(context.Background())
 			_ = logs.Close()
 		}
 	}()
@@ -86,10 +79,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
 	met := newMetrics()
-	st, err = openState(ctx, cfg, logger)
+	st, err := openState(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	stack.push("state", st.close)
 	authOpts := auth.Options{Log: logger.With().Str("component", "auth").Logger()}
 	if !cfg.RateLimits.Unauthenticated.Off() {
 		authOpts.Failures = ratelimit.NewAddresses(cfg.RateLimits.Unauthenticated, 0, nil)
@@ -109,7 +103,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	closers = append(closers, authn.Close)
+	stack.pushFunc("auth", authn.Close)
 	var certs *tlscert.Reloader
 	if cfg.TLS.Enabled() {
 		if certs, err = tlscert.New(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ReloadInterval(), logger); err != nil {
@@ -117,11 +111,35 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		}
 	}
 	limits := newLimits(cfg, st, logger)
-	closers = append(closers, limits.close)
+	stack.pushFunc("rate limits", limits.close)
+	// The gate closes when the process nears GOMEMLIMIT or the in-process
+	// cache cannot get below its high-water mark (PRD, memory-pressure check).
+	pressure := guard.NewMonitor(time.Second, func() guard.Pressure {
+		return guard.Pressure(st.backend.Stats().L1.PressureLevel)
+	})
+	stack.pushFunc("memory-pressure monitor", pressure.Close)
+	// The federation and its surface are built after the transport, which
+	// they notify, but the transport calls into them: their places in the
+	// stack are taken here, below the transport's, so they stop after it.
+	var (
+		fed  *federation.Federation
+		surf *federation.Surface
+	)
+	stack.push("federation", func(ctx context.Context) error {
+		if fed == nil {
+			return nil
+		}
+		return fed.Close(ctx)
+	})
+	stack.pushFunc("upstream surface", func() {
+		if surf != nil {
+			surf.Close()
+		}
+	})
 	if cfg.Auth.Mode == auth.ModeNone && !isLoopback(host) {
 		logger.Warn().Str("listen", cfg.Listen).Msg("auth.mode is none and the server listens beyond loopback: anyone who reaches it acts on the default tenant; set auth.mode to apikey or oauth")
 	}
-	tr, err = transport.New(srv, transport.Options{
+	tr, err := transport.New(srv, transport.Options{
 		AllowedOrigins:          cfg.AllowedOrigins,
 		LoopbackOnly:            isLoopback(host),
 		MaxBodyBytes:            cfg.Transport.MaxBodyBytes,
@@ -142,7 +160,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Auth:                    authn,
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
-		// With REDIS_URL, client sessions are shared by the replicas (issue 7).
+		// With REDIS_URL, client sessions are shared by the replicas.
 		Redis:          st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
 		RedisTimeout:   cfg.Redis.Timeout(),
@@ -150,14 +168,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
 	}
-	// The gate closes when the process nears GOMEMLIMIT or the in-process
-	// cache cannot get below its high-water mark (PRD, memory-pressure check).
-	pressure := guard.NewMonitor(time.Second, func() guard.Pressure {
-		return guard.Pressure(st.backend.Stats().L1.PressureLevel)
-	})
-	closers = append(closers, pressure.Close)
+	stack.push("transport", tr.Close)
 	policy := guard.NewPolicy(logger, cfg.Limits.MaxRequestBytes, pressure.Level)
-	pipe, err := pipeline.New(pipeline.Config{
+	pipe, err := guarded.New(pipeline.Config{
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
 		Record: func(c pipeline.CallRecord) { st.record(c); met.observeCall(c) }, Admit: limits.toolCall,
@@ -165,48 +178,46 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)
 	}
-	err = builtin.Register(srv, pipe, builtin.Info{
+	err = runtimetools.Register(srv, pipe, runtimetools.Info{
 		Name: "mcp-runtime", Version: version, Started: time.Now(),
 		Sessions: func() int { return tr.Sessions().Len() },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
-	syncLayer, err := wireStateSync(cfg.StateSync, srv, tr, logger)
+	notifier, err := wireStateSync(cfg.StateSync, srv, tr, logger)
 	if err != nil {
 		return nil, err
 	}
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
-		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: syncLayer.changed,
+		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed,
 		TraceSampleRate: &cfg.Traces.SampleRate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register state tools: %w", err)
 	}
-	if err := met.components(tr, st, syncLayer.bus); err != nil {
+	if err := met.components(tr, st, notifier); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	// The upstreams' prompts, resources and templates, served beside the
 	// server's own (registered above, so their schemes are known).
-	surf := newSurface(cfg, srv, tr, logger)
-	fed, err := newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, logger, surf.options(cfg))
+	surf = federation.NewSurface(srv, tr, cfg.ToolNameSeparator, cfg.Federation.HealthInterval(), logger)
+	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, logger)
 	if err != nil {
 		return nil, err
 	}
-	surf.attach(fed.m)
 	srv.SetFederated(surf)
-	srv.SetAmbiguousTool(ambiguousTool(cfg.Response.ResponseLimits()))
-	if err := fed.start(ctx); err != nil {
+	srv.SetAmbiguousTool(federation.AmbiguousTool(cfg.Response.ResponseLimits()))
+	if err := fed.Start(ctx); err != nil {
 		return nil, err
 	}
-	surf.start()
-	closers = append(closers, surf.close, func() { _ = fed.close(context.Background()) })
+	surf.Start()
 	r := chi.NewRouter()
 	// First, so that no route, not even a 404, waits for ever for a body.
 	r.Use(transport.BodyDeadline(cfg.Transport.ReadBodyTimeout()))
 	r.Use(securityHeaders(cfg.TLS.Enabled()))
 	r.Group(func(r chi.Router) {
-		r.Use(fed.loopGuard) // before the transport: a looping request creates no session
+		r.Use(fed.LoopGuard) // before the transport: a looping request creates no session
 		tr.Mount(r, "/mcp")
 	})
 	adminOpts := admin.Options{Token: cfg.Admin.Token, Log: logger}
@@ -216,7 +227,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if cfg.Auth.Mode == auth.ModeAPIKey {
 		adminOpts.Keys = st.backend // /admin/apikeys
 	}
-	admin.New(fed.m, adminOpts).Mount(r)
+	admin.New(fed.Manager(), adminOpts).Mount(r)
 	// Protected Resource Metadata (RFC 9728), in oauth mode: public, it
 	// tells a client where to get a token.
 	if paths := auth.MetadataPaths(cfg.Auth); len(paths) > 0 {
@@ -226,7 +237,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		}
 	}
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
-	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, closers: closers, state: st, fed: fed, certs: certs}
+	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, stack: stack, state: st, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)
 	if err := met.connections(a.connStats); err != nil {
@@ -269,11 +280,8 @@ func (a *app) serve(ctx context.Context) error {
 
 // abandon stops what newApp started, for an app that will not serve.
 func (a *app) abandon() {
-	_ = a.state.close(context.Background())
-	for _, c := range a.closers {
-		c()
-	}
-	a.logs.Close()
+	_ = a.stack.close(context.Background())
+	_ = a.logs.Close()
 }
 
 // serveOn serves on ln until ctx ends; see serve.
@@ -300,7 +308,7 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         conns.ConnState,
-		// No WriteTimeout: it would cut long-lived SSE streams (pitfalls.md).
+		// No WriteTimeout: it would cut long-lived SSE streams, each one long response.
 		// No ReadTimeout either, for the same reason: the body deadline
 		// (transport.BodyDeadline) and the listener bound the waits.
 	}
@@ -308,7 +316,7 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	scheme := "http"
 	if a.certs != nil {
 		// HTTP/2 and HTTP/1.1 over TLS; an SSE stream is a long response
-		// on either (issue 8, point 6).
+		// on either.
 		hs.TLSConfig = a.certs.Config()
 		serve = func() error { return hs.ServeTLS(ln, "", "") }
 		scheme = "https"
@@ -337,19 +345,11 @@ func (a *app) serveOn(ctx context.Context, ln net.Listener) error {
 	// grace period. Requests being handled are not touched.
 	conns.Drain()
 	err = <-shut
-	if cerr := a.transport.Close(grace); cerr != nil {
+	// The transport waits for the calls still running; then the
+	// upstreams are disconnected, the background work stops, and the
+	// traces are flushed to the store, closed last.
+	if cerr := a.stack.close(grace); cerr != nil {
 		err = errors.Join(err, cerr)
-	}
-	// In-flight calls are done: disconnect the upstreams, flush the
-	// traces, then close the store they write to.
-	if ferr := a.fed.close(grace); ferr != nil {
-		err = errors.Join(err, ferr)
-	}
-	if serr := a.state.close(grace); serr != nil {
-		err = errors.Join(err, serr)
-	}
-	for _, c := range a.closers {
-		c() // INV-MCP-XC-003: every background goroutine stops
 	}
 	if err != nil {
 		_ = hs.Close()

@@ -30,12 +30,7 @@ func newBenchClient(b *testing.B, cfg config.Config) *benchClient {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		_ = a.transport.Close(context.Background())
-		_ = a.state.close(context.Background())
-		for _, c := range a.closers {
-			c()
-		}
-		_ = a.logs.Close()
+		a.abandon()
 	})
 	c := &benchClient{a: a}
 	init := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
@@ -64,7 +64,7 @@ func (m *metrics) observeCall(c pipeline.CallRecord) {
 
 // components registers the metrics read from the components' own
 // counters at scrape time.
-func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.LocalBus) error {
+func (m *metrics) components(tr *transport.Transport, st *state, notes *statesync.Notifier) error {
 	list := []prometheus.Collector{
 		// Client sessions and streams.
 		gauge("mcp_client_sessions", "Client sessions this replica holds (with shared sessions: its local copies).",
@@ -73,9 +73,9 @@ func (m *metrics) components(tr *transport.Transport, st *state, bus *statesync.
 			func() float64 { return float64(tr.OpenStreams()) }),
 		// Notifications.
 		counter("mcp_notifications_published_total", "Resource updates published by this replica's mutations.",
-			func() float64 { return float64(bus.Stats().Published) }),
+			func() float64 { return float64(notes.Stats().Published) }),
 		counter("mcp_notifications_delivered_total", "Resource-update notifications queued to subscribed client sessions in this process.",
-			func() float64 { return float64(bus.Stats().Delivered) }),
+			func() float64 { return float64(notes.Stats().Delivered) }),
 		counter("mcp_shared_session_updates_total", "Resource updates this replica queued for the Redis logs of subscribed shared client sessions.",
 			func() float64 { return float64(tr.RedisStats().Updates) }),
 		counter("mcp_shared_session_notifications_total", "Notifications this replica appended to shared client sessions' Redis logs.",

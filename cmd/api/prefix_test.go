@@ -26,6 +26,9 @@ func TestDeploymentsShareRedisUnderOwnPrefixes(t *testing.T) {
 		cfg := pgConfig(t)
 		cfg.RedisURL = redisURL
 		cfg.Redis.KeyPrefix = "prefix-test-" + hex.EncodeToString(suffix[:]) + "-" + name + ":"
+		// This test is about key prefixes, not Redis timeouts: on a busy
+		// machine the default 50 ms answers initialize with 503.
+		cfg.Redis.TimeoutMs = 2000
 		url, _ := runServer(t, cfg, io.Discard)
 		return url, connect(t, url)
 	}

@@ -18,6 +18,13 @@ const (
 	EnvLogFormat      = "MCP_LOG_FORMAT"      // logFormat
 )
 
+// Environment returns the names of every environment variable Load reads,
+// for the usage text.
+func Environment() []string {
+	return []string{EnvConfig, EnvAddr, EnvAllowedOrigins, EnvLogLevel, EnvLogFormat,
+		EnvDatabaseURL, EnvRedisURL, EnvTLSCertFile, EnvTLSKeyFile, EnvAuthMode, EnvAdminToken}
+}
+
 // Flag names, without the leading "-".
 const (
 	flagConfig   = "config"
@@ -53,8 +60,7 @@ func LoadWithOutput(args []string, getenv func(string) string, w io.Writer) (Con
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: mcp-runtime [flags]\n\n"+
 			"Configuration precedence: defaults < YAML file < environment < flags.\n"+
-			"Environment: %s, %s, %s, %s, %s.\n\nFlags:\n",
-			EnvConfig, EnvAddr, EnvAllowedOrigins, EnvLogLevel, EnvLogFormat)
+			"Environment: %s.\n\nFlags:\n", strings.Join(Environment(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

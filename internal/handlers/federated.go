@@ -12,7 +12,8 @@ import (
 // Federated is the part of the surface a gateway's upstream servers
 // provide: their prompts, resources and resource templates, merged over
 // the servers (prompt names namespaced, one server per URI), and the
-// requests that reach them. cmd/api implements it over internal/upstream.
+// requests that reach them. internal/federation implements it over
+// internal/upstream.
 //
 // The server consults it after its own registries, so its own prompts,
 // resources and templates win a name or a URI they share with it.

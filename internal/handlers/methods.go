@@ -47,21 +47,23 @@ func callToolParams(raw []byte) (name, args, meta []byte, perr *protocol.Error) 
 	return v[0], v[1], v[2], nil
 }
 
-func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	name, args, meta, perr := callToolParams(req.Params)
-	if perr != nil {
-		return nil, perr
+// callTool runs a prepared tools/call and says which tool answered and
+// whether with an isError result.
+func (s *Server) callTool(ctx context.Context, req *Request, p *Prepared) (any, Outcome, error) {
+	if p.perr != nil {
+		return nil, Outcome{}, p.perr
 	}
-	t := s.tools.lookupRaw(name)
+	args, meta, t := p.args, p.meta, p.tool
+	var out Outcome
 	if t == nil {
 		var n string
-		_ = json.Unmarshal(name, &n) // a valid JSON string
+		_ = json.Unmarshal(p.name, &n) // a valid JSON string
 		switch cands := s.tools.lookupBare(n); len(cands) {
 		case 0:
 			// Unknown tool is a protocol error, not a tool result
 			// (server/tools). The name is the caller's, of any length:
 			// it is echoed bounded, as a log field would be.
-			return nil, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", logging.Field(n))
+			return nil, out, protocol.Errorf(protocol.CodeInvalidParams, "unknown tool: %s", logging.Field(n))
 		case 1:
 			t = cands[0]
 		default:
@@ -71,27 +73,27 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 			for i, c := range cands {
 				names[i] = c.exposed
 			}
-			req.ToolError = true
-			return s.ambiguousTool(ctx, n, names), nil
+			out.ToolError = true
+			return s.ambiguousTool(ctx, n, names), out, nil
 		}
 	}
-	req.Tool = t.Name
+	out.Tool = t.Name
 	call := &ToolCall{Name: t.Name, Arguments: args, Session: req.Session, Peer: req.Peer}
 	if t.Precheck != nil {
 		if res := t.Precheck(ctx, call); res != nil {
-			req.ToolError = res.IsError
-			return res, nil
+			out.ToolError = res.IsError
+			return res, out, nil
 		}
 	}
 	// 2025-11-25: input validation failures are tool results the model can
 	// correct, not protocol errors.
 	if msg := t.schema.validate(args); msg != "" {
-		req.ToolError = true
+		out.ToolError = true
 		msg = fmt.Sprintf("%s: %s", t.exposed, msg)
 		if t.Invalid != nil {
-			return t.Invalid(ctx, call, msg), nil
+			return t.Invalid(ctx, call, msg), out, nil
 		}
-		return protocol.ToolError(msg), nil
+		return protocol.ToolError(msg), out, nil
 	}
 	if len(meta) > 0 {
 		keys := [...]string{"progressToken"}
@@ -106,12 +108,12 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		// wrapped inside another error (a client's answer to sampling, say)
 		// is part of the tool's failure and goes to the model.
 		if perr, ok := err.(*protocol.Error); ok {
-			return nil, perr
+			return nil, out, perr
 		}
 		res = protocol.ToolError(err.Error())
 	}
 	if res == nil {
-		return nil, fmt.Errorf("tool %s returned no result", t.Name)
+		return nil, out, fmt.Errorf("tool %s returned no result", t.Name)
 	}
 	if s.afterCall != nil {
 		res = s.afterCall(ctx, call, res)
@@ -119,8 +121,8 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if res.Content == nil {
 		res.Content = []protocol.Content{}
 	}
-	req.ToolError = res.IsError
-	return res, nil
+	out.ToolError = res.IsError
+	return res, out, nil
 }
 
 // isProgressToken accepts the token types MCP allows: string or integer.

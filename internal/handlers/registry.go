@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 )
 
 // registeredTool is a tool ready to call: compiled schema, both names and
@@ -94,7 +95,7 @@ func (r *ToolRegistry) listing(t *registeredTool) protocol.Tool {
 // NewToolRegistry returns an empty registry whose exposed names join
 // canonical segments with sep.
 func NewToolRegistry(sep string) (*ToolRegistry, error) {
-	if !separatorPattern.MatchString(sep) {
+	if !toolname.ValidSeparator(sep) {
 		return nil, fmt.Errorf("tool name separator %q: must be 1-3 characters from [A-Za-z0-9_-]", sep)
 	}
 	r := &ToolRegistry{sep: sep}
@@ -174,7 +175,7 @@ func sameListing(a, b protocol.Tool) bool {
 }
 
 func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
-	if err := validCanonical(t.Name); err != nil {
+	if err := toolname.ValidCanonical(t.Name); err != nil {
 		return nil, fmt.Errorf("register tool: %w", err)
 	}
 	if t.Description == "" {
@@ -196,7 +197,7 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 			return nil, fmt.Errorf("register tool: %w", err)
 		}
 	}
-	exposed := ExposedName(t.Name, r.sep)
+	exposed := toolname.Exposed(t.Name, r.sep)
 	return &registeredTool{
 		Tool:    t,
 		exposed: exposed,
@@ -249,4 +250,6 @@ func (r *ToolRegistry) lookupRaw(quoted []byte) *registeredTool {
 func (r *ToolRegistry) Len() int { return len(r.snap.Load().ordered) }
 
 // ExposedName returns the name clients see for a canonical name.
-func (r *ToolRegistry) ExposedName(canonical string) string { return ExposedName(canonical, r.sep) }
+func (r *ToolRegistry) ExposedName(canonical string) string {
+	return toolname.Exposed(canonical, r.sep)
+}

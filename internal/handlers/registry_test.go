@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 )
 
 func nopHandler(context.Context, *ToolCall) (*protocol.CallToolResult, error) {
@@ -236,7 +237,7 @@ func TestExposedNamesProperty(t *testing.T) {
 				segs[i] = string(b)
 			}
 			canonical := strings.Join(segs, ".")
-			if validCanonical(canonical) != nil {
+			if toolname.ValidCanonical(canonical) != nil {
 				t.Fatalf("generated invalid name %q", canonical)
 			}
 			exp := reg.ExposedName(canonical)

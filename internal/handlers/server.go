@@ -139,24 +139,40 @@ func (s *Server) hasCompletions() bool {
 }
 
 // LongRunning reports whether params of a tools/call name a tool
-// registered LongRunning (see Tool.LongRunning).
+// registered LongRunning (see Tool.LongRunning). Prepared.LongRunning
+// answers the same without scanning the params again for Run.
 func (s *Server) LongRunning(params []byte) bool {
-	name, _, _, perr := callToolParams(params)
-	if perr != nil {
-		return false
-	}
-	t := s.tools.lookupRaw(name)
-	return t != nil && t.LongRunning
+	p := s.Prepare(&Request{Method: protocol.MethodToolsCall, Params: params})
+	return p.LongRunning()
 }
 
-// Handle answers one request. The result is marshalled by the transport; an
-// error that is not a *protocol.Error is reported as -32603.
+// Handle answers one request, and fills in req.Tool and req.ToolError for
+// the request log. It is Prepare and Run in one; Run returns the Outcome
+// instead of writing it into req.
 func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
+	p := s.Prepare(req)
+	res, out, err := s.Run(ctx, req, &p)
+	req.Tool, req.ToolError = out.Tool, out.ToolError
+	return res, err
+}
+
+// Run answers req, prepared as p. The result is marshalled by the
+// transport; an error that is not a *protocol.Error is reported as
+// -32603. The Outcome says which tool a tools/call ran, for the request
+// log.
+func (s *Server) Run(ctx context.Context, req *Request, p *Prepared) (any, Outcome, error) {
+	if p.call {
+		return s.callTool(ctx, req, p)
+	}
+	res, err := s.handle(ctx, req)
+	return res, Outcome{}, err
+}
+
+// handle answers every method but tools/call.
+func (s *Server) handle(ctx context.Context, req *Request) (any, error) {
 	switch req.Method {
 	case protocol.MethodPing:
 		return struct{}{}, nil
-	case protocol.MethodToolsCall:
-		return s.callTool(ctx, req)
 	case protocol.MethodToolsList:
 		return s.listTools(req.Params)
 	case protocol.MethodResourcesList:

@@ -70,6 +70,21 @@ type ToolCall struct {
 // (see Peer.Answer); false if already answered.
 func (c *ToolCall) AnswerEarly(res *protocol.CallToolResult) bool { return c.Peer.Answer(res) }
 
+// ToolName, RawArguments and ClientSessionID, with AnswerEarly, are what
+// the guardrails read of a call (pipeline.Call).
+func (c *ToolCall) ToolName() string { return c.Name }
+
+// RawArguments returns the call's arguments as the client sent them.
+func (c *ToolCall) RawArguments() json.RawMessage { return c.Arguments }
+
+// ClientSessionID returns the id of the call's client session, "" without one.
+func (c *ToolCall) ClientSessionID() string {
+	if c.Session == nil {
+		return ""
+	}
+	return c.Session.ID()
+}
+
 // Progress sends notifications/progress when the caller asked for progress
 // (a progressToken in _meta); otherwise it does nothing. total <= 0 means
 // unknown.

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -33,8 +34,10 @@ func New(out io.Writer, opts Options) (zerolog.Logger, io.Closer, error) {
 		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", opts.Level, err)
 	}
 	if opts.Format == "console" {
-		// For a person at a terminal: synchronous and readable.
-		return zerolog.New(zerolog.ConsoleWriter{Out: out}).Level(level).With().Timestamp().Logger(), io.NopCloser(nil), nil
+		// For a person at a terminal: synchronous and readable. Colour
+		// codes only for a terminal: in a file or a pipe they are noise.
+		w := zerolog.ConsoleWriter{Out: out, NoColor: !isTerminal(out)}
+		return zerolog.New(w).Level(level).With().Timestamp().Logger(), io.NopCloser(nil), nil
 	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = 100 * time.Millisecond
@@ -44,6 +47,18 @@ func New(out io.Writer, opts Options) (zerolog.Logger, io.Closer, error) {
 		fmt.Fprintf(b, `{"level":"warn","message":"log buffer full: %d lines dropped"}`+"\n", missed)
 	})
 	return zerolog.New(d).Level(level).With().Timestamp().Logger(), closers{d, b}, nil
+}
+
+// isTerminal reports whether out is a terminal: a file that is a
+// character device. Any other writer (a buffer, a pipe, a regular file)
+// is not.
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 type closers []io.Closer

@@ -3,16 +3,16 @@
 // "Temporal Blindness" and "Causal State Drift".
 //
 // The policy engine is pure: no I/O, no transport, no package-level
-// mutable state. Its LocalBus is in-process in every deployment: with several
-// replicas the transport itself writes an update into the Redis log of
-// every subscribed client session (issue 7, point 2), so no update needs
-// to cross to another replica here. The server wires the layer in two
-// places of the protocol pipeline:
+// mutable state. Its Notifier delivers in-process in every deployment:
+// with several replicas the transport itself writes an update into the
+// Redis log of every subscribed client session, so no update needs to
+// cross to another replica here. The server wires the layer in two places
+// of the protocol pipeline:
 //
 //   - tools/list: Engine.DecorateDescription (or Engine.DecorateTools)
 //     appends " [Cache-Control: X]" to each tool's description ("Cache-Control
 //     Decoration");
-//   - tools/call: Layer.AfterCall prepends a "[System: Cache invalidated for
+//   - tools/call: Notifier.AfterCall (over Layer.AfterCall) prepends a "[System: Cache invalidated for
 //     ... — caused by ...]" block to a successful result and notifies the
 //     observers ("Causal Invalidation", "Observability Hooks"). StaleURI gives
 //     the URI of the notifications/resources/updated for each pattern
@@ -30,6 +30,8 @@
 //   - decorate.go: description decoration (DescriptionDecorator);
 //   - causal.go: the isError guard, the prepended block and the observers
 //     (CausalEngine, ResponseDecorator, StateSyncLayer);
+//   - notify.go: the Notifier, which turns entity changes and invalidated
+//     patterns into notifications/resources/updated;
 //   - overlap.go: static policy overlap detection (detectOverlaps).
 //
 // # Decisions where the seed is silent

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -17,8 +18,8 @@ type agentArgs struct {
 	AgentID string `json:"agentId"`
 }
 
-func (t *tools) agentTools() []pipeline.Tool {
-	return []pipeline.Tool{
+func (t *tools) agentTools() []guarded.Tool {
+	return []guarded.Tool{
 		{
 			Name:  "agent.register",
 			Title: "Register an agent",

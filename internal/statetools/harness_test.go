@@ -9,12 +9,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
@@ -72,7 +73,7 @@ func newEnvOpts(t *testing.T, wrap func(Backend) Backend, opts Options) *env {
 	}
 	srv := handlers.NewServer(handlers.Options{Name: "t", Version: "1", PageSize: 3}, reg)
 	cfg := pipeline.Config{Limits: limits.DefaultConfig(), Timeouts: timeout.DefaultConfig(), Response: response.DefaultLimits(), Separator: "_"}
-	p, err := pipeline.New(cfg, guard.NewPolicy(zerolog.Nop(), cfg.Limits.MaxRequestBytes, nil), zerolog.Nop())
+	p, err := guarded.New(cfg, guard.NewPolicy(zerolog.Nop(), cfg.Limits.MaxRequestBytes, nil), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

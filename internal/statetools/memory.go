@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -42,8 +43,8 @@ type storedEntry struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-func (t *tools) memoryTools() []pipeline.Tool {
-	return []pipeline.Tool{
+func (t *tools) memoryTools() []guarded.Tool {
+	return []guarded.Tool{
 		{
 			Name:  "memory.store",
 			Title: "Store a memory",

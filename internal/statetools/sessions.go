@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -23,8 +24,8 @@ type sessionArgs struct {
 	Role      string `json:"role"`
 }
 
-func (t *tools) sessionTools() []pipeline.Tool {
-	return []pipeline.Tool{
+func (t *tools) sessionTools() []guarded.Tool {
+	return []guarded.Tool{
 		{
 			Name:  "session.create",
 			Title: "Start a collaboration session",

@@ -16,9 +16,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
@@ -56,7 +57,7 @@ type Options struct {
 
 // Register adds every tool through p and every resource template and the
 // resource lister to srv.
-func Register(srv *handlers.Server, p *pipeline.Pipeline, b Backend, opts Options) error {
+func Register(srv *handlers.Server, p *guarded.Pipeline, b Backend, opts Options) error {
 	if opts.ParticipantLimit <= 0 {
 		opts.ParticipantLimit = 10
 	}
@@ -65,12 +66,12 @@ func Register(srv *handlers.Server, p *pipeline.Pipeline, b Backend, opts Option
 	}
 	t := &tools{b: b, opts: opts,
 		unavailable: opts.Log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
-	var all []pipeline.Tool
+	var all []guarded.Tool
 	all = append(all, t.memoryTools()...)
 	all = append(all, t.sessionTools()...)
 	all = append(all, t.agentTools()...)
 	all = append(all, t.traceTools()...)
-	if err := p.Register(srv.Tools(), all...); err != nil {
+	if err := guarded.Register(srv.Tools(), p, all...); err != nil {
 		return err
 	}
 	for _, rt := range t.templates() {

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -18,8 +18,8 @@ const (
 	sinceProp      = `"since":{"type":"string","format":"date-time","description":"Only calls started at or after this RFC 3339 time."}`
 )
 
-func (t *tools) traceTools() []pipeline.Tool {
-	return []pipeline.Tool{
+func (t *tools) traceTools() []guarded.Tool {
+	return []guarded.Tool{
 		{
 			Name:  "trace.list",
 			Title: "List tool-call traces",

@@ -9,19 +9,22 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// Authenticator decides who a request comes from (package auth; issue 8).
+// Authenticator decides who a request comes from (package auth;
+// docs/adr/0019-authentication-and-principals.md).
 type Authenticator interface {
 	// Authenticate returns the principal of r, or the failure to answer
 	// with: its status (401 or 403) and WWW-Authenticate challenge.
 	Authenticate(r *http.Request) (auth.Principal, *auth.Failure)
 }
 
-// authenticate, then the principal's request budget (issue 8, point 4),
-// run before anything reads the body or looks up a client session
-// (DESIGN.md, "A tools/call, end to end", step 1): a request without
-// valid credentials learns nothing, not even whether a session exists. The principal, and its tenant, go into the request's context,
-// which every handler and store call reads. A CORS preflight carries no
-// credentials by design and is answered before this runs.
+// authenticate, then the principal's request budget
+// (docs/adr/0022-rate-limits.md), run before anything reads the body or
+// looks up a client session (DESIGN.md, "A tools/call, end to end", step
+// 1): a request without valid credentials learns nothing, not even
+// whether a session exists. The principal, and its tenant, go into the
+// request's context, which every handler and store call reads. A CORS
+// preflight carries no credentials by design and is answered before this
+// runs.
 func (t *Transport) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions {

@@ -14,7 +14,7 @@ import (
 )
 
 // Limits on what one client session may hold, so a misbehaving client
-// cannot grow the server without bound (pitfalls.md, sessions).
+// cannot grow the server without bound (docs/adr/0032-input-bounds.md).
 const (
 	maxSubscriptions     = 1024
 	maxInflight          = 256
@@ -88,8 +88,9 @@ type SessionInit struct {
 	// Tenant scopes the session's subscriptions; "" is tenant.Default.
 	Tenant string
 	// Principal is the ID of the principal that created the session
-	// (package auth); a request by any other principal gets 404 (issue 8,
-	// point 3). "" when the transport has no Authenticator.
+	// (package auth); a request by any other principal gets 404
+	// (docs/adr/0019-authentication-and-principals.md). "" when the
+	// transport has no Authenticator.
 	Principal string
 
 	// index is the transport's subscription index the session registers

@@ -74,8 +74,9 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.attached() && sess.openStreams() >= limit {
 		// A GET that would open one more stream than the session may hold
-		// (issue 8, point 4); one that reconnects a stream supersedes its
-		// old connection and opens nothing new, so it always passes.
+		// (so one client cannot hold connections without bound); one that
+		// reconnects a stream supersedes its old connection and opens
+		// nothing new, so it always passes.
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, nil, protocol.Errorf(protocol.CodeInvalidRequest,
 			"too many open streams: this client session has %d SSE streams open; close one first", limit))

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func resURI(i int) string { return fmt.Sprintf("test://res/%d", i) }
@@ -198,7 +199,7 @@ func TestGET_ResumeAfterFailedWrite(t *testing.T) {
 			blk.waitStarted(t)
 			// The client has the progress notification before the handler
 			// goes on.
-			eventually(t, waitLong, "the first progress notification to be written", func() bool {
+			testutil.Eventually(t, waitLong, "the first progress notification to be written", func() bool {
 				for _, ev := range fw.events() {
 					if strings.Contains(ev.Data, `"started"`) {
 						return true
@@ -317,7 +318,7 @@ func resumePostStream(t *testing.T, h *harness, tool string) {
 
 	// Delivered once: the stream is gone, and resuming it again is refused
 	// rather than answered with a stream that would never carry a response.
-	eventually(t, waitLong, "the delivered stream to be released", func() bool { return h.session(t, sid).stream(name) == nil })
+	testutil.Eventually(t, waitLong, "the delivered stream to be released", func() bool { return h.session(t, sid).stream(name) == nil })
 	r := h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", prime.ID)
 	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
 	// The standalone stream's earlier event was never written, so a fresh
@@ -662,12 +663,12 @@ func TestGET_ClientThatStopsReadingIsDropped(t *testing.T) {
 	}
 	st := h.standalone(t, sid)
 	h.rawGET(t, sid)
-	eventually(t, waitLong, "the raw GET to attach", st.attached)
+	testutil.Eventually(t, waitLong, "the raw GET to attach", st.attached)
 	start := time.Now()
 	pushed := 0
 	// Push whenever the writer has caught up, until a write blocks for
 	// good and the deadline ends the connection.
-	eventually(t, 2*waitLong, "the stream of a client that stopped reading to be detached", func() bool {
+	testutil.Eventually(t, 2*waitLong, "the stream of a client that stopped reading to be detached", func() bool {
 		if !st.attached() {
 			return true
 		}
@@ -706,7 +707,7 @@ func TestPost_JSONClientThatStopsReadingIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The request's log line is written when its handler returns.
-	eventually(t, waitLong, "the handler of a client that stopped reading to return", func() bool {
+	testutil.Eventually(t, waitLong, "the handler of a client that stopped reading to return", func() bool {
 		return strings.Contains(logs.String(), `"method":"tools/call"`)
 	})
 }
@@ -728,10 +729,11 @@ func TestCloseStreams_RetryHintAfterQuietPeriod(t *testing.T) {
 	get.waitEnd(t)
 }
 
-// A client session may hold only so many SSE streams open (issue 8,
-// point 4): with two POST responses streaming, a GET that would open a
-// third stream is 429; once one of them is gone it passes, and a GET
-// that reconnects the open stream supersedes it and always passes.
+// A client session may hold only so many SSE streams open
+// (Options.MaxStreamsPerSession): with two POST responses streaming, a
+// GET that would open a third stream is 429; once one of them is gone it
+// passes, and a GET that reconnects the open stream supersedes it and
+// always passes.
 func TestGET_StreamsPerSessionCap(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxStreamsPerSession = 2 }))
 	sid := h.initialize(t)

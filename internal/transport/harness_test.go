@@ -31,6 +31,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 const (
@@ -637,7 +638,7 @@ func (h *harness) waitSweeps(t testing.TB, n int) {
 		t.Fatalf("no sweeper to wait for in %T", s)
 	}
 	target := rounds.Load() + int64(n) + 1
-	eventually(t, waitLong, fmt.Sprintf("%d sweeps", n), func() bool { return rounds.Load() >= target })
+	testutil.Eventually(t, waitLong, fmt.Sprintf("%d sweeps", n), func() bool { return rounds.Load() >= target })
 }
 
 // waitBeats waits until the replica has sent n heartbeats that began
@@ -646,7 +647,7 @@ func (h *harness) waitBeats(t testing.TB, n int) {
 	t.Helper()
 	beats := &h.shared().beats
 	target := beats.Load() + int64(n) + 1
-	eventually(t, waitLong, fmt.Sprintf("%d heartbeats", n), func() bool { return beats.Load() >= target })
+	testutil.Eventually(t, waitLong, fmt.Sprintf("%d heartbeats", n), func() bool { return beats.Load() >= target })
 }
 
 func (h *harness) session(t testing.TB, sid string) *ClientSession {
@@ -1179,25 +1180,11 @@ func notWithin(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	pause := 20 * time.Microsecond
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 2*time.Millisecond)
-	}
-}
-
 // waitDetached waits until no connection serves the stream: the server has
 // noticed that the client went away.
 func waitDetached(t testing.TB, st *stream) {
 	t.Helper()
-	eventually(t, waitLong, "stream "+st.id+" to be detached", func() bool { return !st.attached() })
+	testutil.Eventually(t, waitLong, "stream "+st.id+" to be detached", func() bool { return !st.attached() })
 }
 
 // resourceUpdatedURI returns params.uri of a notifications/resources/updated.

@@ -88,9 +88,10 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody reads at most MaxBodyBytes, refusing larger bodies before
-// decoding anything (pitfalls.md: one request must not take the process
-// down). The buffer is fresh per request, not pooled: the decoded message
-// aliases it, and handlers may keep slices of their arguments.
+// decoding anything: one request must not take the process down
+// (docs/adr/0032-input-bounds.md). The buffer is fresh per request, not
+// pooled: the decoded message aliases it, and handlers may keep slices of
+// their arguments.
 func (t *Transport) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *protocol.Error) {
 	limit := t.opts.MaxBodyBytes
 	if r.ContentLength > limit {
@@ -156,10 +157,12 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 	sess, err := t.sessions.Get(r.Context(), sid)
 	if err == nil && (sess.principal != principalID(r) || sess.tenant != tenant.From(r.Context())) {
 		// A session is bound to the principal that created it, in the
-		// tenant it created it in (issue 8, point 3): to anyone else it
-		// does not exist, and saying more would confirm a stolen id. The
-		// tenant is compared too: one subject may hold tokens for several
-		// tenants, and the session's subscriptions belong to the first.
+		// tenant it created it in
+		// (docs/adr/0019-authentication-and-principals.md): to anyone
+		// else it does not exist, and saying more would confirm a stolen
+		// id. The tenant is compared too: one subject may hold tokens for
+		// several tenants, and the session's subscriptions belong to the
+		// first.
 		err = ErrSessionNotFound
 	}
 	if err != nil {

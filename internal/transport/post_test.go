@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 type progressNote struct {
@@ -513,7 +514,7 @@ func TestRequestLog_ClientLeavesEarly(t *testing.T) {
 	blk.Release()
 	waitChan(t, blk.finished, "the handler to finish")
 	var line string
-	eventually(t, waitLong, "the tools/call log line", func() bool {
+	testutil.Eventually(t, waitLong, "the tools/call log line", func() bool {
 		for _, l := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(l, `"method":"tools/call"`) {
 				line = l

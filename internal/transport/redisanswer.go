@@ -9,12 +9,13 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// Server-to-client requests across replicas (issue 7, point 4). A
-// handler's request (sampling, elicitation, roots/list) waits in the
-// pending map of the replica running the handler; the client's response
-// POST may land on any replica. Ids of server-to-client requests start at
-// a random base per replica and session copy (redisSessions.share), so
-// exactly one replica can have a given id pending.
+// Server-to-client requests across replicas
+// (docs/adr/0017-client-responses-across-replicas.md). A handler's
+// request (sampling, elicitation, roots/list) waits in the pending map of
+// the replica running the handler; the client's response POST may land on
+// any replica. Ids of server-to-client requests start at a random base
+// per replica and session copy (redisSessions.share), so exactly one
+// replica can have a given id pending.
 //
 // Delivery must not depend on pub/sub alone, which keeps nothing: a
 // response published while the waiting replica's subscription is
@@ -184,14 +185,14 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 const opCancel = "cancel"
 
 // forwardCancel publishes a cancellation for a request this replica does
-// not run, so that the replica running it cancels it (issue 7, point 4):
-// with no sticky sessions, a cancellation lands on another replica than
-// its request most of the time, and would otherwise be accepted and
-// ignored. It is fire-and-forget like any cancellation: one that arrives
-// after the request ended, or while the running replica's subscription
-// is down, changes nothing (basic/utilities/cancellation allows for
-// that). An error means Redis did not take it: the client must send it
-// again.
+// not run, so that the replica running it cancels it
+// (docs/adr/0017-client-responses-across-replicas.md): with no sticky
+// sessions, a cancellation lands on another replica than its request most
+// of the time, and would otherwise be accepted and ignored. It is
+// fire-and-forget like any cancellation: one that arrives after the
+// request ended, or while the running replica's subscription is down,
+// changes nothing (basic/utilities/cancellation allows for that). An
+// error means Redis did not take it: the client must send it again.
 func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id protocol.ID) error {
 	if err := m.skipping(); err != nil {
 		return err

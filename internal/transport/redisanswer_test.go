@@ -9,12 +9,14 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
-// TestRedisAnswer_OtherReplica is issue 7, point 4: a handler on A asks
-// the client (sampling); the client's response POST lands on B, or on A,
-// and reaches A's handler either way, once. A response to a request no
-// replica waits for is accepted and dropped, as on one replica.
+// TestRedisAnswer_OtherReplica
+// (docs/adr/0017-client-responses-across-replicas.md): a handler on A
+// asks the client (sampling); the client's response POST lands on B, or
+// on A, and reaches A's handler either way, once. A response to a request
+// no replica waits for is accepted and dropped, as on one replica.
 func TestRedisAnswer_OtherReplica(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -61,13 +63,14 @@ func TestRedisAnswer_OtherReplica(t *testing.T) {
 	a.toolsListOK(t, sid)
 }
 
-// TestRedisAnswer_SubscriptionDown is issue 7, point 4 when pub/sub
-// loses the forwarded response: the handler waits on A, whose link to
-// Redis (its subscription included) is down while the client's response
-// POST lands on B. B acknowledged the response with 202, so the client
-// will not send it again; a user would see the tool hang until its
-// timeout although they answered. A must get it once its link is back.
-// And B, when Redis cannot take the response, must say so (503 with
+// TestRedisAnswer_SubscriptionDown
+// (docs/adr/0017-client-responses-across-replicas.md), when pub/sub loses
+// the forwarded response: the handler waits on A, whose link to Redis
+// (its subscription included) is down while the client's response POST
+// lands on B. B acknowledged the response with 202, so the client will
+// not send it again; a user would see the tool hang until its timeout
+// although they answered. A must get it once its link is back. And B,
+// when Redis cannot take the response, must say so (503 with
 // Retry-After), so that the client sends it again.
 func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
@@ -96,7 +99,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 
 	// A cannot: the response B forwards meanwhile must wait for it.
 	proxyA.Cut()
-	eventually(t, waitLong, "B to take the answer", func() bool {
+	testutil.Eventually(t, waitLong, "B to take the answer", func() bool {
 		return b.post(t, sid, []byte(answer)).Status == http.StatusAccepted
 	})
 	proxyA.Restore()
@@ -108,7 +111,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	}
 	ps.waitEnd(t)
 	// The answer's record goes with the request.
-	eventually(t, waitLong, "the answer's key to be removed", func() bool {
+	testutil.Eventually(t, waitLong, "the answer's key to be removed", func() bool {
 		keys := keysMatching(t, direct, redisKeys(prefix).answers(sid))
 		return len(keys) == 0
 	})
@@ -155,9 +158,10 @@ func TestIsOutgoingID(t *testing.T) {
 	}
 }
 
-// TestRedisCancel_OtherReplica is issue 7, point 4 for cancellation: the
-// client's notifications/cancelled lands on B while the handler runs on A
-// (round robin, no sticky sessions). A user would otherwise see the
+// TestRedisCancel_OtherReplica
+// (docs/adr/0017-client-responses-across-replicas.md), for cancellation:
+// the client's notifications/cancelled lands on B while the handler runs
+// on A (round robin, no sticky sessions). A user would otherwise see the
 // cancellation accepted (202) and ignored: the tool keeps running on A
 // and its result still arrives. It must be cancelled as on one replica,
 // with no response where the SSE stream allows it.

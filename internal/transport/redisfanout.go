@@ -10,16 +10,18 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// Resource updates of shared client sessions (issue 7, point 2). The
-// replica where a mutation happened — the origin — writes its
+// Resource updates of shared client sessions
+// (docs/adr/0016-resource-updates-logged-by-origin.md). The replica where
+// a mutation happened — the origin — writes its
 // notifications/resources/updated into the GET-stream log of every shared
 // session subscribed to the URI, whichever replica holds the session's
 // stream and whether or not any does: the log is the message's mailbox,
 // and the append's "ev" wake-up brings it to the connection, wherever it
 // is. So a replica that dies costs its sessions nothing: what happens
-// while their clients reconnect waits in the log (point 2: "if no replica
-// holds a stream, it waits in the session's resumption log"), and a GET
-// with Last-Event-ID on any replica replays it once (point 3).
+// while their clients reconnect waits in the log (if no replica holds a
+// stream, a message waits in the session's resumption log), and a GET
+// with Last-Event-ID on any replica replays it once (MCP specification,
+// basic/transports, "Resumability and Redelivery").
 //
 // The subscribers are found through a reverse index in Redis,
 //

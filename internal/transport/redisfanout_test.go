@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // quiet asserts that c carries no event (keep-alives aside) for d: a
@@ -41,13 +42,15 @@ func wantUpdates(t *testing.T, c *sseConn, firstSeq int, uris ...string) {
 	}
 }
 
-// TestRedisFanout_HomeKilled is issue 7's end-to-end scenario in one
-// process: the session streams from replica A, A dies (no graceful
-// shutdown: its connections are cut and its Redis client closed, so it
-// can write nothing more), the mutations happen on B, and the client
-// resumes on C with Last-Event-ID: each update missed meanwhile arrives
-// exactly once, in order (points 2 and 3). The origin of an update logs
-// it; nothing depends on the replica that held the stream.
+// TestRedisFanout_HomeKilled is the end-to-end scale-out scenario
+// (docs/adr/0016-resource-updates-logged-by-origin.md) in one process:
+// the session streams from replica A, A dies (no graceful shutdown: its
+// connections are cut and its Redis client closed, so it can write
+// nothing more), the mutations happen on B, and the client resumes on C
+// with Last-Event-ID: each update missed meanwhile arrives exactly once,
+// in order (MCP specification, basic/transports, "Resumability and
+// Redelivery"). The origin of an update logs it; nothing depends on the
+// replica that held the stream.
 func TestRedisFanout_HomeKilled(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA := testRedis(t, testRedisAddr)
@@ -82,7 +85,7 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	publish(t, uris[4], b) // live again, now to C
 	wantUpdates(t, r, 5, uris[4])
 	quiet(t, r, waitShort)
-	eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
+	testutil.Eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
 		st := b.tr.RedisStats()
 		return st.Updates == 4 && st.Notified == 4 && st.Dropped == 0
 	})
@@ -92,7 +95,8 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 // subscribed session once — whose stream is on the origin, on another
 // live replica, or nowhere — and no session of another tenant or not
 // subscribed. The reverse index follows unsubscribe, DELETE and sessions
-// that vanished from Redis (point 2).
+// that vanished from Redis
+// (docs/adr/0016-resource-updates-logged-by-origin.md).
 func TestRedisFanout_Subscribers(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -151,12 +155,12 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	}
 	// A session Redis lost (expired, say) leaves a member behind, which the
 	// next update removes without logging anything for it.
-	rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk")
+	mustRedis(t, rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk"))
 	publish(t, uri, reps[1])
 	wantUpdates(t, streams[onA], 4, uri)
 	quiet(t, streams[onB], waitShort)
-	eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
-	if ttl := rdb.PTTL(context.Background(), set).Val(); ttl <= 0 {
+	testutil.Eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
+	if ttl := pttl(t, rdb, set); ttl <= 0 {
 		t.Fatalf("reverse index set without a TTL (%v)", ttl)
 	}
 }
@@ -172,7 +176,7 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 	b.toolsListOK(t, sid) // B has a copy too
 	g := b.openGET(t, sid)
 	g.next(t) // priming
-	eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
+	testutil.Eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
 	for _, h := range []*harness{a, b} {
 		if _, err := h.tr.ToolsListChanged(); err != nil {
 			t.Fatal(err)
@@ -187,8 +191,8 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 // TestRedisFanout_ToolsListChangedHomeDead: the session's home replica
 // dies; the next tools/list_changed, which the surviving replicas B and C
 // both see, is logged once, by whichever takes over as home when it finds
-// the home's liveness key expired, and so is the one after (issue 7,
-// point 2).
+// the home's liveness key expired, and so is the one after
+// (docs/adr/0016-resource-updates-logged-by-origin.md).
 func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA := testRedis(t, testRedisAddr)
@@ -206,7 +210,7 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	// A crashes: no goodbye, its liveness key runs out.
 	a.ts.CloseClientConnections()
 	_ = rdbA.Close()
-	eventually(t, waitLong, "A's liveness key to expire", func() bool {
+	testutil.Eventually(t, waitLong, "A's liveness key to expire", func() bool {
 		return !exists(t, rdb, a.shared().replicaKey(homeA))
 	})
 	listChanged := func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -82,4 +83,33 @@ func keysMatching(t testing.TB, rdb redis.UniversalClient, pattern string) []str
 		t.Fatalf("KEYS %s: %v", pattern, err)
 	}
 	return keys
+}
+
+func hgetAll(t testing.TB, rdb redis.UniversalClient, key string) map[string]string {
+	t.Helper()
+	h, err := rdb.HGetAll(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("HGETALL %s: %v", key, err)
+	}
+	return h
+}
+
+// pttl is the key's time to live; negative when the key has none or is
+// missing, as PTTL answers.
+func pttl(t testing.TB, rdb redis.UniversalClient, key string) time.Duration {
+	t.Helper()
+	d, err := rdb.PTTL(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	return d
+}
+
+// mustRedis fails the test if cmd failed: a write that sets up a test's
+// state must not fail unnoticed and leave the test asserting on another.
+func mustRedis(t testing.TB, cmd redis.Cmder) {
+	t.Helper()
+	if err := cmd.Err(); err != nil {
+		t.Fatalf("%v: %v", cmd.Args(), err)
+	}
 }

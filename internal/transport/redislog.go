@@ -13,45 +13,47 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
-// redisLog is the GET stream's event log of a shared client session
-// (issue 7, point 3): a Redis Stream trimmed to about EventLogSize
-// entries (XADD MAXLEN ~), whose entry ids are 0-<seq>, so the SSE id
-// g-<seq> names the same event on every replica and a GET with
-// Last-Event-ID anywhere reads exactly the entries after it. The seq
-// comes from the session hash's gseq, assigned in the same script as the
-// XADD, so appends from several replicas are totally ordered.
+// redisLog is the GET stream's event log of a shared client session (MCP
+// specification, basic/transports, "Resumability and Redelivery"): a
+// Redis Stream trimmed to about EventLogSize entries (XADD MAXLEN ~),
+// whose entry ids are 0-<seq>, so the SSE id g-<seq> names the same event
+// on every replica and a GET with Last-Event-ID anywhere reads exactly
+// the entries after it. The seq comes from the session hash's gseq,
+// assigned in the same script as the XADD, so appends from several
+// replicas are totally ordered.
 //
 // Appends never wait on Redis: they queue, in order, for the store's
 // appender goroutine, which writes them in pipelined batches and, while
 // Redis is down or briefly refuses writes (READONLY, LOADING...), keeps
 // them and retries the batch. A retried append is not logged twice: each
-// carries a token, increasing per replica, that the script records in
-// the hash (t:<replica>) and refuses at or below. What holds for point 6
-// is therefore: no event is logged twice, and none queued is lost while
-// the replica runs and the queue has room. Lost, and said so, are: what a
-// full queue (4096 operations, an outage long enough to fill it) drops
-// (RedisStats.Dropped, logged once per episode); what Redis has not
+// carries a token, increasing per replica, that the script records in the
+// hash (t:<replica>) and refuses at or below. What holds through a Redis
+// outage is therefore: no event is logged twice, and none queued is lost
+// while the replica runs and the queue has room. Lost, and said so, are:
+// what a full queue (4096 operations, an outage long enough to fill it)
+// drops (RedisStats.Dropped, logged once per episode); what Redis has not
 // taken when Close's drain bound runs out (logged); and events trimmed
 // from a log longer than EventLogSize before a client read them (the
 // client is told, as in memory).
 //
 // Every append PUBLISHes an "ev" change, so the replica holding the GET
 // connection reads the log at once, wherever the event came from: this is
-// the seam of point 2 for server-to-client messages on the GET stream. A
-// held connection also rereads the log at every keep-alive, in case a
-// wake-up was lost with the pub/sub link.
+// how server-to-client messages on the GET stream reach another replica
+// (docs/adr/0016-resource-updates-logged-by-origin.md). A held connection
+// also rereads the log at every keep-alive, in case a wake-up was lost
+// with the pub/sub link.
 //
 // tools/list_changed, which every replica sees by itself, is queued by
-// every replica's copy of the session and logged once (issue 7, point
-// 2): the script keeps the home replica's. A copy that names another
-// home first reads that home's liveness key (<prefix>replica:<id>,
-// refreshed every heartbeat by the sweeper, expiring after three); if it
-// is alive the event is the home's to log and nothing is sent, and if it
-// expired the append also takes over as home, atomically and only while
-// Redis still names the dead one, so of the replicas that find it dead
-// exactly one logs the event, and the next ones are logged by the new
-// home. So a session whose home died is told at once, not when its GET
-// lands elsewhere.
+// every replica's copy of the session and logged once (a message is
+// delivered once, whichever replica holds the stream): the script keeps
+// the home replica's. A copy that names another home first reads that
+// home's liveness key (<prefix>replica:<id>, refreshed every heartbeat by
+// the sweeper, expiring after three); if it is alive the event is the
+// home's to log and nothing is sent, and if it expired the append also
+// takes over as home, atomically and only while Redis still names the
+// dead one, so of the replicas that find it dead exactly one logs the
+// event, and the next ones are logged by the new home. So a session whose
+// home died is told at once, not when its GET lands elsewhere.
 type redisLog struct {
 	m  *redisSessions
 	id string
@@ -70,9 +72,9 @@ type logOp struct {
 	tok     uint64 // assigned by the appender, in the queue's order
 	// broadcast: an event every replica produces (tools/list_changed),
 	// logged only if this replica is the session's home in Redis, which
-	// so arbitrates a hand-over between replicas, or takes over from home,
-	// the replica this copy believes is home, found dead (issue 7 point
-	// 2).
+	// so arbitrates a hand-over between replicas, or takes over from
+	// home, the replica this copy believes is home, found dead, so that
+	// its sessions' broadcasts are still logged.
 	broadcast bool
 	home      string
 	// uri (log nil): a resource update of tenant's uri, for every shared
@@ -133,7 +135,7 @@ func (l *redisLog) markFlushed(seq uint64) {
 // copy's own position may be far behind (another replica held the
 // stream), and attaching with it would replay events the client already
 // has; the caller answers 503 with Retry-After instead, and the session
-// lives on (issue 7, points 3 and 6).
+// lives on (docs/adr/0023-get-needs-redis-position.md).
 func (l *redisLog) sync(ctx context.Context, st *stream) error {
 	if err := l.m.skipping(); err != nil {
 		return err
@@ -331,8 +333,9 @@ func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
 				add(m.evalAppend(ctx, p, op.log.id, op, m.self, ""), i, op.log.id)
 			case !alive[op.home]:
 				// The home this copy knows is dead (its liveness key
-				// expired): take over, unless another replica did
-				// first or the home moved meanwhile (issue 7 point 2).
+				// expired): take over, unless another replica did first
+				// or the home moved meanwhile, so the event is logged
+				// once and not lost with the dead home.
 				add(m.evalAppend(ctx, p, op.log.id, op, m.self, op.home), i, op.log.id)
 			}
 			// A broadcast whose home is alive is that home's to log.

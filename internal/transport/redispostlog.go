@@ -14,12 +14,13 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// Streamed POST responses of shared client sessions (issue 7, point 3:
-// "GET with Last-Event-ID on any replica replays exactly the missed
-// events of that stream, once each"). A POST whose handler sends a
-// message first answers with an SSE stream p<n>; the replica running the
-// handler — its origin — keeps the stream's log in memory as for any
-// session, and mirrors it into a Redis Stream
+// Streamed POST responses of shared client sessions
+// (docs/adr/0018-streamed-responses-resume-anywhere.md): a GET with
+// Last-Event-ID on any replica replays exactly the missed events of that
+// stream, once each. A POST whose handler sends a message first answers
+// with an SSE stream p<n>; the replica running the handler — its origin —
+// keeps the stream's log in memory as for any session, and mirrors it
+// into a Redis Stream
 //
 //	<prefix>cs:{<id>}:p<n>   1-0 {o, r}                 the stream exists
 //	                         1-<seq> {o, r, d: message} an event
@@ -40,9 +41,9 @@ import (
 // appender confirmed. So every id a client holds names an event Redis
 // has, the response reaches Redis before the origin counts the stream as
 // delivered, and a resume on any replica, even after the origin died,
-// misses nothing it was shown. While Redis is down (point 6) the origin
-// delivers from memory alone rather than stall the response; the
-// appender catches the mirror up when Redis returns.
+// misses nothing it was shown. While Redis is down the origin delivers
+// from memory alone rather than stall the response; the appender catches
+// the mirror up when Redis returns.
 //
 // Events are written by the shared appender (redislog.go), in the order
 // the stream numbered them; each append PUBLISHes an "ev" change naming
@@ -52,20 +53,20 @@ import (
 // after its cursor and ends at the f entry. Names are unique across
 // replicas (random base per session copy, redisSessions.share); the open
 // refuses a name another replica's stream holds, and that stream then
-// stays local, as before issue 7.
+// stays local, as a stream of an unshared session does: resumable only on
+// the replica that holds it.
 //
-// An origin that dies mid-handler never writes the end (issue 7, point 4
-// of the review): a follower would wait for it for ever, on keep-alives,
-// its attached connection keeping the session alive. So a follower that
-// has not seen the end checks the origin's liveness key
-// (<prefix>replica:<o>, redissessions.go) at most once per heartbeat, in
-// the round trip of its read; once the key has expired and the log still
-// has no end, it writes one itself — a -32603 error response for the
-// request, which the client may retry, or a bare f when the id is unknown
-// — so that every resume, on any replica, ends there too. A live origin
-// whose key expired (a partition longer than three heartbeats) loses its
-// response to that error: its own appends are then refused as already
-// written.
+// An origin that dies mid-handler never writes the end: a follower would
+// wait for it for ever, on keep-alives, its attached connection keeping
+// the session alive. So a follower that has not seen the end checks the
+// origin's liveness key (<prefix>replica:<o>, redissessions.go) at most
+// once per heartbeat, in the round trip of its read; once the key has
+// expired and the log still has no end, it writes one itself — a -32603
+// error response for the request, which the client may retry, or a bare f
+// when the id is unknown — so that every resume, on any replica, ends
+// there too. A live origin whose key expired (a partition longer than
+// three heartbeats) loses its response to that error: its own appends are
+// then refused as already written.
 type postLog struct {
 	m   *redisSessions
 	st  *stream
@@ -172,7 +173,8 @@ func (p *postLog) confirmed(op logOp, res int64, err error) {
 	switch {
 	case err != nil || res < 0:
 		// Refused, or the session is gone from Redis (which the sweeper
-		// puts back, issue 7 point 6): this mirror has a hole.
+		// puts back, docs/adr/0026-redis-data-loss.md): this mirror has a
+		// hole.
 		p.degraded = true
 	default:
 		p.persisted = max(p.persisted, op.seq)
@@ -238,8 +240,8 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	st.mu.Lock()
 	st.nextSeq = max(st.nextSeq, seq+1)
 	// Every entry names the origin and the request (1-0 included), so
-	// that the follower can watch the origin (issue 7, point 4 of the
-	// review).
+	// that the follower can watch the origin and end the log of one that
+	// died (orphaned).
 	if p.ownerID == "" {
 		p.ownerID, p.reqID = owner, reqID
 	}
@@ -257,7 +259,7 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 // reads again. At most once per heartbeat the same round trip reads the
 // origin's liveness key, first, so that the read has all the origin wrote
 // before its key expired: an origin found dead with no end in the log
-// gets one (orphaned; issue 7, point 4 of the review).
+// gets one (orphaned), or a follower would wait for it for ever.
 func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
@@ -340,8 +342,9 @@ func (p *postLog) watch(st *stream) string {
 const orphanedMessage = "the server handling this request stopped before it answered; the request may be retried"
 
 // orphaned ends the log of a stream whose origin is dead and did not end
-// it (issue 7, point 4 of the review): with a -32603 error response for
-// the request, or a bare end when the log does not name the request. It
+// it (docs/adr/0018-streamed-responses-resume-anywhere.md), so that no
+// follower waits for it for ever: with a -32603 error response for the
+// request, or a bare end when the log does not name the request. It
 // returns buf with that response, and whether the stream has ended.
 // Written to the log, the end is the same for every resume on any
 // replica, and sent once; an origin that was in fact alive has its own

@@ -58,12 +58,12 @@ func wantRestOfBlock(t *testing.T, r *sseConn, name, key string) {
 	r.waitEnd(t)
 }
 
-// TestRedisPostStream_ResumeElsewhere is issue 7, point 3, for streamed
-// POST responses: a tools/call whose handler streams on A is cut
-// mid-stream, and the client resumes it with GET + Last-Event-ID on B —
-// after the handler finished, or while it still runs on A — and gets
-// every later event exactly once, the response included. A stream Redis
-// does not know is refused as on one replica.
+// TestRedisPostStream_ResumeElsewhere
+// (docs/adr/0018-streamed-responses-resume-anywhere.md): a tools/call
+// whose handler streams on A is cut mid-stream, and the client resumes it
+// with GET + Last-Event-ID on B — after the handler finished, or while it
+// still runs on A — and gets every later event exactly once, the response
+// included. A stream Redis does not know is refused as on one replica.
 func TestRedisPostStream_ResumeElsewhere(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -117,7 +117,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 		return k
 	}
 	hash := redisKeys(prefix).session(sid)
-	beforeKeys, beforeHash := keys(), rdb.HGetAll(ctx, hash).Val()
+	beforeKeys, beforeHash := keys(), hgetAll(t, rdb, hash)
 
 	for i, accept := range []string{acceptBoth, "application/json"} {
 		for _, call := range [][]byte{
@@ -133,7 +133,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if got := keys(); !slices.Equal(got, beforeKeys) {
 		t.Fatalf("redis keys %q after JSON tools/calls, want %q", got, beforeKeys)
 	}
-	if got := rdb.HGetAll(ctx, hash).Val(); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
+	if got := hgetAll(t, rdb, hash); fmt.Sprint(got) != fmt.Sprint(beforeHash) {
 		t.Fatalf("session hash %v after JSON tools/calls, want %v", got, beforeHash)
 	}
 	if n := len(a.shared().logq); n != 0 {
@@ -157,18 +157,20 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	if len(streams) != 1 || streams[0] != redisKeys(prefix).stream(sid, name) {
 		t.Fatalf("POST-stream logs %q after one streamed call %s, want its alone", streams, name)
 	}
-	if ttl := rdb.PTTL(ctx, streams[0]).Val(); ttl <= 0 {
+	if ttl := pttl(t, rdb, streams[0]); ttl <= 0 {
 		t.Fatalf("POST-stream log without a TTL (%v)", ttl)
 	}
-	tail := rdb.XRevRangeN(ctx, streams[0], "+", "-", 1).Val()
+	tail, err := rdb.XRevRangeN(ctx, streams[0], "+", "-", 1).Result()
+	if err != nil {
+		t.Fatalf("XREVRANGE %s: %v", streams[0], err)
+	}
 	if len(tail) != 1 || tail[0].ID != "1-3" || tail[0].Values["f"] != "1" {
 		t.Fatalf("redis log ends with %+v when the client has the response, want it as 1-3 with f", tail)
 	}
 }
 
-// TestRedisPostStream_RedisDown is point 6 for streamed responses: with
-// Redis unreachable, a session the replica knows still gets its streamed
-// response in full, from memory.
+// TestRedisPostStream_RedisDown: with Redis unreachable, a session the
+// replica knows still gets its streamed response in full, from memory.
 func TestRedisPostStream_RedisDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -213,17 +215,17 @@ func (h *keyReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
 }
 
-// TestRedisPostStream_OriginDied (issue 7, point 4 of the review): a
-// client resumed its streamed tools/call on B while the handler ran on A,
-// and A died. What the client would notice before the fix: its stream on
-// B carried keep-alives for ever — no response, no error, no end — and,
-// attached, it kept the session alive. Now, once A's liveness key has
-// expired with no response in the log, B ends the stream with a -32603
-// error response for the request (the client may retry it), written to
-// the log so that a later resume anywhere gets that same end, once. While
-// A lives, however long its handler stays silent, the stream stays open,
-// and B reads A's liveness at most once per heartbeat, whatever the
-// keep-alive rate.
+// TestRedisPostStream_OriginDied
+// (docs/adr/0018-streamed-responses-resume-anywhere.md): a client resumed
+// its streamed tools/call on B while the handler ran on A, and A died.
+// What the client would notice before the fix: its stream on B carried
+// keep-alives for ever — no response, no error, no end — and, attached,
+// it kept the session alive. Now, once A's liveness key has expired with
+// no response in the log, B ends the stream with a -32603 error response
+// for the request (the client may retry it), written to the log so that a
+// later resume anywhere gets that same end, once. While A lives, however
+// long its handler stays silent, the stream stays open, and B reads A's
+// liveness at most once per heartbeat, whatever the keep-alive rate.
 func TestRedisPostStream_OriginDied(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	rdbA, rdbB := testRedis(t, testRedisAddr), testRedis(t, testRedisAddr)

@@ -10,15 +10,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
-// TestRecoveryKeepsOtherReplicasChanges (issue 7, points 1 and 6): a
-// replica cut off from Redis writes back, once Redis answers, only what
-// its client changed there meanwhile. It used to write its whole copy
-// back — also after a blip in which it had only served reads — so a
-// subscription and a log level the client set through another replica in
-// the meantime (answered 200) were deleted from Redis and from every
-// copy: the client silently stopped getting those updates.
+// TestRecoveryKeepsOtherReplicasChanges
+// (docs/adr/0024-replay-changes-after-outage.md): a replica cut off from
+// Redis writes back, once Redis answers, only what its client changed
+// there meanwhile. It used to write its whole copy back — also after a
+// blip in which it had only served reads — so a subscription and a log
+// level the client set through another replica in the meantime (answered
+// 200) were deleted from Redis and from every copy: the client silently
+// stopped getting those updates.
 func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 	cases := []struct {
 		name string
@@ -60,7 +62,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			// A's sweeps run while Redis is skipped: one found it could
 			// not refresh the copy the client used there.
 			sa, sb := a.session(t, sid), b.session(t, sid)
-			eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
+			testutil.Eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
 				_, _, due := sharedCopy(sa).syncState()
 				return due
 			})
@@ -68,7 +70,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 
 			ctx := context.Background()
 			key := redisKeys(prefix).session(sid)
-			eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
+			testutil.Eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
 				if tc.subscribeOnA {
 					if v := hget(t, direct, key, "s:test://a"); v != "1" {
 						return false
@@ -102,11 +104,12 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 	}
 }
 
-// TestIdleExpiryEndsSessionOnHome (issue 7, point 5): once the idle
-// timeout has expired a session in Redis, every replica answers 404, its
-// home included. The home keeps its copy (for tools/list_changed) and
-// used to go on serving it — 200 on A, 404 on B for the same id — and its
-// sweeper then wrote the expired session back to Redis.
+// TestIdleExpiryEndsSessionOnHome
+// (docs/adr/0025-shared-copy-lifetime.md): once the idle timeout has
+// expired a session in Redis, every replica answers 404, its home
+// included. The home keeps its copy (for tools/list_changed) and used to
+// go on serving it — 200 on A, 404 on B for the same id — and its sweeper
+// then wrote the expired session back to Redis.
 func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 	cases := []struct {
 		name string
@@ -121,14 +124,14 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			idle: time.Minute,
 			expire: func(t *testing.T, rdb *redis.Client, home *harness, key, sid string) {
 				home.session(t, sid).lastSeen.Store(0) // idle here for ever
-				rdb.Del(context.Background(), key, key+":g")
+				mustRedis(t, rdb.Del(context.Background(), key, key+":g"))
 			},
 		},
 		{
 			name: "real expiry",
 			idle: time.Second,
 			expire: func(t *testing.T, rdb *redis.Client, _ *harness, key, _ string) {
-				eventually(t, 3*time.Second, "the hash to expire", func() bool { return !exists(t, rdb, key) })
+				testutil.Eventually(t, 3*time.Second, "the hash to expire", func() bool { return !exists(t, rdb, key) })
 			},
 		},
 	}
@@ -160,13 +163,13 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 	}
 }
 
-// TestRedisDataLossIsNot404 (issue 7, point 6): Redis restarts without
-// persistence (every key gone) while the replica holding a live
-// session's copy is cut off. Another replica used to answer 404 for the
-// session until the copy was written back, and the client dropped a live
-// session; it must answer 503 with Retry-After until then. A session no
-// replica holds becomes 404 once the replicas have had the time to write
-// theirs back (lossGrace), not 503 for ever.
+// TestRedisDataLossIsNot404 (docs/adr/0026-redis-data-loss.md): Redis
+// restarts without persistence (every key gone) while the replica holding
+// a live session's copy is cut off. Another replica used to answer 404
+// for the session until the copy was written back, and the client dropped
+// a live session; it must answer 503 with Retry-After until then. A
+// session no replica holds becomes 404 once the replicas have had the
+// time to write theirs back (lossGrace), not 503 for ever.
 func TestRedisDataLossIsNot404(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -182,7 +185,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 
 	proxy.Cut()
 	keys := keysMatching(t, direct, redisKeys(prefix).all())
-	direct.Del(ctx, keys...) // Redis "restarted" empty
+	mustRedis(t, direct.Del(ctx, keys...)) // Redis "restarted" empty
 	for _, sid := range []string{live, never} {
 		r := b.post(t, sid, rpc(1, "ping", nil))
 		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
@@ -191,23 +194,24 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	}
 	b.waitBeats(t, 1) // B's heartbeat writes a new epoch meanwhile
 	proxy.Restore()
-	eventually(t, waitLong, "the live session to be served on B", func() bool {
+	testutil.Eventually(t, waitLong, "the live session to be served on B", func() bool {
 		r := b.post(t, live, rpc(2, "ping", nil))
 		if r.Status == http.StatusNotFound {
 			t.Fatalf("the live session got 404 on B after redis lost its data")
 		}
 		return r.Status == http.StatusOK
 	})
-	eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
+	testutil.Eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
 		return b.post(t, never, rpc(3, "ping", nil)).Status == http.StatusNotFound
 	})
 	a.toolsListOK(t, live)
 }
 
-// TestAppendHealsSeqBehindLog (issue 7, point 6): a session hash whose
+// TestAppendHealsSeqBehindLog
+// (docs/adr/0024-replay-changes-after-outage.md): a session hash whose
 // gseq fell below its log's last entry (written back from a copy whose
-// position lagged) made every append fail: the XADD was refused after
-// the script had already bumped gseq and recorded the retry token, so
+// position lagged) made every append fail: the XADD was refused after the
+// script had already bumped gseq and recorded the retry token, so
 // resource updates acknowledged to their origin were lost. The append
 // takes the seq after the log's top and delivers.
 func TestAppendHealsSeqBehindLog(t *testing.T) {
@@ -223,7 +227,7 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			}
 			logged(t, rdb, prefix, sid, 3)
 			key := redisKeys(prefix).session(sid)
-			rdb.HSet(context.Background(), key, "gseq", gseq)
+			mustRedis(t, rdb.HSet(context.Background(), key, "gseq", gseq))
 			publish(t, "test://seq", a)
 			logged(t, rdb, prefix, sid, 4)
 			g := a.openGET(t, sid, "Last-Event-ID", "g-3")
@@ -249,11 +253,12 @@ func holds(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// TestLostCopyIdleIsNotWrittenBack (issue 7, point 5): a copy whose hash
-// Redis lost is written back only while its client uses it. One whose
-// client left meanwhile (idle here past the timeout, say through a long
-// outage) is ended by the idle timeout like any other, instead of being
-// brought back to Redis for another idle period.
+// TestLostCopyIdleIsNotWrittenBack
+// (docs/adr/0025-shared-copy-lifetime.md): a copy whose hash Redis lost
+// is written back only while its client uses it. One whose client left
+// meanwhile (idle here past the timeout, say through a long outage) is
+// ended by the idle timeout like any other, instead of being brought back
+// to Redis for another idle period.
 func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -262,7 +267,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	s := a.session(t, sid)
 	key := redisKeys(prefix).session(sid)
 	s.lastSeen.Store(0) // the client left long ago
-	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
+	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
 	sharedCopy(s).setLost() // as missing() leaves a copy its client used
 	a.waitSweeps(t, 2)      // a write-back would set a 1 s TTL: it would be there
 	if exists(t, rdb, key) {

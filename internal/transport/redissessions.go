@@ -19,8 +19,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// redisSessions shares client sessions between replicas (issue 7, points
-// 1, 3, 5 and 6). Redis holds each session's durable state in a hash,
+// redisSessions shares client sessions between replicas
+// (docs/adr/0015-shared-client-sessions.md). Redis holds each session's
+// durable state in a hash,
 //
 //	<prefix>cs:{<id>}        v, client, caps, tenant, principal, level, home, s:<uri>…,
 //	                         gseq, gflushed, t:<replica>  (TTL = idle timeout)
@@ -38,7 +39,7 @@ import (
 //	                         absence means Redis lost its data
 //	<prefix>{epoch}:new      set beside a new epoch for lossGrace: the
 //	                         replicas holding copies are still writing
-//	                         them back (issue 7, point 6)
+//	                         them back (docs/adr/0026-redis-data-loss.md)
 //
 // (the braces keep a session's keys in one Cluster slot, for the
 // scripts), and every replica keeps a local ClientSession, built from the
@@ -50,13 +51,13 @@ import (
 // converge on Redis's last write.
 //
 // Connections, in-flight requests and server-to-client requests stay
-// local: they belong to the replica holding the connection. Messages reach
-// them through Redis: the GET stream's log (redislog.go), which the origin
-// of a resource update writes for every subscriber (redisfanout.go, point
-// 2), and client responses and cancellations forwarded to the replica
-// whose handler waits or runs (redisanswer.go, point 4). The log of a streamed POST response is
-// mirrored into Redis by the replica running its handler, so that any
-// replica resumes it (redispostlog.go, point 3).
+// local: they belong to the replica holding the connection. Messages
+// reach them through Redis: the GET stream's log (redislog.go), which the
+// origin of a resource update writes for every subscriber
+// (redisfanout.go), and client responses and cancellations forwarded to
+// the replica whose handler waits or runs (redisanswer.go). The log of a
+// streamed POST response is mirrored into Redis by the replica running
+// its handler, so that any replica resumes it (redispostlog.go).
 type redisSessions struct {
 	parent  context.Context
 	rdb     redis.UniversalClient
@@ -86,7 +87,7 @@ type redisSessions struct {
 	// loads bounds the materialisations in progress (a slot each): past
 	// it, a request for a session this replica does not know gets 503
 	// with Retry-After rather than one more Redis round trip queued
-	// behind the others (issue 7, point 6).
+	// behind the others (docs/adr/0023-get-needs-redis-position.md).
 	loads chan struct{}
 
 	// conn is Redis's health, shared with the process's other users of
@@ -100,8 +101,8 @@ type redisSessions struct {
 	unwatch func()
 	// resyncDue: Redis answers again after an outage; the sweeper
 	// re-reads every local copy at once, since changes published
-	// meanwhile were missed and Redis may have lost its data (issue 7,
-	// point 6).
+	// meanwhile were missed and Redis may have lost its data
+	// (docs/adr/0026-redis-data-loss.md).
 	resyncDue atomic.Bool
 	// epoch is the value of <prefix>{epoch} this replica last saw; a
 	// different one means Redis lost its data meanwhile. Read and written
@@ -192,7 +193,7 @@ var (
 	// errRedisLost: Redis has no hash for the session, but it lost its
 	// data a moment ago, so a replica holding a copy may be writing it
 	// back: 503 with Retry-After, not a 404 that would make the client
-	// drop a live session (issue 7, point 6).
+	// drop a live session (docs/adr/0026-redis-data-loss.md).
 	errRedisLost = errors.New("redis lost its data a moment ago; the client session may still be written back")
 )
 
@@ -238,16 +239,16 @@ func (m *redisSessions) ttlMs() int64             { return max(m.idle.Millisecon
 
 // replicaKey is replica's liveness key, which it refreshes every
 // heartbeat while it runs: a replica whose key expired is dead, and
-// another takes over as home of its sessions (issue 7 point 2,
-// redislog.go).
+// another takes over as home of its sessions, so their broadcasts are
+// still logged (redislog.go).
 func (m *redisSessions) replicaKey(replica string) string { return m.prefix + "replica:" + replica }
 
 // epochKey and freshKey tell a session Redis lost (a restart without
-// persistence) from one that ended (issue 7, point 6): the epoch key has
-// no TTL, so its absence means Redis lost its data, and the first
-// replica to find it missing writes a new one, with freshKey beside it
-// for lossGrace, while the replicas holding copies write them back. One
-// slot (the braces), for scriptEpoch.
+// persistence) from one that ended (docs/adr/0026-redis-data-loss.md):
+// the epoch key has no TTL, so its absence means Redis lost its data, and
+// the first replica to find it missing writes a new one, with freshKey
+// beside it for lossGrace, while the replicas holding copies write them
+// back. One slot (the braces), for scriptEpoch.
 func (m *redisSessions) epochKey() string { return m.prefix + "{epoch}" }
 func (m *redisSessions) freshKey() string { return m.epochKey() + ":new" }
 
@@ -264,7 +265,7 @@ func (m *redisSessions) lossGrace() time.Duration {
 // it, so that others take over at once) and checks the epoch: a new one
 // means Redis lost its data, and every local copy is re-read at once, so
 // that those Redis lacks are written back before lossGrace runs out
-// (issue 7, point 6).
+// (docs/adr/0026-redis-data-loss.md).
 func (m *redisSessions) heartbeat(alive bool) {
 	if m.skipping() != nil {
 		return
@@ -387,10 +388,10 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 // sessionFields encodes what initialize established and what the client
 // changed since, as HSET arguments, with home when this copy is the
 // session's home: a rewrite after Redis lost the session must put it
-// back, or no copy's tools/list_changed would be logged for it (issue 7
-// point 2), and a claim made while Redis was skipped is written this way.
-// The rewrite script sets home only where Redis names none, so a home
-// another replica claimed meanwhile stands.
+// back, or no copy's tools/list_changed would be logged for it (only the
+// home logs a broadcast; redislog.go), and a claim made while Redis was
+// skipped is written this way. The rewrite script sets home only where
+// Redis names none, so a home another replica claimed meanwhile stands.
 func sessionFields(s *ClientSession) ([]any, error) {
 	client, err := json.Marshal(s.client)
 	if err != nil {
@@ -414,21 +415,21 @@ func sessionFields(s *ClientSession) ([]any, error) {
 
 // Get returns this replica's copy, materialising it from Redis on first
 // sight. An error other than ErrSessionNotFound means Redis could not
-// say: the transport answers 503 with Retry-After, never a 404 that
-// would make the client drop a live session (issue 7, point 6).
+// say: the transport answers 503 with Retry-After, never a 404 that would
+// make the client drop a live session (docs/adr/0026-redis-data-loss.md).
 //
 // The copy returned is touched under the store's lock, which evict takes
-// to re-check idleness: the sweeper cannot let go of a copy a request
-// has just been given, which would then answer 404 (errSessionEnded) for
-// a session alive in Redis (issue 7, points 1 and 5).
+// to re-check idleness: the sweeper cannot let go of a copy a request has
+// just been given, which would then answer 404 (errSessionEnded) for a
+// session alive in Redis (docs/adr/0025-shared-copy-lifetime.md).
 //
 // A copy idle here for longer than the idle timeout (the home's, which
 // the sweeper keeps) may have outlived the session: Redis expired it and
 // the other replicas answer 404. It is confirmed in Redis, which extends
 // the TTL, before it is served; served blindly, it would be touched, and
 // the sweeper would then find the hash of a recently used copy missing
-// and write it back: an idle expiry must end the session on every
-// replica (issue 7, point 5). Redis unable to say: 503.
+// and write it back: an idle expiry must end the session on every replica
+// (docs/adr/0025-shared-copy-lifetime.md). Redis unable to say: 503.
 func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, error) {
 	if !possibleSessionID(id) {
 		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
@@ -505,7 +506,8 @@ func (m *redisSessions) local(id string, confirmed bool) (s *ClientSession, stal
 }
 
 // confirm asks Redis whether the session of a stale copy still lives,
-// extending its TTL if so; if it ended, the copy goes (issue 7, point 5).
+// extending its TTL if so; if it ended, the copy goes
+// (docs/adr/0025-shared-copy-lifetime.md).
 func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	if err := m.skipping(); err != nil {
 		return err
@@ -535,7 +537,7 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 }
 
 // lossCheck is what tells, beside a read of a session's hash, a session
-// that ended from one Redis lost (issue 7, point 6).
+// that ended from one Redis lost (docs/adr/0026-redis-data-loss.md).
 type lossCheck struct{ ended, epoch, fresh *redis.IntCmd }
 
 func (m *redisSessions) queueLossCheck(ctx context.Context, p redis.Pipeliner, id string) lossCheck {
@@ -616,9 +618,10 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	return s, nil
 }
 
-// Delete ends the session everywhere (issue 7, point 5): the keys go, a
-// tombstone stops a replica that was cut off from resurrecting it, and
-// the end is published so every replica drops its copy.
+// Delete ends the session everywhere, so it is 404 on every replica
+// afterwards: the keys go, a tombstone stops a replica that was cut off
+// from resurrecting it, and the end is published so every replica drops
+// its copy.
 func (m *redisSessions) Delete(ctx context.Context, id string) error {
 	if err := m.skipping(); err != nil {
 		return err
@@ -672,8 +675,9 @@ func (m *redisSessions) drop(id string) bool {
 // if it is still the copy and still idle since cutoff, checked under the
 // lock Get touches under, so that a copy a request was just given stays.
 // A busy copy never goes: terminating it would cancel a handler that the
-// client, active on other replicas, still waits for (issue 7, point 5 of
-// the review); the sweeper keeps its keys alive instead.
+// client, active on other replicas, still waits for
+// (docs/adr/0025-shared-copy-lifetime.md); the sweeper keeps its keys
+// alive instead.
 func (m *redisSessions) evict(s *ClientSession, cutoff time.Time) {
 	m.mu.Lock()
 	if m.byID[s.id] != s || s.busy() || !s.idleSince(cutoff) {
@@ -712,8 +716,8 @@ func (m *redisSessions) Close() {
 	m.psMu.Unlock()
 	// The appender first: cancelling bg under a pipeline in flight would
 	// lose the batch and everything still queued, on every graceful
-	// shutdown (issue 7 point 6). It finishes its batch and flushes the
-	// queue; a Redis that does not answer is cut off after a bound.
+	// shutdown. It finishes its batch and flushes the queue; a Redis that
+	// does not answer is cut off after a bound.
 	drain := time.NewTimer(m.drainBound())
 	select {
 	case <-m.drained:
@@ -745,8 +749,9 @@ func (m *redisSessions) drainBound() time.Duration {
 }
 
 // writeThrough stores a change the client made on this replica and
-// publishes it. The change already holds here; if Redis fails, it is
-// kept as unsaved and replayed, alone, when Redis answers (point 6).
+// publishes it. The change already holds here; if Redis fails, it is kept
+// as unsaved and replayed, alone, when Redis answers
+// (docs/adr/0024-replay-changes-after-outage.md).
 func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	c.Origin, c.ID = m.self, s.id
 	sc := sharedCopy(s)
@@ -759,7 +764,8 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
 	var cmd *redis.Cmd
-	// The reverse index changes in the same round trip (issue 7, point 2;
+	// The reverse index changes in the same round trip
+	// (docs/adr/0016-resource-updates-logged-by-origin.md;
 	// redisfanout.go). Not in the script: its key is in another Cluster
 	// slot.
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -827,13 +833,14 @@ func changeField(c sessionChange) string {
 
 // missing handles a local copy whose hash is gone. A DELETE leaves a
 // tombstone, and a copy nobody used here for the idle timeout has
-// outlived its session (the idle timeout ends it everywhere, point 5),
-// unless work of it runs here (busy: point 5 of the review); anything
+// outlived its session (the idle timeout ends it everywhere), unless work
+// of it runs here (busy; docs/adr/0025-shared-copy-lifetime.md); anything
 // else means Redis lost it (a restart without persistence, or its TTL ran
 // out while this replica could not refresh it), and the copy is written
-// back rather than ended, since a client still uses it (issue 7, point
-// 6). The sweeper's rewrite checks the tombstone and drops the copy if
-// there is one (point 5).
+// back rather than ended, since a client still uses it
+// (docs/adr/0026-redis-data-loss.md). The sweeper's rewrite checks the
+// tombstone and drops the copy if there is one (DELETE ends a session
+// everywhere).
 func (m *redisSessions) missing(s *ClientSession) {
 	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) && !s.busy() {
 		m.evict(s, cutoff)
@@ -870,7 +877,8 @@ func (m *redisSessions) ok() { m.conn.Observe(nil) }
 // health is told when the breaker opens and closes: the outage is logged
 // once each way, and when it ends every copy is re-read, not only those
 // with unsaved changes: Redis may have lost its data, and another replica
-// then answers 503 for them until they are written back.
+// then answers 503 for them until they are written back
+// (docs/adr/0026-redis-data-loss.md).
 func (m *redisSessions) health(available bool) {
 	if !available {
 		m.log.Warn().Str("channel", m.channel).

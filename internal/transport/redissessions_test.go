@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -67,9 +68,9 @@ func replica(t *testing.T, rdb redis.UniversalClient, prefix string, mods ...fun
 	}))
 }
 
-// publish reports uri's update on origin alone, as a mutation there
-// does: with shared sessions, the origin logs it for every subscriber,
-// wherever its stream is (issue 7, point 2).
+// publish reports uri's update on origin alone, as a mutation there does:
+// with shared sessions, the origin logs it for every subscriber, wherever
+// its stream is (docs/adr/0016-resource-updates-logged-by-origin.md).
 func publish(t *testing.T, uri string, origin *harness) {
 	t.Helper()
 	if _, err := origin.tr.ResourceUpdated("", uri); err != nil {
@@ -81,17 +82,18 @@ func publish(t *testing.T, uri string, origin *harness) {
 func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	t.Helper()
 	key := redisKeys(prefix).session(sid)
-	eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
+	testutil.Eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
 		n := hgetInt(t, rdb, key, "gseq")
 		return n >= seq
 	})
 }
 
-// TestRedisSessions_AnyReplica is issue 7's scenario on two replicas:
-// initialize on A, call on B, subscription changes seen by both, events
-// written while no stream is open read by a GET on B, a resumption on A
-// with Last-Event-ID that replays exactly the missed events once, and a
-// DELETE on A that ends the session on B too (points 1, 3, 5).
+// TestRedisSessions_AnyReplica is the shared-session scenario of
+// docs/adr/0015-shared-client-sessions.md on two replicas: initialize on
+// A, call on B, subscription changes seen by both, events written while
+// no stream is open read by a GET on B, a resumption on A with
+// Last-Event-ID that replays exactly the missed events once, and a DELETE
+// on A that ends the session on B too.
 func TestRedisSessions_AnyReplica(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -106,7 +108,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	}
 	b.subscribe(t, sid, "test://x")
 	sa := a.session(t, sid)
-	eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
+	testutil.Eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
 		return sa.LogLevel() == "error" && sa.subscribed("test://x")
 	})
 
@@ -129,7 +131,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	g.close() // the client processed g-1 and g-2 only
 
 	// B held the GET stream, so B is now home (for tools/list_changed).
-	eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
+	testutil.Eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
 	for i := 4; i <= 5; i++ {
 		publish(t, "test://x", []*harness{a, b}[i%2])
 	}
@@ -163,7 +165,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 		t.Fatalf("DELETE on A: %s", res)
 	}
 	r.waitEnd(t)
-	eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
+	testutil.Eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
 		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after DELETE: %s, want 404", name, res)
@@ -203,9 +205,9 @@ func TestRedisSessions_Lookup(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_IdleTimeout: a session used on one replica only
-// stays alive on the other, and once nobody uses it, it ends on both
-// (point 5).
+// TestRedisSessions_IdleTimeout: a session used on one replica only stays
+// alive on the other, and once nobody uses it, it ends on both
+// (docs/adr/0025-shared-copy-lifetime.md).
 func TestRedisSessions_IdleTimeout(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -219,7 +221,7 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 	}
 	a.toolsListOK(t, sid) // kept alive by B's use
 	// Nobody uses it now: it expires in Redis (no request may poll it).
-	eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
+	testutil.Eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
 		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after the idle timeout: %s, want 404", name, res)
@@ -227,10 +229,11 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_RedisDown is point 6: with Redis unreachable, a
-// session the replica knows keeps working, one it cannot resolve gets
-// 503 with Retry-After (never 404), and when Redis is back the replica
-// resolves it again and the change it acknowledged meanwhile is in Redis.
+// TestRedisSessions_RedisDown (docs/adr/0026-redis-data-loss.md): with
+// Redis unreachable, a session the replica knows keeps working, one it
+// cannot resolve gets 503 with Retry-After (never 404), and when Redis is
+// back the replica resolves it again and the change it acknowledged
+// meanwhile is in Redis.
 func TestRedisSessions_RedisDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -267,10 +270,10 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	}
 
 	proxy.Restore()
-	eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
+	testutil.Eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
 		return a.post(t, unknown, rpc(5, "tools/list", nil)).Status == http.StatusOK
 	})
-	eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
+	testutil.Eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
 		v := hget(t, direct, redisKeys(prefix).session(known), "s:test://down")
 		return v == "1"
 	})
@@ -299,17 +302,18 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	}
 }
 
-// TestRedisSessions_BusyCopyStays (issue 7, point 5 of the review): the
-// client started a long tool call (or one that asks it for sampling) on
-// B and went on working on A, or went quiet, for longer than the idle
-// timeout. What the client would notice before the fix: B let go of its
-// "idle" copy and so cancelled the running handler — the call never
-// answered, its stream ended without a response, the sampling answer
-// reached nobody — and, the client quiet, the session itself expired
-// under the running call. A copy with a request in flight, or a
-// server-to-client request pending, now stays, and its replica keeps the
-// session's keys alive while the work runs. (A is the session's home,
-// whose copy stays anyway; B's is an ordinary copy.)
+// TestRedisSessions_BusyCopyStays
+// (docs/adr/0025-shared-copy-lifetime.md): the client started a long tool
+// call (or one that asks it for sampling) on B and went on working on A,
+// or went quiet, for longer than the idle timeout. What the client would
+// notice before the fix: B let go of its "idle" copy and so cancelled the
+// running handler — the call never answered, its stream ended without a
+// response, the sampling answer reached nobody — and, the client quiet,
+// the session itself expired under the running call. A copy with a
+// request in flight, or a server-to-client request pending, now stays,
+// and its replica keeps the session's keys alive while the work runs. (A
+// is the session's home, whose copy stays anyway; B's is an ordinary
+// copy.)
 func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -443,7 +447,7 @@ func TestRedisSessions_WriteBackRetakesPlace(t *testing.T) {
 		t.Fatal(err) // Redis lost everything, epoch included
 	}
 	a.toolsListOK(t, sid) // the client goes on using its session here
-	eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
+	testutil.Eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
 	a.waitSweeps(t, 1)
 	if r := a.post(t, "", initBody(protocol.LatestVersion, nil)); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second session of a principal whose cap is 1: %s", r)

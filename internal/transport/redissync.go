@@ -133,7 +133,7 @@ func (m *redisSessions) onChange(payload string) {
 	switch {
 	case s == nil:
 	case c.Op == opEnd:
-		s.terminate() // point 5: ended on every replica
+		s.terminate() // DELETE or expiry ends it on every replica
 	case c.Op == opSync && c.Origin != m.self:
 		m.resync([]*ClientSession{s})
 	}
@@ -225,9 +225,10 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 		lost, unsaved, due := sharedCopy(s).syncState()
 		switch {
 		case lost && s.idleSince(cutoff) && !s.busy():
-			// Its client left while Redis could not take it back:
-			// the idle timeout ends it, everywhere (issue 7,
-			// point 5), rather than a write-back bringing it back.
+			// Its client left while Redis could not take it back: the
+			// idle timeout ends it, everywhere
+			// (docs/adr/0025-shared-copy-lifetime.md), rather than a
+			// write-back bringing it back.
 			m.evict(s, cutoff)
 			return true
 		case lost:
@@ -241,11 +242,10 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 		case due || !s.idleSince(last):
 			refresh = append(refresh, s)
 		case s.busy():
-			// A handler runs here (or waits on the client) however
-			// long the client stays away or works elsewhere: the
-			// session, and the logs of its POST streams, must not
-			// expire under it, nor the copy be let go (issue 7,
-			// point 5 of the review).
+			// A handler runs here (or waits on the client) however long
+			// the client stays away or works elsewhere: the session, and
+			// the logs of its POST streams, must not expire under it, nor
+			// the copy be let go (docs/adr/0025-shared-copy-lifetime.md).
 			refresh = append(refresh, s)
 		case unsaved || !s.idleSince(cutoff):
 		case s.isHome():
@@ -259,9 +259,10 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 	})
 	last = now
 	if m.skipping() != nil {
-		// Retried at the next round. Not a reason to write the copy
-		// back: it may only have served reads, and its view would
-		// undo what other replicas acknowledged (issue 7, point 1).
+		// Retried at the next round. Not a reason to write the copy back:
+		// it may only have served reads, and its view would undo what
+		// other replicas acknowledged
+		// (docs/adr/0024-replay-changes-after-outage.md).
 		for _, s := range refresh {
 			sharedCopy(s).setRefreshDue(true)
 		}
@@ -280,8 +281,9 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	if n == 0 {
 		return
 	}
-	// No write-through of these sessions crosses their replay or rewrite
-	// (point 1): it waits for this round.
+	// No write-through of these sessions crosses their replay or rewrite,
+	// which would undo it (docs/adr/0024-replay-changes-after-outage.md):
+	// it waits for this round.
 	locked := slices.Concat(replay, rewrite)
 	for _, s := range locked {
 		sharedCopy(s).wmu.Lock()
@@ -330,7 +332,8 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			// The reverse index's sets live as long as their members.
 			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
 			// So do the logs of POST streams whose handler runs here,
-			// however long it stays silent (issue 7 point 3).
+			// however long it stays silent, so a resume finds them
+			// (docs/adr/0018-streamed-responses-resume-anywhere.md).
 			for _, k := range s.mirroredKeys() {
 				p.PExpire(ctx, k, m.idle)
 			}
@@ -338,7 +341,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		// Only what the client changed here while Redis did not take it,
 		// each change as an idempotent HSET/HDEL published like a
 		// write-through: what other replicas acknowledged meanwhile
-		// stands (point 1).
+		// stands (docs/adr/0024-replay-changes-after-outage.md).
 		for i, s := range replay {
 			for _, c := range ops[i] {
 				replayed[i] = append(replayed[i], m.evalChange(ctx, p, s, c, true))
@@ -387,7 +390,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			switch v, err := c.Int(); {
 			case err != nil:
 				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
-				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis (point 6)
+				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis: replayed next round
 			case v == 0:
 				// Written back with the copy, or replayed again if
 				// another replica writes the session back first.
@@ -406,10 +409,11 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		s := rewrites[i].s
 		switch v, err := c.Int(); {
 		case err != nil:
-			// Still lost: tried again at the next round (point 6).
+			// Still lost: tried again at the next round, so nothing
+			// acknowledged is lost to an outage.
 			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session rewrite refused by redis")
 		case v == 0:
-			m.drop(s.id) // deleted (point 5): the tombstone says so
+			m.drop(s.id) // deleted (DELETE or expiry): the tombstone says so
 		case v == 1:
 			sharedCopy(s).written()
 			written = append(written, s)
@@ -431,10 +435,10 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 }
 
 // outage returns what makes a whole pipeline fail, so that it is retried
-// (issue 7, point 6): an error that is not a reply (the link, a
-// timeout), or, on any command, a reply of a Redis briefly unable to
-// serve anyone (retryableReply). nil when every failure is a verdict on
-// its own command (a script error).
+// (docs/adr/0023-get-needs-redis-position.md): an error that is not a
+// reply (the link, a timeout), or, on any command, a reply of a Redis
+// briefly unable to serve anyone (retryableReply). nil when every failure
+// is a verdict on its own command (a script error).
 func outage(err error, cmds []redis.Cmder) error {
 	if err == nil {
 		return nil

@@ -11,14 +11,16 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // TestUnsubscribeOnStaleCopyReachesRedis: a subscription change made on
 // one replica must not be decided against a copy that has not yet applied
-// the previous change from the channel (issue 7, point 1). The client
-// unsubscribes on B right after subscribing on A: B's copy may not know
-// the subscription yet, and the unsubscribe must reach Redis (hash and
-// reverse index) all the same.
+// the previous change from the channel
+// (docs/adr/0015-shared-client-sessions.md). The client unsubscribes on B
+// right after subscribing on A: B's copy may not know the subscription
+// yet, and the unsubscribe must reach Redis (hash and reverse index) all
+// the same.
 func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -31,8 +33,8 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	b.toolsListOK(t, sid)
 	const uri = "test://r1/stale"
 	index := redisKeys(prefix).subs("default", uri)
-	rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1")
-	rdb.SAdd(ctx, index, sid)
+	mustRedis(t, rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1"))
+	mustRedis(t, rdb.SAdd(ctx, index, sid))
 	if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
@@ -59,7 +61,7 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 		// Both changes have come back on the channel to both copies:
 		// nothing about them is still on its way to Redis.
 		sa, sb := a.session(t, sid), b.session(t, sid)
-		eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
+		testutil.Eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
 		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
@@ -71,12 +73,13 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	}
 }
 
-// TestGETDuringRedisBlipDoesNotReplay (issue 7, points 3 and 6): a GET
-// with Last-Event-ID on a replica that cannot read the stream's position
-// from Redis at that moment must not attach with its copy's stale one
-// (nothing, for a copy that never held the stream), which would replay,
-// once Redis answers, every event the client already had: it answers 503
-// with Retry-After, and the retry resumes exactly after the client's id.
+// TestGETDuringRedisBlipDoesNotReplay
+// (docs/adr/0023-get-needs-redis-position.md): a GET with Last-Event-ID
+// on a replica that cannot read the stream's position from Redis at that
+// moment must not attach with its copy's stale one (nothing, for a copy
+// that never held the stream), which would replay, once Redis answers,
+// every event the client already had: it answers 503 with Retry-After,
+// and the retry resumes exactly after the client's id.
 func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -111,7 +114,7 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 	// The client retries as told; once B reads the position, it resumes
 	// after g-3: nothing the client had comes again.
 	var r *sseConn
-	eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
+	testutil.Eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
 		r = tryGET(t, b, sid, "Last-Event-ID", "g-3")
 		return r != nil
 	})
@@ -153,9 +156,12 @@ func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *sseConn {
 	return c
 }
 
-// TestRewriteAfterRedisLossKeepsHome (issue 7, points 2 and 6): after Redis lost a session (restart without persistence), the
-// sweeper's rewrite puts back every field but "home", so the append
-// script refuses every tools/list_changed (-3) for that session for good.
+// TestRewriteAfterRedisLossKeepsHome (docs/adr/0026-redis-data-loss.md;
+// only the home logs a broadcast,
+// docs/adr/0016-resource-updates-logged-by-origin.md): after Redis lost a
+// session (restart without persistence), the sweeper's rewrite puts back
+// every field but "home", so the append script refuses every
+// tools/list_changed (-3) for that session for good.
 func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -166,8 +172,8 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	g.next(t) // priming; A holds the stream and is home
 	key := redisKeys(prefix).session(sid)
 	// Redis loses the session (FLUSHALL / restart without persistence).
-	rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g"))
-	eventually(t, waitLong, "the sweeper to write the session back", func() bool {
+	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
+	testutil.Eventually(t, waitLong, "the sweeper to write the session back", func() bool {
 		v := hget(t, rdb, key, "v")
 		return v != ""
 	})
@@ -184,7 +190,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 
 	// A hash that names no home (rewritten by a copy that was not home)
 	// is taken over by the next broadcast, not left without one.
-	rdb.HDel(context.Background(), key, "home")
+	mustRedis(t, rdb.HDel(context.Background(), key, "home"))
 	if _, err := a.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +202,14 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	}
 }
 
-// TestRedisErrorReplyRetriesEvents (issue 7, point 6): an error reply of
-// a Redis briefly unable to serve (READONLY during a failover, LOADING
-// after a restart, OOM, BUSY, MASTERDOWN...) is not a verdict on the
-// command: the batch is retried, so no acknowledged event is dropped,
-// and a rewrite it refused is tried again, so no acknowledged change is
-// lost. Uses a private redis-server (redistest.Start) made a read-only
-// replica for a moment.
+// TestRedisErrorReplyRetriesEvents
+// (docs/adr/0023-get-needs-redis-position.md): an error reply of a Redis
+// briefly unable to serve (READONLY during a failover, LOADING after a
+// restart, OOM, BUSY, MASTERDOWN...) is not a verdict on the command: the
+// batch is retried, so no acknowledged event is dropped, and a rewrite it
+// refused is tried again, so no acknowledged change is lost. Uses a
+// private redis-server (redistest.Start) made a read-only replica for a
+// moment.
 func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	// REPLICAOF would disturb every other test: a private server.
 	rdb := testRedis(t, redistest.Start(t).Addr())
@@ -246,16 +253,16 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	if got != 3 {
 		t.Fatalf("3 updates acknowledged, %d delivered: the ones refused with READONLY were dropped, not retried", got)
 	}
-	eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
+	testutil.Eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "level")
 		return v == "debug"
 	})
 }
 
-// TestCloseFlushesQueuedEvents (issue 7, point 6): Close while the
-// appender is writing must neither cancel its pipeline under it nor take
-// its own cancellation for a Redis outage (which skipped the final
-// flush): everything queued before a graceful shutdown reaches Redis.
+// TestCloseFlushesQueuedEvents: Close while the appender is writing must
+// neither cancel its pipeline under it nor take its own cancellation for
+// a Redis outage (which skipped the final flush): everything queued
+// before a graceful shutdown reaches Redis.
 func TestCloseFlushesQueuedEvents(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -279,11 +286,12 @@ func TestCloseFlushesQueuedEvents(t *testing.T) {
 	}
 }
 
-// TestGETOnAnotherReplicaSupersedesFirst (issue 7, point 2): a second GET
-// stream on another replica supersedes the first, as attach does in
-// memory: otherwise both would carry every event, and basic/transports
-// says a message MUST NOT be broadcast on several streams. The first is
-// closed with a retry hint.
+// TestGETOnAnotherReplicaSupersedesFirst
+// (docs/adr/0023-get-needs-redis-position.md): a second GET stream on
+// another replica supersedes the first, as attach does in memory:
+// otherwise both would carry every event, and basic/transports says a
+// message MUST NOT be broadcast on several streams. The first is closed
+// with a retry hint.
 func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -358,11 +366,12 @@ func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
 	}
 }
 
-// TestMadeUpSessionIDsCostNoRedisLookup (issue 7, point 6): an id that
-// newSessionID cannot have made is answered 404 without a Redis lookup,
-// as the in-memory store answers it, so a flood of made-up ids can
-// neither load Redis nor make it look unavailable to every client. The
-// replica's Redis is unreachable here: a lookup would answer 503.
+// TestMadeUpSessionIDsCostNoRedisLookup
+// (docs/adr/0023-get-needs-redis-position.md): an id that newSessionID
+// cannot have made is answered 404 without a Redis lookup, as the
+// in-memory store answers it, so a flood of made-up ids can neither load
+// Redis nor make it look unavailable to every client. The replica's Redis
+// is unreachable here: a lookup would answer 503.
 func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -398,10 +407,10 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	}
 }
 
-// TestSessionLoadsAreBounded (issue 7, point 6): past maxConcurrentLoads
-// materialisations in progress, a request for a session this replica
-// does not know gets 503 with Retry-After instead of one more Redis
-// round trip.
+// TestSessionLoadsAreBounded (docs/adr/0023-get-needs-redis-position.md):
+// past maxConcurrentLoads materialisations in progress, a request for a
+// session this replica does not know gets 503 with Retry-After instead of
+// one more Redis round trip.
 func TestSessionLoadsAreBounded(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -418,10 +427,10 @@ func TestSessionLoadsAreBounded(t *testing.T) {
 	b.toolsListOK(t, sid)
 }
 
-// TestSessionLoadOutlivesFirstCaller (issue 7, point 6): the load of a
-// session this replica does not know serves every request waiting for
-// it, so it must not run on the context of the request that began it: a
-// client that hangs up would fail the others with 503.
+// TestSessionLoadOutlivesFirstCaller: the load of a session this replica
+// does not know serves every request waiting for it, so it must not run
+// on the context of the request that began it: a client that hangs up
+// would fail the others with 503.
 func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
@@ -458,10 +467,10 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	}
 }
 
-// TestSweeperKeepsCopyJustGiven (issue 7, points 1 and 5): the sweeper
-// lets go of copies idle on this replica, but never of one Get has just
-// handed to a request, which would then answer 404 (errSessionEnded) for
-// a session alive in Redis.
+// TestSweeperKeepsCopyJustGiven (docs/adr/0025-shared-copy-lifetime.md):
+// the sweeper lets go of copies idle on this replica, but never of one
+// Get has just handed to a request, which would then answer 404
+// (errSessionEnded) for a session alive in Redis.
 func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)

@@ -16,7 +16,8 @@ var (
 	ErrSessionNotFound = errors.New("client session not found")
 	ErrTooManySessions = errors.New("too many client sessions")
 	// ErrPrincipalSessions: the principal holds its share of sessions
-	// already (issue 8, point 4); it should end one (DELETE) or wait.
+	// already (docs/adr/0027-session-caps.md); it should end one (DELETE)
+	// or wait.
 	ErrPrincipalSessions = errors.New("too many client sessions for this principal")
 	// ErrTenantSessions: the principal's tenant, all its principals
 	// together, holds its share already.
@@ -96,7 +97,8 @@ const sessionIDLen = 22
 // newSessionID: 16 bytes in unpadded base64url. Any other id names no
 // session of ours, in any store, so the shared store answers it 404
 // without a Redis lookup: a flood of made-up ids costs nothing and cannot
-// make Redis look unavailable to every client (issue 7, point 6).
+// make Redis look unavailable to every client
+// (docs/adr/0023-get-needs-redis-position.md).
 func possibleSessionID(id string) bool {
 	if len(id) != sessionIDLen {
 		return false
@@ -211,8 +213,9 @@ func (m *memorySessions) Close() {
 	}
 }
 
-// sweep ends idle sessions: a client that vanished without DELETE must not
-// keep its goroutines and logs forever (pitfalls.md).
+// sweep ends idle sessions: a client that vanished without DELETE must
+// not keep its goroutines and logs forever, or abandoned sessions would
+// grow the process without bound (docs/adr/0032-input-bounds.md).
 func (m *memorySessions) sweep(every time.Duration) {
 	defer close(m.done)
 	t := time.NewTicker(every)

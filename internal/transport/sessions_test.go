@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // ---------------------------------------------------------------------------
@@ -128,7 +129,7 @@ func TestSession_IdleTimeout(t *testing.T) {
 		_, err := h.tr.Sessions().Get(context.Background(), sid)
 		return errors.Is(err, ErrSessionNotFound)
 	}
-	eventually(t, waitLong, "the idle session to be ended", func() bool { return gone(idle) })
+	testutil.Eventually(t, waitLong, "the idle session to be ended", func() bool { return gone(idle) })
 	wantRPCError(t, h.post(t, idle, rpc(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
 
 	// Sweeps past their idle timeout leave the other two there.
@@ -149,8 +150,8 @@ func TestSession_IdleTimeout(t *testing.T) {
 	if r := waitReply(t, pending); r.Status != http.StatusOK {
 		t.Fatalf("blocked call: %s", r)
 	}
-	eventually(t, waitLong, "the formerly streaming session to be ended", func() bool { return gone(streaming) })
-	eventually(t, waitLong, "the formerly busy session to be ended", func() bool { return gone(busy) })
+	testutil.Eventually(t, waitLong, "the formerly streaming session to be ended", func() bool { return gone(streaming) })
+	testutil.Eventually(t, waitLong, "the formerly busy session to be ended", func() bool { return gone(busy) })
 	if n := h.tr.Sessions().Len(); n != 0 {
 		t.Errorf("sessions = %d, want 0", n)
 	}
@@ -207,7 +208,7 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 		all = append(all, v)
 	}
 	for _, v := range all {
-		eventually(t, waitLong, v.name+": the vanished client's session to be ended", func() bool { return gone(v.sess.id) })
+		testutil.Eventually(t, waitLong, v.name+": the vanished client's session to be ended", func() bool { return gone(v.sess.id) })
 		waitChan(t, v.sess.ctx.Done(), v.name+": the handler's context to be cancelled")
 		if v.blk != nil {
 			waitChan(t, v.blk.cancelled, v.name+": the handler to see its context end")
@@ -712,10 +713,10 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 	})
 }
 
-// One principal cannot hold more than its share of client sessions (issue
-// 8, point 4), nor one tenant, all its principals together; other
-// principals and tenants are unaffected, and ending a session frees its
-// place.
+// One principal cannot hold more than its share of client sessions
+// (docs/adr/0027-session-caps.md), nor one tenant, all its principals
+// together; other principals and tenants are unaffected, and ending a
+// session frees its place.
 func TestMemorySessions_PerPrincipalAndTenantCaps(t *testing.T) {
 	m := newMemorySessions(context.Background(), time.Minute, 100, sessionCaps{perPrincipal: 2, perTenant: 3}, time.Now)
 	defer m.Close()

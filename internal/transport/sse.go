@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// startSSE writes the headers of an event stream and flushes them at once,
-// so the client is not left waiting for the first event (pitfalls.md).
+// startSSE writes the headers of an event stream and flushes them at
+// once, so the client is not left waiting for the first event: its
+// request completes only once the headers arrive, and a quiet stream may
+// send no event for a long time.
 func startSSE(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = []string{"text/event-stream"}

@@ -35,8 +35,9 @@ type Options struct {
 	KeepAliveInterval  time.Duration
 	EventLogSize       int
 	MaxSessions        int
-	// MaxSessionsPerPrincipal caps one principal's client sessions (issue
-	// 8, point 4); 0 means no cap. Over it, initialize gets 429.
+	// MaxSessionsPerPrincipal caps one principal's client sessions
+	// (docs/adr/0027-session-caps.md); 0 means no cap. Over it,
+	// initialize gets 429.
 	MaxSessionsPerPrincipal int
 	// MaxSessionsPerTenant caps the client sessions of one tenant, all
 	// its principals together; 0 means no cap. Over it, initialize gets
@@ -57,9 +58,10 @@ type Options struct {
 	// DefaultMaxClientResponseBytes.
 	MaxClientResponseBytes int
 	// MaxStreamsPerSession caps the SSE streams one client session has
-	// open on a replica (issue 8, point 4): a GET that would open one
-	// more gets 429. POST responses that stream count, but are bounded by
-	// the in-flight request limit rather than refused. 0 means no cap.
+	// open on a replica, so one client cannot hold connections without
+	// bound: a GET that would open one more gets 429. POST responses that
+	// stream count, but are bounded by the in-flight request limit rather
+	// than refused. 0 means no cap.
 	MaxStreamsPerSession int
 	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
 	// each write of a response or stream event.
@@ -70,19 +72,21 @@ type Options struct {
 	// the default tenant (tests, and embedding without auth).
 	Auth Authenticator
 	// Limit, if set, spends one request of the principal's HTTP request
-	// budget (issue 8, point 4); refused, the request gets 429 with
-	// Retry-After before anything else is read.
+	// budget (docs/adr/0022-rate-limits.md); refused, the request gets
+	// 429 with Retry-After before anything else is read.
 	Limit func(ctx context.Context, p auth.Principal) (ok bool, retryAfter time.Duration)
 	// Observe, if set, is told the HTTP method and status of every
-	// request to the endpoint once it is answered (metrics; issue 9).
+	// request to the endpoint once it is answered (metrics;
+	// docs/adr/0029-metrics-at-scrape-time.md).
 	Observe func(method string, status int)
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
 	// Redis, when set (and Sessions is not), shares client sessions
-	// between replicas (issue 7): their state and their GET stream's
-	// event log live in Redis, so any replica serves any request. It must
-	// be created with ContextTimeoutEnabled: true, so RedisTimeout bounds
-	// each call; the transport does not close it.
+	// between replicas (docs/adr/0015-shared-client-sessions.md): their
+	// state and their GET stream's event log live in Redis, so any
+	// replica serves any request. It must be created with
+	// ContextTimeoutEnabled: true, so RedisTimeout bounds each call; the
+	// transport does not close it.
 	Redis redis.UniversalClient
 	// RedisKeyPrefix starts every key and channel name (default
 	// "mcp-runtime:"); replicas serving the same clients share it.
@@ -228,9 +232,10 @@ func (t *Transport) Sessions() SessionStore { return t.sessions }
 // With shared client sessions it must be called on the replica where the
 // change happened, and only there: that replica writes the notification
 // into the log of every subscribed session in Redis, wherever its stream
-// is (issue 7, point 2; redisfanout.go). It queues the work and returns
-// at once, without a Redis round trip, so it cannot know the count and
-// always reports 0; RedisStats counts the outcome.
+// is (docs/adr/0016-resource-updates-logged-by-origin.md;
+// redisfanout.go). It queues the work and returns at once, without a
+// Redis round trip, so it cannot know the count and always reports 0;
+// RedisStats counts the outcome.
 func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default

@@ -1,8 +1,8 @@
 // Package deploy checks the deployment artefacts (the Dockerfile, its
-// .dockerignore and the Helm chart in helm/mcp-runtime) against the server
-// they package: the image must hold a static binary that runs as non-root
-// and listens where the chart's probes and Service look, and the chart must
-// render manifests a platform engineer can run in production (issue 9).
+// .dockerignore and the Helm chart in helm/mcp-runtime) against the
+// server they package: the image must hold a static binary that runs as
+// non-root and listens where the chart's probes and Service look, and the
+// chart must render manifests a platform engineer can run in production.
 //
 // No Docker engine or cluster is needed: the Dockerfile is read with
 // BuildKit's own parser, and the chart is rendered with the pinned helm

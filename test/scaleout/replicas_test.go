@@ -1,6 +1,7 @@
 // Package scaleout runs cmd/api as separate processes sharing one
 // PostgreSQL database and one Redis, and checks that any replica serves
-// any request of any client session (issue 7).
+// any request of any client session, with no sticky sessions
+// (docs/adr/0015-shared-client-sessions.md).
 package scaleout
 
 import (

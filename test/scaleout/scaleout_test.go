@@ -15,7 +15,8 @@ import (
 const planURI = "memory://team/plan"
 
 // Three cmd/api processes share one PostgreSQL database and one Redis;
-// clients send their requests to any of them (issue 7, "Tests").
+// clients send their requests to any of them
+// (docs/adr/0015-shared-client-sessions.md).
 func TestThreeReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three server processes")
@@ -105,9 +106,10 @@ func TestThreeReplicas(t *testing.T) {
 	}
 }
 
-// Redis stops mid-test and comes back empty (issue 7, point 6): sessions
-// a replica knows keep working, one it cannot resolve gets 503 with
-// Retry-After (never 404), and everything works again once Redis is back.
+// Redis stops mid-test and comes back empty
+// (docs/adr/0026-redis-data-loss.md): sessions a replica knows keep
+// working, one it cannot resolve gets 503 with Retry-After (never 404),
+// and everything works again once Redis is back.
 func TestRedisOutageAcrossReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes")

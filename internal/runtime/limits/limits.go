@@ -10,7 +10,7 @@
 //     ARRAY_TOO_LARGE violation.
 //   - INV-MCP-LIMIT-002 (early rejection): [Checker.Check] only reads the raw
 //     JSON, so the caller can reject the call before decoding the arguments
-//     or running the handler; the call path wires it in (runtime/pipeline).
+//     or running the handler; the call path wires it in (internal/pipeline).
 //   - INV-MCP-LIMIT-003 (tool-specific limits): a tool's entry in
 //     toolArrayLimits beats maxArraySize; see [Checker.ArrayLimit].
 //   - INV-MCP-LIMIT-004 (descriptive errors): each [Violation] carries the

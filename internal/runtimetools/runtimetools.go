@@ -1,7 +1,8 @@
-// Package builtin holds the tools and resources every mcp-runtime serves
-// regardless of storage: runtime introspection for agents and operators.
-// The stateful tools (memory, session, agent, trace) live beside the store.
-package builtin
+// Package runtimetools holds the tools and resources every mcp-runtime
+// serves regardless of storage: runtime introspection for agents and
+// operators. The stateful tools (memory, session, agent, trace) are
+// statetools'.
+package runtimetools
 
 import (
 	"context"
@@ -9,9 +10,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 )
 
@@ -49,13 +51,13 @@ func no() *bool  { v := false; return &v }
 
 // Register adds the runtime tools, through the guardrail pipeline, and the
 // runtime://info resource.
-func Register(srv *handlers.Server, p *pipeline.Pipeline, in Info) error {
+func Register(srv *handlers.Server, p *guarded.Pipeline, in Info) error {
 	readOnly := &protocol.ToolAnnotations{ReadOnlyHint: yes(), DestructiveHint: no(), IdempotentHint: yes(), OpenWorldHint: no()}
 	type echoArgs struct {
 		Text string `json:"text"`
 	}
-	err := p.Register(srv.Tools(),
-		pipeline.Tool{
+	err := guarded.Register(srv.Tools(), p,
+		guarded.Tool{
 			Name:        "runtime.echo",
 			Title:       "Echo",
 			Description: "Returns the given text unchanged, as data.text. Use it to check that the server is reachable and to measure round-trip latency through it.",
@@ -70,7 +72,7 @@ func Register(srv *handlers.Server, p *pipeline.Pipeline, in Info) error {
 				return a, nil
 			},
 		},
-		pipeline.Tool{
+		guarded.Tool{
 			Name:        "runtime.info",
 			Title:       "Server information",
 			Description: "Describes this mcp-runtime server: name, version, uptime, the protocol version of your client session, the versions it supports, and how many client sessions are open.",

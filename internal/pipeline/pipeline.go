@@ -1,6 +1,6 @@
 // Package pipeline applies the runtime guardrails to a tool: it turns a
-// tool that returns data into a handlers.Tool whose every call goes
-// through the request path of DESIGN.md, steps 3 to 7:
+// tool that returns data into the handlers of a guarded tool, whose every
+// call goes through the request path of DESIGN.md, steps 3 to 7:
 //
 //  1. request limits, one walk over the arguments (runtime/limits,
 //     INV-MCP-LIMIT-*), and the guard gates (runtime/guard), before the
@@ -11,6 +11,11 @@
 //     truncation (runtime/response, INV-MCP-RESP-*), and durationMs on
 //     every result, completed, failed or timed out;
 //  4. the near-timeout audit.
+//
+// It knows nothing of the MCP layer (docs/architecture-layers.md): it is
+// generic in the call type, of which it reads only what Call declares, so
+// a tool's Run gets the MCP layer's call whole. Package guarded
+// instantiates it with handlers.ToolCall and registers the result.
 package pipeline
 
 import (
@@ -21,19 +26,34 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 )
+
+// Call is what the guardrails read of one tool call.
+type Call interface {
+	// ToolName is the canonical name of the tool called.
+	ToolName() string
+	// RawArguments are the arguments as the client sent them.
+	RawArguments() json.RawMessage
+	// ClientSessionID is the id of the call's client session, "" without one.
+	ClientSessionID() string
+	// AnswerEarly sends res as the call's response before the handler
+	// returns; false if it was already answered.
+	AnswerEarly(res *protocol.CallToolResult) bool
+}
 
 // Tool is a tool as the pipeline takes it: Run returns the data of a
 // successful call or an error (a *response.Error keeps its code; other
-// errors map through response.FromError).
-type Tool struct {
+// errors map through response.FromError). Title, Description,
+// InputSchema, Annotations and LongRunning are carried to the guarded
+// tool for the registry.
+type Tool[C Call] struct {
 	Name        string // canonical dotted name
 	Title       string
 	Description string
@@ -52,7 +72,24 @@ type Tool struct {
 	// schema (DESIGN.md, "Gateway fidelity").
 	PassThrough  bool
 	OutputSchema json.RawMessage
-	Run          func(ctx context.Context, call *handlers.ToolCall) (any, error)
+	Run          func(ctx context.Context, call C) (any, error)
+}
+
+// Guarded is a Tool with the guardrails around it: the functions and the
+// outputSchema the tool registry takes (handlers.Tool's Precheck, Invalid,
+// Handler and OutputSchema), besides the tool's own description.
+type Guarded[C Call] struct {
+	Tool[C]
+	// Output is the outputSchema to list: the envelope's JSON Schema, or
+	// the other server's (Tool.OutputSchema) for a PassThrough tool.
+	Output json.RawMessage
+	// Precheck runs the limits and the guard gates before the arguments
+	// are validated against the schema; a non-nil result rejects the call.
+	Precheck func(ctx context.Context, call C) *protocol.CallToolResult
+	// Invalid answers a call whose arguments fail the input schema.
+	Invalid func(ctx context.Context, call C, message string) *protocol.CallToolResult
+	// Handler runs the call under its deadline and builds the envelope.
+	Handler func(ctx context.Context, call C) (*protocol.CallToolResult, error)
 }
 
 // Config holds the guardrails' settings.
@@ -69,7 +106,7 @@ type Config struct {
 	// queues and drops when full).
 	Record func(CallRecord)
 	// Admit, if set, decides first whether the call may run at all (the
-	// caller's rate limit, issue 8 point 4); a non-nil error (RATE_LIMITED
+	// caller's rate limit, rateLimits.toolCalls); a non-nil error (RATE_LIMITED
 	// with retryAfterMs) answers the call, which is recorded like any
 	// other rejection.
 	Admit func(ctx context.Context, tool string) *response.Error
@@ -99,7 +136,7 @@ type Result struct {
 }
 
 // Pipeline wraps tools in the guardrails.
-type Pipeline struct {
+type Pipeline[C Call] struct {
 	cfg     Config
 	checker *limits.Checker
 	guard   *guard.Policy
@@ -107,7 +144,7 @@ type Pipeline struct {
 }
 
 // New validates cfg and returns a pipeline whose gates use policy.
-func New(cfg Config, policy *guard.Policy, log zerolog.Logger) (*Pipeline, error) {
+func New[C Call](cfg Config, policy *guard.Policy, log zerolog.Logger) (*Pipeline[C], error) {
 	if err := cfg.Timeouts.Validate(); err != nil {
 		return nil, err
 	}
@@ -118,30 +155,28 @@ func New(cfg Config, policy *guard.Policy, log zerolog.Logger) (*Pipeline, error
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{cfg: cfg, checker: checker, guard: policy, log: log}, nil
+	return &Pipeline[C]{cfg: cfg, checker: checker, guard: policy, log: log}, nil
 }
 
-// Tool returns t as a handlers.Tool with the guardrails around it and the
-// envelope's JSON Schema as its outputSchema.
-func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
+// Wrap returns t with the guardrails around it and the envelope's JSON
+// Schema as its outputSchema.
+func (p *Pipeline[C]) Wrap(t Tool[C]) (Guarded[C], error) {
 	if !t.Category.Valid() {
-		return handlers.Tool{}, fmt.Errorf("tool %s: category %q: use query, mutation, scan or execution", t.Name, t.Category)
+		return Guarded[C]{}, fmt.Errorf("tool %s: category %q: use query, mutation, scan or execution", t.Name, t.Category)
 	}
 	if t.Run == nil {
-		return handlers.Tool{}, fmt.Errorf("tool %s: Run is nil", t.Name)
+		return Guarded[C]{}, fmt.Errorf("tool %s: Run is nil", t.Name)
 	}
-	exposed := handlers.ExposedName(t.Name, p.cfg.Separator)
+	exposed := toolname.Exposed(t.Name, p.cfg.Separator)
 	limit := p.cfg.Timeouts.For(t.Name, exposed, t.Category)
 	output := response.EnvelopeSchema()
 	if t.PassThrough {
 		output = t.OutputSchema
 	}
-	return handlers.Tool{
-		Name: t.Name, Title: t.Title, Description: t.Description,
-		InputSchema: t.InputSchema, OutputSchema: output, Annotations: t.Annotations,
-		LongRunning: t.LongRunning,
-		Precheck:    p.precheck(t),
-		Invalid: func(ctx context.Context, call *handlers.ToolCall, msg string) *protocol.CallToolResult {
+	return Guarded[C]{
+		Tool: t, Output: output,
+		Precheck: p.precheck(t),
+		Invalid: func(ctx context.Context, call C, msg string) *protocol.CallToolResult {
 			return p.fail(ctx, call, t, time.Now(), response.NewError(response.CodeInvalidInput, "%s", msg))
 		},
 		Handler: p.handler(t, exposed, limit),
@@ -152,7 +187,7 @@ func (p *Pipeline) Tool(t Tool) (handlers.Tool, error) {
 // without its structuredContent when t lists another server's
 // outputSchema, which the envelope does not match (a client validating
 // structuredContent against the listed schema would reject the answer).
-func (p *Pipeline) failure(t Tool, e *response.Error, meta response.Metadata) *protocol.CallToolResult {
+func (p *Pipeline[C]) failure(t Tool[C], e *response.Error, meta response.Metadata) *protocol.CallToolResult {
 	res := response.Failure(e, meta, p.cfg.Response)
 	if t.PassThrough && len(t.OutputSchema) > 0 {
 		res.StructuredContent, res.StructuredCompact = nil, false
@@ -160,16 +195,16 @@ func (p *Pipeline) failure(t Tool, e *response.Error, meta response.Metadata) *p
 	return res
 }
 
-func (p *Pipeline) precheck(t Tool) func(context.Context, *handlers.ToolCall) *protocol.CallToolResult {
+func (p *Pipeline[C]) precheck(t Tool[C]) func(context.Context, C) *protocol.CallToolResult {
 	name := t.Name
-	return func(ctx context.Context, call *handlers.ToolCall) *protocol.CallToolResult {
+	return func(ctx context.Context, call C) *protocol.CallToolResult {
 		start := time.Now()
 		if p.cfg.Admit != nil {
 			if rej := p.cfg.Admit(ctx, name); rej != nil {
 				return p.fail(ctx, call, t, start, rej)
 			}
 		}
-		args := call.Arguments
+		args := call.RawArguments()
 		var violations []limits.Violation
 		if len(args) > 0 {
 			violations = p.checker.Check(name, args)
@@ -183,34 +218,32 @@ func (p *Pipeline) precheck(t Tool) func(context.Context, *handlers.ToolCall) *p
 }
 
 // fail answers a call rejected before its handler ran, and records it.
-func (p *Pipeline) fail(ctx context.Context, call *handlers.ToolCall, t Tool, start time.Time, e *response.Error) *protocol.CallToolResult {
+func (p *Pipeline[C]) fail(ctx context.Context, call C, t Tool[C], start time.Time, e *response.Error) *protocol.CallToolResult {
 	d := time.Since(start)
 	res := p.failure(t, e, response.Metadata{DurationMs: d.Milliseconds()})
 	p.record(ctx, call, t.Category, e.Code, d, res)
 	return res
 }
 
-func (p *Pipeline) record(ctx context.Context, call *handlers.ToolCall, cat timeout.Category, code response.Code, d time.Duration, res *protocol.CallToolResult) {
+func (p *Pipeline[C]) record(ctx context.Context, call C, cat timeout.Category, code response.Code, d time.Duration, res *protocol.CallToolResult) {
 	if p.cfg.Record == nil {
 		return
 	}
-	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.Name, Category: cat, ErrorCode: code, Duration: d, ArgBytes: len(call.Arguments)}
-	if call.Session != nil {
-		rec.ClientSession = call.Session.ID()
-	}
+	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.ToolName(), Category: cat, ErrorCode: code, Duration: d,
+		ArgBytes: len(call.RawArguments()), ClientSession: call.ClientSessionID()}
 	if res != nil {
 		rec.ResultBytes = len(res.StructuredContent)
 	}
 	p.cfg.Record(rec)
 }
 
-func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers.ToolHandler {
+func (p *Pipeline[C]) handler(t Tool[C], exposed string, limit time.Duration) func(context.Context, C) (*protocol.CallToolResult, error) {
 	timedOut := func(elapsed time.Duration) *protocol.CallToolResult {
 		e := response.NewError(response.CodeToolTimeout, "%s did not finish within %s", exposed, limit).
 			WithContext("timeoutMs", limit.Milliseconds())
 		return p.failure(t, e, response.Metadata{DurationMs: elapsed.Milliseconds()})
 	}
-	return func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+	return func(ctx context.Context, call C) (*protocol.CallToolResult, error) {
 		// The handler runs on this goroutine; at the deadline the watchdog
 		// answers the client with TOOL_TIMEOUT through the peer, even if
 		// the handler ignores ctx and keeps this goroutine
@@ -226,7 +259,7 @@ func (p *Pipeline) handler(t Tool, exposed string, limit time.Duration) handlers
 }
 
 // result turns what Run returned into the envelope and its error code.
-func (p *Pipeline) result(t Tool, out timeout.Outcome, timedOut func(time.Duration) *protocol.CallToolResult, data any, err error) (*protocol.CallToolResult, response.Code, error) {
+func (p *Pipeline[C]) result(t Tool[C], out timeout.Outcome, timedOut func(time.Duration) *protocol.CallToolResult, data any, err error) (*protocol.CallToolResult, response.Code, error) {
 	if out.TimedOut {
 		return timedOut(out.Elapsed), response.CodeToolTimeout, nil // dropped if the watchdog answered first
 	}
@@ -272,26 +305,13 @@ func (p *Pipeline) result(t Tool, out timeout.Outcome, timedOut func(time.Durati
 
 // run calls the tool, turning a panic into an error so it is reported in
 // the envelope like any failure (INV-MCP-XC-001).
-func (p *Pipeline) run(ctx context.Context, t Tool, call *handlers.ToolCall) (data any, err error) {
+func (p *Pipeline[C]) run(ctx context.Context, t Tool[C], call C) (data any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("tool %s panicked: %v", t.Name, v)
 		}
 	}()
 	return t.Run(ctx, call)
-}
-
-// Register wraps each tool and adds them all to reg.
-func (p *Pipeline) Register(reg *handlers.ToolRegistry, tools ...Tool) error {
-	wrapped := make([]handlers.Tool, 0, len(tools))
-	for _, t := range tools {
-		ht, err := p.Tool(t)
-		if err != nil {
-			return fmt.Errorf("register tool: %w", err)
-		}
-		wrapped = append(wrapped, ht)
-	}
-	return reg.Add(wrapped...)
 }
 
 // ErrInvalid is a convenience for Run functions: an INVALID_INPUT error.

@@ -1,4 +1,4 @@
-package pipeline
+package guarded
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
 )
@@ -15,12 +16,12 @@ import (
 // TestRecordEveryCall: every tools/call is reported to Record once —
 // success, tool failure, rejection by the limits before the handler, and
 // schema-invalid arguments — with its error code and sizes, never the
-// arguments themselves (the trace of issue 4).
+// arguments themselves, which is what a trace keeps.
 func TestRecordEveryCall(t *testing.T) {
 	var mu sync.Mutex
-	var got []CallRecord
+	var got []pipeline.CallRecord
 	cfg := defaultConfig()
-	cfg.Record = func(r CallRecord) { mu.Lock(); got = append(got, r); mu.Unlock() }
+	cfg.Record = func(r pipeline.CallRecord) { mu.Lock(); got = append(got, r); mu.Unlock() }
 	failing := Tool{Name: "test.fail", Description: "fails", Category: timeout.Query,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
 		Run: func(context.Context, *handlers.ToolCall) (any, error) {
@@ -63,7 +64,7 @@ func TestRecordEveryCall(t *testing.T) {
 func TestResultCached(t *testing.T) {
 	cachedTool := Tool{Name: "test.cached", Description: "from cache", Category: timeout.Query,
 		Run: func(context.Context, *handlers.ToolCall) (any, error) {
-			return Result{Data: map[string]int{"n": 1}, Cached: true}, nil
+			return pipeline.Result{Data: map[string]int{"n": 1}, Cached: true}, nil
 		}}
 	e := newEnv(t, defaultConfig(), nil, echo(timeout.Query), cachedTool)
 	for _, tt := range []struct {

@@ -1,4 +1,4 @@
-package pipeline
+package guarded
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func benchCall(b *testing.B, guarded bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := p.Register(reg, Tool{Name: "bench.echo", Description: "echo", InputSchema: schema, Category: timeout.Query, Run: run}); err != nil {
+		if err := Register(reg, p, Tool{Name: "bench.echo", Description: "echo", InputSchema: schema, Category: timeout.Query, Run: run}); err != nil {
 			b.Fatal(err)
 		}
 	} else {

@@ -1,41 +1,43 @@
-package main
+// Package federation serves the tools, prompts and resources of upstream
+// MCP servers as this server's own: each upstream tool becomes a guarded
+// tool (limits, timeout category, trace) whose calls are relayed to its
+// server, with the upstream's failures mapped to the envelope's codes;
+// the upstreams' prompts, resources and templates are merged into the
+// server's lists (Surface, a handlers.Federated). internal/upstream owns
+// the connections; this package owns what the MCP server makes of them.
+package federation
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
-	"github.com/mcp-runtime/mcp-runtime/internal/runtime/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
 // upstreamGroup is the handlers.Tool group of every proxied tool.
 const upstreamGroup = "upstream"
 
-// federation connects the upstream MCP servers and keeps their tools in
+// Federation connects the upstream MCP servers and keeps their tools in
 // the registry: each upstream tool becomes a tool of this server, behind
 // the same guardrails as the built-in ones (limits, timeout category,
 // envelope and truncation, traces), under the canonical name
 // serverId.toolName (DESIGN.md, "Tool names").
-type federation struct {
+type Federation struct {
 	m      *upstream.Manager
-	pipe   *pipeline.Pipeline
+	pipe   *guarded.Pipeline
 	tools  *handlers.ToolRegistry
 	notify func() (int, error) // tells clients the tool list changed
 	log    zerolog.Logger
@@ -52,32 +54,28 @@ type federation struct {
 	closeErr  error
 }
 
-// newFederation builds the manager from cfg and then opts; start
-// connects it.
-func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeline.Pipeline, tools *handlers.ToolRegistry,
-	notify func() (int, error), metrics prometheus.Registerer, log zerolog.Logger, opts ...func(*upstream.Options)) (*federation, error) {
-	f := &federation{pipe: pipe, tools: tools, notify: notify, log: log,
-		timeouts: cfg.Timeouts.TimeoutConfig(), sep: cfg.ToolNameSeparator, warned: map[string]bool{}}
-	o := upstream.Options{
-		Declared:          cfg.Upstreams,
-		Store:             persist,
-		HealthInterval:    cfg.Federation.HealthInterval(),
-		GracePeriod:       cfg.Federation.GracePeriod(),
-		MaxBackoff:        cfg.Federation.MaxBackoff(),
-		SyncInterval:      cfg.Federation.SyncInterval(),
-		OnToolsChanged:    f.sync,
-		ClientName:        "mcp-runtime",
-		ClientVersion:     version,
-		DeploymentID:      deploymentID(cfg),
-		MaxToolsPerServer: cfg.Federation.MaxToolsPerUpstream,
-		MaxToolListBytes:  cfg.Federation.MaxToolListBytes,
-		DeniedNetworks:    cfg.Federation.DeniedPrefixes(),
-		Metrics:           metrics,
-		Log:               log,
-	}
-	for _, opt := range opts {
-		opt(&o)
-	}
+// Options are what the federation needs besides the manager's settings.
+type Options struct {
+	// Tools is the registry whose upstream group the federation keeps.
+	Tools *handlers.ToolRegistry
+	// Pipeline wraps each upstream tool in the guardrails.
+	Pipeline *guarded.Pipeline
+	// ToolsChanged tells clients that tools/list changed
+	// (notifications/tools/list_changed) and returns how many were told.
+	ToolsChanged func() (int, error)
+	// Timeouts are the guardrails' timeouts, and Separator the
+	// exposed-name separator (toolNameSeparator).
+	Timeouts  timeout.Config
+	Separator string
+	Log       zerolog.Logger
+}
+
+// New builds the manager from o, whose OnToolsChanged it sets to keep the
+// registry current; Start connects it.
+func New(o upstream.Options, opts Options) (*Federation, error) {
+	f := &Federation{pipe: opts.Pipeline, tools: opts.Tools, notify: opts.ToolsChanged, log: opts.Log,
+		timeouts: opts.Timeouts, sep: opts.Separator, warned: map[string]bool{}}
+	o.OnToolsChanged = f.sync
 	m, err := upstream.NewManager(o)
 	if err != nil {
 		return nil, fmt.Errorf("upstreams: %w", err)
@@ -86,38 +84,17 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *pipeli
 	return f, nil
 }
 
-// deploymentID names this deployment to its upstreams (see
-// upstream.HeaderVia): federation.deploymentId when set; otherwise a hash
-// of what every replica of one deployment shares and no other deployment
-// does — the Redis server and database its client sessions live in, and
-// redis.keyPrefix, which deployments sharing a Redis must set apart. The
-// hash keeps the address and the key prefix out of the headers; the URL's
-// credentials and options are not part of it. Without Redis a process is
-// a deployment of its own, and a random id serves.
-func deploymentID(cfg config.Config) string {
-	if cfg.Federation.DeploymentID != "" {
-		return cfg.Federation.DeploymentID
-	}
-	if cfg.RedisURL == "" {
-		return upstream.RandomDeploymentID()
-	}
-	o, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		// openState refuses such a URL before this runs.
-		return upstream.RandomDeploymentID()
-	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{"mcp-runtime deployment", o.Network, o.Addr, strconv.Itoa(o.DB), cfg.Redis.KeyPrefix}, "\x00")))
-	return hex.EncodeToString(sum[:16])
-}
+// Manager returns the upstream manager, for the admin API and the surface.
+func (f *Federation) Manager() *upstream.Manager { return f.m }
 
-// loopGuard refuses, with 508 Loop Detected, a request that names this
+// LoopGuard refuses, with 508 Loop Detected, a request that names this
 // deployment in upstream.HeaderVia: it comes from this deployment, through
 // an upstream that leads back here. The answer to any other request that
 // carries the header (one from another deployment's gateway) names the
 // deployments behind this one's upstreams (upstream.HeaderDeployments),
 // so that gateway can see a loop through this one. A request without the
 // header, every ordinary client's, costs one header lookup.
-func (f *federation) loopGuard(next http.Handler) http.Handler {
+func (f *Federation) LoopGuard(next http.Handler) http.Handler {
 	self := f.m.DeploymentID()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		via := r.Header.Values(upstream.HeaderVia)
@@ -142,9 +119,9 @@ func (f *federation) loopGuard(next http.Handler) http.Handler {
 const loopAnswer = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"federation loop: this request has already passed through this deployment (` +
 	upstream.HeaderVia + ` names it); an upstream of this server leads back to it"}}`
 
-// start connects the enabled servers in the background and registers the
+// Start connects the enabled servers in the background and registers the
 // tools of those that answer as they do.
-func (f *federation) start(ctx context.Context) error {
+func (f *Federation) Start(ctx context.Context) error {
 	if err := f.m.Start(ctx); err != nil {
 		return fmt.Errorf("start upstreams: %w", err)
 	}
@@ -152,23 +129,23 @@ func (f *federation) start(ctx context.Context) error {
 	return nil
 }
 
-// close stops the manager once; the app calls it before closing the store
-// the manager persists to, and again (a no-op) among its closers.
-func (f *federation) close(ctx context.Context) error {
+// Close stops the manager once; later calls return the first one's error.
+// Call it before closing the store the manager persists to.
+func (f *Federation) Close(ctx context.Context) error {
 	f.closeOnce.Do(func() { f.closeErr = f.m.Close(ctx) })
 	return f.closeErr
 }
 
 // sync makes the registry's upstream group the manager's current tool set
 // and tells clients when tools/list changed, never otherwise.
-func (f *federation) sync() {
+func (f *Federation) sync() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ups := f.m.Tools()
 	tools := make([]handlers.Tool, 0, len(ups))
 	for _, u := range ups {
 		f.checkTimeoutLocked(u)
-		t, err := f.pipe.Tool(f.proxy(u, timeout.Category(u.Category)))
+		t, err := guarded.Wrap(f.pipe, f.proxy(u, timeout.Category(u.Category)))
 		if err != nil {
 			f.log.Warn().Err(err).Str("server", u.Server).Str("tool", u.Name).Msg("upstream tool left out")
 			continue
@@ -196,12 +173,12 @@ func (f *federation) sync() {
 // requestTimeoutMs is not below its tools' guardrail timeout: a slow call
 // then ends with the guardrail's TOOL_TIMEOUT before the upstream's own
 // INVOCATION_FAILED, and the retries requestTimeoutMs paces never happen.
-func (f *federation) checkTimeoutLocked(u upstream.Tool) {
+func (f *Federation) checkTimeoutLocked(u upstream.Tool) {
 	st, err := f.m.Get(context.Background(), u.Server)
 	if err != nil {
 		return
 	}
-	limit := f.timeouts.For(u.Canonical, handlers.ExposedName(u.Canonical, f.sep), timeout.Category(u.Category))
+	limit := f.timeouts.For(u.Canonical, toolname.Exposed(u.Canonical, f.sep), timeout.Category(u.Category))
 	req := st.Config.RequestTimeout()
 	key := fmt.Sprintf("%s/%v/%v", u.Server, req, limit)
 	if req < limit || f.warned[key] {
@@ -215,12 +192,12 @@ func (f *federation) checkTimeoutLocked(u upstream.Tool) {
 // proxy is the pipeline tool that forwards calls of u to its server. The
 // arguments were validated against u's inputSchema by the registry before
 // Run (INV-MCP-ECO-300).
-func (f *federation) proxy(u upstream.Tool, category timeout.Category) pipeline.Tool {
+func (f *Federation) proxy(u upstream.Tool, category timeout.Category) guarded.Tool {
 	desc := u.Description
 	if strings.TrimSpace(desc) == "" {
 		desc = fmt.Sprintf("Tool %s of the upstream MCP server %s.", u.Name, u.Server)
 	}
-	return pipeline.Tool{
+	return guarded.Tool{
 		Name: u.Canonical, Title: u.Title, Description: desc,
 		InputSchema: u.InputSchema, Annotations: u.Annotations,
 		Category: category,
@@ -266,8 +243,9 @@ func callError(u upstream.Tool, err error) error {
 	return e
 }
 
-// ambiguousTool answers a bare tool name several servers share.
-func ambiguousTool(limits response.Limits) func(context.Context, string, []string) *protocol.CallToolResult {
+// AmbiguousTool answers a bare tool name several servers share
+// (handlers.Server.SetAmbiguousTool), with an AMBIGUOUS_TOOL envelope.
+func AmbiguousTool(limits response.Limits) func(context.Context, string, []string) *protocol.CallToolResult {
 	return func(_ context.Context, name string, candidates []string) *protocol.CallToolResult {
 		e := response.NewError(response.CodeAmbiguousTool, "tool name %q is offered by several upstream servers; call one of: %s",
 			name, strings.Join(candidates, ", "))

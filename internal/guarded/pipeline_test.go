@@ -1,4 +1,4 @@
-package pipeline
+package guarded
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
@@ -51,8 +52,8 @@ func (p peer) Answer(result any) bool {
 	}
 }
 
-func defaultConfig() Config {
-	return Config{Limits: limits.DefaultConfig(), Timeouts: timeout.DefaultConfig(), Response: response.DefaultLimits(), Separator: "_"}
+func defaultConfig() pipeline.Config {
+	return pipeline.Config{Limits: limits.DefaultConfig(), Timeouts: timeout.DefaultConfig(), Response: response.DefaultLimits(), Separator: "_"}
 }
 
 // env is a server whose tools go through a pipeline.
@@ -61,7 +62,7 @@ type env struct {
 	policy *guard.Policy
 }
 
-func newEnv(t *testing.T, cfg Config, pressure func() guard.Pressure, tools ...Tool) *env {
+func newEnv(t *testing.T, cfg pipeline.Config, pressure func() guard.Pressure, tools ...Tool) *env {
 	t.Helper()
 	reg, err := handlers.NewToolRegistry("_")
 	if err != nil {
@@ -72,7 +73,7 @@ func newEnv(t *testing.T, cfg Config, pressure func() guard.Pressure, tools ...T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Register(reg, tools...); err != nil {
+	if err := Register(reg, p, tools...); err != nil {
 		t.Fatal(err)
 	}
 	return &env{srv: handlers.NewServer(handlers.Options{Name: "t", Version: "1"}, reg), policy: policy}
@@ -286,10 +287,10 @@ func TestToolRegistrationErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Tool(Tool{Name: "a.b", Description: "d", Category: "slow", Run: echo("").Run}); err == nil {
+	if _, err := Wrap(p, Tool{Name: "a.b", Description: "d", Category: "slow", Run: echo("").Run}); err == nil {
 		t.Error("unknown category accepted")
 	}
-	if _, err := p.Tool(Tool{Name: "a.b", Description: "d", Category: timeout.Query}); err == nil {
+	if _, err := Wrap(p, Tool{Name: "a.b", Description: "d", Category: timeout.Query}); err == nil {
 		t.Error("nil Run accepted")
 	}
 	bad := defaultConfig()

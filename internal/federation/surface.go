@@ -1,4 +1,4 @@
-package main
+package federation
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
-// surface offers the upstreams' prompts, resources and resource
+// Surface offers the upstreams' prompts, resources and resource
 // templates through this server (handlers.Federated; DESIGN.md,
 // "Federated prompts and resources"):
 //
@@ -37,11 +37,11 @@ import (
 //     tenants, whose subscribed sessions the transport tells;
 //   - prompts/list_changed and resources/list_changed go to clients when
 //     the lists they would get really changed.
-type surface struct {
+type Surface struct {
 	m        *upstream.Manager
 	sep      string
 	reserved []string // the server's own URI schemes, lower case
-	notifier surfaceNotifier
+	notifier Notifier
 	sweep    time.Duration
 	log      zerolog.Logger
 
@@ -58,18 +58,21 @@ type surface struct {
 	done    chan struct{}
 }
 
-// surfaceNotifier is what the surface needs from the transport.
-type surfaceNotifier interface {
+// Notifier is what the surface needs from the transport.
+type Notifier interface {
 	ListChanged(notification string) (int, error)
 	ResourceUpdated(tenantID, uri string) (int, error)
 	Subscribers(ctx context.Context, tenantID, uri string) ([]string, error)
 }
 
-// newSurface builds the surface of srv's upstreams: options adds its
-// settings and callbacks to the manager's, attach gives it the manager
-// before the manager starts, start takes in the first lists.
-func newSurface(cfg config.Config, srv *handlers.Server, n surfaceNotifier, log zerolog.Logger) *surface {
-	s := &surface{sep: cfg.ToolNameSeparator, notifier: n, sweep: cfg.Federation.HealthInterval(), log: log,
+// NewSurface builds the surface of srv's upstreams, whose own resources
+// must be registered already (their URI schemes stay srv's): sep is the
+// exposed-name separator and sweep the interval between sweeps of ended
+// subscriptions. Configure adds its callbacks to the manager's options,
+// Attach gives it the manager before the manager starts, Start takes in
+// the first lists.
+func NewSurface(srv *handlers.Server, n Notifier, sep string, sweep time.Duration, log zerolog.Logger) *Surface {
+	s := &Surface{sep: sep, notifier: n, sweep: sweep, log: log,
 		// stale:// names State Sync's pattern subscriptions.
 		reserved: append(srv.ResourceSchemes(), "stale"), done: make(chan struct{})}
 	s.view.Store(&surfaceView{})
@@ -77,31 +80,28 @@ func newSurface(cfg config.Config, srv *handlers.Server, n surfaceNotifier, log 
 	return s
 }
 
-// options sets the manager's surface bounds and callbacks.
-func (s *surface) options(cfg config.Config) func(*upstream.Options) {
-	return func(o *upstream.Options) {
-		o.MaxPromptsPerServer = cfg.Federation.MaxPromptsPerUpstream
-		o.MaxResourcesPerServer = cfg.Federation.MaxResourcesPerUpstream
-		o.ReservedSchemes = s.reserved
-		o.OnPromptsChanged = s.rebuild
-		o.OnResourcesChanged = s.rebuild
-		o.OnResourceUpdated = s.relay
-	}
+// Configure sets the manager's reserved schemes and the surface's
+// callbacks in o.
+func (s *Surface) Configure(o *upstream.Options) {
+	o.ReservedSchemes = s.reserved
+	o.OnPromptsChanged = s.rebuild
+	o.OnResourcesChanged = s.rebuild
+	o.OnResourceUpdated = s.relay
 }
 
-// attach gives the surface its manager, before the manager starts
+// Attach gives the surface its manager, before the manager starts
 // calling it back.
-func (s *surface) attach(m *upstream.Manager) { s.m = m }
+func (s *Surface) Attach(m *upstream.Manager) { s.m = m }
 
-// start builds the first view and starts the sweeper.
-func (s *surface) start() {
+// Start builds the first view and starts the sweeper.
+func (s *Surface) Start() {
 	s.rebuild()
 	s.started = true
 	go s.sweeper()
 }
 
-// close stops the sweeper.
-func (s *surface) close() {
+// Close stops the sweeper.
+func (s *Surface) Close() {
 	s.cancel()
 	if s.started {
 		<-s.done
@@ -124,11 +124,11 @@ type surfaceView struct {
 }
 
 // buildView renders the manager's merged surface as clients see it.
-func (s *surface) buildView(sf *upstream.Surface) *surfaceView {
+func (s *Surface) buildView(sf *upstream.Surface) *surfaceView {
 	v := &surfaceView{byName: map[string]upstream.Prompt{}, owner: map[string]string{},
 		tmplByURI: map[string]upstream.ResourceTemplate{}, reserved: s.reserved}
 	for _, p := range sf.Prompts {
-		exposed := handlers.ExposedName(p.Canonical, s.sep)
+		exposed := toolname.Exposed(p.Canonical, s.sep)
 		if other, taken := v.byName[exposed]; taken {
 			s.log.Warn().Str("server", p.Server).Str("prompt", p.Name).Str("takenBy", other.Canonical).
 				Msg("upstream prompt left out: its exposed name is another prompt's")
@@ -190,7 +190,7 @@ func (v *surfaceView) ownerOf(uri string) (string, bool) {
 // the lists that changed since the last build. It is the manager's
 // OnPromptsChanged and OnResourcesChanged: whichever fires first
 // announces both kinds if both changed, and the other finds nothing new.
-func (s *surface) rebuild() {
+func (s *Surface) rebuild() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.buildView(s.m.Surface())
@@ -210,7 +210,7 @@ func (s *surface) rebuild() {
 	}
 }
 
-func (s *surface) announce(notification string, items int) {
+func (s *Surface) announce(notification string, items int) {
 	n, err := s.notifier.ListChanged(notification)
 	if err != nil {
 		s.log.Error().Err(err).Str("notification", notification).Msg("announcing an upstream list change")
@@ -229,16 +229,16 @@ func listFingerprint(lists ...any) string {
 }
 
 // Prompts implements handlers.Federated.
-func (s *surface) Prompts() []protocol.Prompt { return s.view.Load().prompts }
+func (s *Surface) Prompts() []protocol.Prompt { return s.view.Load().prompts }
 
 // Resources implements handlers.Federated.
-func (s *surface) Resources() []protocol.Resource { return s.view.Load().resources }
+func (s *Surface) Resources() []protocol.Resource { return s.view.Load().resources }
 
 // ResourceTemplates implements handlers.Federated.
-func (s *surface) ResourceTemplates() []protocol.ResourceTemplate { return s.view.Load().templates }
+func (s *Surface) ResourceTemplates() []protocol.ResourceTemplate { return s.view.Load().templates }
 
 // GetPrompt implements handlers.Federated.
-func (s *surface) GetPrompt(ctx context.Context, _ handlers.Session, name string, args map[string]string) (any, bool, error) {
+func (s *Surface) GetPrompt(ctx context.Context, _ handlers.Session, name string, args map[string]string) (any, bool, error) {
 	p, ok := s.view.Load().byName[name]
 	if !ok {
 		return nil, false, nil
@@ -253,7 +253,7 @@ func (s *surface) GetPrompt(ctx context.Context, _ handlers.Session, name string
 }
 
 // ReadResource implements handlers.Federated.
-func (s *surface) ReadResource(ctx context.Context, _ handlers.Session, uri string) (any, bool, error) {
+func (s *Surface) ReadResource(ctx context.Context, _ handlers.Session, uri string) (any, bool, error) {
 	server, ok := s.view.Load().ownerOf(uri)
 	if !ok {
 		return nil, false, nil
@@ -270,7 +270,7 @@ func (s *surface) ReadResource(ctx context.Context, _ handlers.Session, uri stri
 // Complete implements handlers.Federated: a prompt's completion goes to
 // its server under the prompt's own name, a template's (or a
 // resource's) to the server that offers it, the URI unchanged.
-func (s *surface) Complete(ctx context.Context, _ handlers.Session, p *protocol.CompleteParams) (any, bool, error) {
+func (s *Surface) Complete(ctx context.Context, _ handlers.Session, p *protocol.CompleteParams) (any, bool, error) {
 	v := s.view.Load()
 	var (
 		server string
@@ -316,7 +316,7 @@ func splitSubscriber(key string) (tenantID, sessionID string) {
 }
 
 // Subscribe implements handlers.Federated.
-func (s *surface) Subscribe(ctx context.Context, sess handlers.Session, uri string) (bool, error) {
+func (s *Surface) Subscribe(ctx context.Context, sess handlers.Session, uri string) (bool, error) {
 	server, ok := s.view.Load().ownerOf(uri)
 	if !ok {
 		return false, nil
@@ -330,7 +330,7 @@ func (s *surface) Subscribe(ctx context.Context, sess handlers.Session, uri stri
 // Unsubscribe implements handlers.Federated. The URI's server is looked
 // up among the subscriptions held, since the lists may have changed
 // since the subscription was made.
-func (s *surface) Unsubscribe(ctx context.Context, sess handlers.Session, uri string) {
+func (s *Surface) Unsubscribe(ctx context.Context, sess handlers.Session, uri string) {
 	if slices.Contains(s.reserved, upstream.URIScheme(uri)) {
 		return // the server's own
 	}
@@ -346,7 +346,7 @@ func (s *surface) Unsubscribe(ctx context.Context, sess handlers.Session, uri st
 // tenant with a subscriber here, and the transport tells that tenant's
 // sessions subscribed to the URI (on any replica, with shared sessions).
 // It does not block.
-func (s *surface) relay(_, uri string, subscribers []string) {
+func (s *Surface) relay(_, uri string, subscribers []string) {
 	var tenants []string
 	for _, key := range subscribers {
 		if t, _ := splitSubscriber(key); !slices.Contains(tenants, t) {
@@ -365,7 +365,7 @@ func (s *surface) relay(_, uri string, subscribers []string) {
 // unsubscribed through another replica. The transport says who is
 // subscribed (from Redis with shared sessions); when it cannot say, the
 // subscriptions stay until the next round.
-func (s *surface) sweeper() {
+func (s *Surface) sweeper() {
 	defer close(s.done)
 	t := time.NewTicker(s.sweep)
 	defer t.Stop()
@@ -379,7 +379,7 @@ func (s *surface) sweeper() {
 	}
 }
 
-func (s *surface) sweepOnce(ctx context.Context) {
+func (s *Surface) sweepOnce(ctx context.Context) {
 	for _, sub := range s.m.Subscriptions() {
 		live := map[string][]string{} // tenant -> subscribed session ids
 		for _, key := range sub.Subscribers {

@@ -1,0 +1,36 @@
+package handlers
+
+import "github.com/mcp-runtime/mcp-runtime/internal/protocol"
+
+// Outcome is what the request log records of an answered request.
+type Outcome struct {
+	Tool      string // the canonical name of the tool a tools/call ran; "" otherwise
+	ToolError bool   // the tools/call was answered with an isError result
+}
+
+// Prepared is a request read once: a tools/call's params are scanned and
+// its tool looked up here, so that the transport can ask LongRunning
+// before it dispatches and Run does not scan the params again.
+type Prepared struct {
+	call             bool            // a tools/call
+	name, args, meta []byte          // a tools/call's params; name is the raw JSON string
+	perr             *protocol.Error // params that are not a tools/call's
+	tool             *registeredTool // by exposed or canonical name; nil: unknown, or a bare name
+}
+
+// Prepare reads req for Run, which gets req and the result.
+func (s *Server) Prepare(req *Request) Prepared {
+	var p Prepared
+	if req.Method == protocol.MethodToolsCall {
+		p.call = true
+		p.name, p.args, p.meta, p.perr = callToolParams(req.Params)
+		if p.perr == nil {
+			p.tool = s.tools.lookupRaw(p.name)
+		}
+	}
+	return p
+}
+
+// LongRunning reports whether the request is a tools/call of a tool
+// registered LongRunning (see Tool.LongRunning).
+func (p *Prepared) LongRunning() bool { return p.tool != nil && p.tool.LongRunning }

@@ -1,0 +1,96 @@
+package statesync
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+)
+
+// Deliverer hands an update to this process's subscribers; the transport
+// is one.
+type Deliverer interface {
+	ResourceUpdated(tenant, uri string) (int, error)
+}
+
+// Notifier turns State Sync's outcomes into notifications/resources/updated:
+// the URI of every entity a state tool reports changed (Changed), and
+// stale://<pattern> for every pattern a successful mutation invalidated
+// (AfterCall, the server's after-call hook).
+//
+// Delivery is in-process in every deployment, with one replica or
+// several: with shared client sessions the transport's delivery, on the
+// replica where the update happened, reaches every subscriber's log in
+// Redis, whichever replica holds its stream. Publishing never blocks on a
+// slow subscriber: delivery appends to the subscriber's stream log, which
+// its connection drains.
+type Notifier struct {
+	d         Deliverer
+	layer     *Layer // nil: the policy layer is off
+	log       zerolog.Logger
+	published atomic.Int64
+	delivered atomic.Int64
+}
+
+// NewNotifier returns a notifier that delivers through d. layer is the
+// policy layer whose invalidations AfterCall announces; nil when
+// stateSync.enabled is false, and then AfterCall is not to be installed.
+func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
+	return &Notifier{d: d, layer: layer, log: log}
+}
+
+// Changed announces that the entity at uri changed, to its subscribers in
+// the tenant of ctx. Subscribing to an entity is plain MCP
+// (resources/subscribe), so this runs with the policy layer off too.
+func (n *Notifier) Changed(ctx context.Context, uri string) {
+	n.publish(tenant.From(ctx), uri)
+}
+
+// AfterCall applies causal invalidation to the result of a call of tool
+// (Layer.AfterCall) and tells the subscribers of each invalidated pattern.
+// It returns res, whose Content the layer may have replaced.
+func (n *Notifier) AfterCall(ctx context.Context, tool string, res *protocol.CallToolResult) *protocol.CallToolResult {
+	if n.layer == nil {
+		return res
+	}
+	ev := n.layer.AfterCall(tool, res)
+	if ev == nil {
+		return res
+	}
+	tn := tenant.From(ctx)
+	for _, p := range ev.Patterns {
+		n.publish(tn, StaleURI(p))
+	}
+	return res
+}
+
+// publish delivers uri's update to its subscribers in tenantID. A failure
+// is logged, never returned: a notification that cannot be sent must not
+// fail the mutation that caused it.
+func (n *Notifier) publish(tenantID, uri string) {
+	n.published.Add(1)
+	delivered, err := n.d.ResourceUpdated(tenantID, uri)
+	if err != nil {
+		// The URI names the entity (memory://<namespace>/<key>), which is
+		// the client's data: only its kind is logged.
+		kind, _, _ := strings.Cut(uri, "://")
+		n.log.Warn().Err(err).Str("kind", kind).Msg("resource update not delivered")
+		return
+	}
+	n.delivered.Add(int64(delivered))
+}
+
+// NotifierStats counts what a Notifier did.
+type NotifierStats struct {
+	Published int64 // updates published
+	Delivered int64 // notifications queued to subscribers
+}
+
+// Stats returns the counters.
+func (n *Notifier) Stats() NotifierStats {
+	return NotifierStats{Published: n.published.Load(), Delivered: n.delivered.Load()}
+}
