@@ -26,7 +26,7 @@ import (
 // session mutates it. BenchmarkStateSync_FanOut measures it in the
 // benchmark framework; TestStateSync_FanOut (MCP_FANOUT=1) runs the
 // issue-5 scenario once and logs a report. Recorded in BENCHMARKS.md,
-// "State Sync (issue 5)".
+// "State Sync".
 
 const (
 	fanURI       = "memory://bench/k"

@@ -2,8 +2,7 @@ package main
 
 import "net/http"
 
-// securityHeaders sets the response headers every answer carries (issue
-// 8, point 7). The server serves JSON and event streams to programs, never
+// securityHeaders sets the response headers every answer carries. The server serves JSON and event streams to programs, never
 // pages: nothing may be sniffed as another type, framed, or leak a URL in
 // a Referer. Over TLS, browsers are told to stay on HTTPS.
 func securityHeaders(tls bool) func(http.Handler) http.Handler {

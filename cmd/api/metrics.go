@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
-// metrics is what /metrics serves (issue 9, point 5). Counters on the
+// metrics is what /metrics serves (docs/adr/0029-metrics-at-scrape-time.md). Counters on the
 // request path are updated as calls finish; everything a component
 // already counts is read from its Stats when Prometheus scrapes, so the
 // hot path pays nothing for it.

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 )
 
-// /metrics has what an operator graphs and alerts on (issue 9, point 5):
+// /metrics has what an operator graphs and alerts on (docs/adr/0029-metrics-at-scrape-time.md):
 // requests by method and status, tool calls by tool, category and status
 // with durations, sessions and streams, notifications, the cache, Redis
 // degradations, the trace queue, upstream states.

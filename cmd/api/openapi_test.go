@@ -19,8 +19,8 @@ import (
 )
 
 // Every route the server's router serves is in openapi.yaml, and every
-// route the document names is served (issue 9, point 3). The router is
-// the real one, built with every optional route switched on: oauth mode
+// route the document names is served: the document is the contract. The
+// router is the real one, built with every optional route switched on: oauth mode
 // (the Protected Resource Metadata) and apikey-only routes are checked
 // against the document separately by internal/admin.
 func TestOpenAPIMatchesServerRoutes(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // limits applies rateLimits: per principal, in Redis when the replicas
-// share one (issue 8, point 4).
+// share one (docs/adr/0022-rate-limits.md).
 type limits struct {
 	cfg     config.RateLimits
 	limiter *ratelimit.Limiter

@@ -21,7 +21,7 @@ func keyHash(key string) string {
 // Two replicas share Redis: a principal's tool-call budget holds across
 // them (the fourth call, on either, is RATE_LIMITED with retryAfterMs),
 // another principal's budget is its own, and an HTTP flood gets 429 with
-// Retry-After (issue 8, point 4).
+// Retry-After (docs/adr/0022-rate-limits.md).
 func TestRateLimitsAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := pgConfig(t)

@@ -79,7 +79,7 @@ func TestReplicasShareStateThroughRedisOutage(t *testing.T) {
 // Two replicas share PostgreSQL and Redis. B, streaming from replica 1,
 // subscribes to memory://team/plan; A changes it through replica 2: B is
 // told once, through the Redis log of its client session, which replica 2
-// writes (issue 7, point 2). C, subscribed on replica 2 itself, is told
+// writes (docs/adr/0016-resource-updates-logged-by-origin.md). C, subscribed on replica 2 itself, is told
 // once too.
 func TestReplicasFanOutResourceUpdates(t *testing.T) {
 	srv := redistest.Start(t)

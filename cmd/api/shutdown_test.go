@@ -18,7 +18,7 @@ import (
 // Shutdown with everything running — PostgreSQL, Redis-shared sessions,
 // the trace recorder, an open SSE stream — ends the stream with a retry
 // hint so the client reconnects elsewhere, and leaves no goroutine behind
-// (issue 9, point 6; INV-MCP-XC-003).
+// (INV-MCP-XC-003).
 func TestGracefulShutdownLeavesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := pgConfig(t)

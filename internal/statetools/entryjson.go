@@ -13,7 +13,7 @@ import (
 // response.JSONAppender). memory_retrieve answers from the in-process cache
 // in a few microseconds, and encoding/json's reflection plus the
 // re-validation it applies to RawMessage and time.Time output would be a
-// fifth of that (issue 4: a cached read within 90 % of the trivial tool).
+// fifth of that (a cached read should cost about what the trivial tool does; BENCHMARKS.md).
 // The output is what json.Marshal(store.MemoryEntry) writes, byte for byte
 // when Value is compact; TestEntryJSONMatchesMarshal holds it to that.
 type entryJSON struct{ e *store.MemoryEntry }
