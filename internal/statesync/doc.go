@@ -1,6 +1,7 @@
-// Package statesync implements the State Sync layer of the seed
-// state-sync.md: RFC 7234-inspired cache signals that counter an LLM's
-// "Temporal Blindness" and "Causal State Drift".
+// Package statesync implements the State Sync layer of its specification,
+// docs/spec/state-sync.md ("the seed" in this package's comments):
+// RFC 7234-inspired cache signals that counter an LLM's "Temporal
+// Blindness" and "Causal State Drift".
 //
 // The policy engine is pure: no I/O, no transport, no package-level
 // mutable state. Its Notifier delivers in-process in every deployment:

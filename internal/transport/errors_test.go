@@ -1,6 +1,6 @@
 package transport
 
-// Error-response stability (shared/seeds/error-stability.md): every invalid
+// Error-response stability (docs/spec/error-stability.md): every invalid
 // request gets exactly one well-formed JSON-RPC error, with the right code
 // and the request's id when it could be read, and the server keeps working.
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Eviction policies, the values of Config.EvictionPolicy
-// (optimization-prd.md, Feature 1: evictionPolicy).
+// (docs/spec/optimization-prd.md, Feature 1: evictionPolicy).
 const (
 	PolicyLRU  = "lru"  // least recently used (Get moves an entry to the front)
 	PolicyLFU  = "lfu"  // least frequently used, ties broken by recency

@@ -1,6 +1,6 @@
 // Package cache is the runtime's in-process cache: generic over key and
 // value, bounded in bytes and entries, with per-entry TTL and priority. It
-// implements optimization-prd.md, Feature 1, and enforces
+// implements docs/spec/optimization-prd.md, Feature 1, and enforces
 // INV-MCP-CACHE-001..006; the store's two-tier cache builds on it as its
 // first tier.
 //

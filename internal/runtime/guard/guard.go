@@ -1,4 +1,4 @@
-// Package guard is the runtime's gate policy (optimization-prd.md, "Guard
+// Package guard is the runtime's gate policy (docs/spec/optimization-prd.md, "Guard
 // Policy"): before a tool runs, memory pressure, request size and array
 // sizes are checked in that order and the first gate that fails rejects the
 // call; after it runs, a call that used more than 80 % of its timeout is

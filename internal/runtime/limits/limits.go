@@ -1,7 +1,7 @@
 // Package limits checks the arguments of a tool call against the request
 // limits before the tool's handler runs (DESIGN.md, request path step 3).
 //
-// The limits are those of MCPRequestLimitsSchema in optimization-prd.md,
+// The limits are those of MCPRequestLimitsSchema in docs/spec/optimization-prd.md,
 // Feature 4: the size of an array, the length of a string, the nesting depth
 // of objects and arrays, and the size of the raw arguments in bytes.
 //
@@ -59,7 +59,7 @@ const (
 )
 
 // Violation is one value over a limit: an error of ValidationResultSchema
-// (optimization-prd.md, Feature 4) with all its fields set
+// (docs/spec/optimization-prd.md, Feature 4) with all its fields set
 // (INV-MCP-LIMIT-004).
 type Violation struct {
 	// Path is the RFC 6901 JSON Pointer of the value in the arguments, e.g.
@@ -75,7 +75,7 @@ type Violation struct {
 	Actual int64 `json:"actual"`
 }
 
-// Config is MCPRequestLimitsSchema (optimization-prd.md, Feature 4). Every
+// Config is MCPRequestLimitsSchema (docs/spec/optimization-prd.md, Feature 4). Every
 // value must be positive; [DefaultConfig] returns the PRD's defaults.
 type Config struct {
 	// MaxArraySize is the largest number of elements in any array, for a

@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Category is a tool's timeout class (optimization-prd.md, Feature 2).
+// Category is a tool's timeout class (docs/spec/optimization-prd.md, Feature 2).
 type Category string
 
 const (
