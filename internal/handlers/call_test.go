@@ -13,9 +13,9 @@ import (
 
 // callResult runs tools/call and returns the result, which must not be a
 // JSON-RPC error, along with the request and the result's wire form.
-func callResult(t *testing.T, e *env, params string) (*Request, *protocol.CallToolResult, map[string]json.RawMessage) {
+func callResult(t *testing.T, e *env, params string) (Outcome, *protocol.CallToolResult, map[string]json.RawMessage) {
 	t.Helper()
-	req, res, err := e.handle(protocol.MethodToolsCall, params)
+	out, res, err := e.handle(protocol.MethodToolsCall, params)
 	if err != nil {
 		t.Fatalf("tools/call %s: %v", params, err)
 	}
@@ -31,7 +31,7 @@ func callResult(t *testing.T, e *env, params string) (*Request, *protocol.CallTo
 	if c := string(m["content"]); c == "" || c == "null" {
 		t.Fatalf("content is %q in %s", c, b)
 	}
-	return req, r, m
+	return out, r, m
 }
 
 func resultText(t *testing.T, r *protocol.CallToolResult) string {
@@ -70,15 +70,15 @@ func TestCallToolByName(t *testing.T) {
 	for _, name := range []string{"memory_store", "memory.store", `memory\u005fstore`, `memory\u002estore`} {
 		t.Run(name, func(t *testing.T) {
 			got = nil
-			req, r, m := callResult(t, e, `{"name":"`+name+`","arguments":{"text":"hi"}}`)
+			out, r, m := callResult(t, e, `{"name":"`+name+`","arguments":{"text":"hi"}}`)
 			if r.IsError || resultText(t, r) != `stored {"text":"hi"}` {
 				t.Fatalf("result = %+v", r)
 			}
 			if _, ok := m["isError"]; ok {
 				t.Errorf("successful result carries isError")
 			}
-			if req.Tool != "memory.store" || req.ToolError {
-				t.Errorf("req.Tool = %q, req.ToolError = %v", req.Tool, req.ToolError)
+			if out.Tool != "memory.store" || out.ToolError {
+				t.Errorf("out.Tool = %q, out.ToolError = %v", out.Tool, out.ToolError)
 			}
 			if got == nil || got.Name != "memory.store" || got.Session != e.sess || got.Peer != e.peer {
 				t.Errorf("handler got %+v", got)
@@ -114,7 +114,7 @@ func TestCallToolProtocolErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, res, err := e.handle(protocol.MethodToolsCall, tc.params)
+			out, res, err := e.handle(protocol.MethodToolsCall, tc.params)
 			perr := wantProtocolError(t, res, err, protocol.CodeInvalidParams)
 			if !strings.Contains(perr.Message, tc.wantText) {
 				t.Errorf("message %.300q does not contain %q", perr.Message, tc.wantText)
@@ -122,7 +122,7 @@ func TestCallToolProtocolErrors(t *testing.T) {
 			if len(perr.Message) > 1024 {
 				t.Errorf("message is %d bytes long", len(perr.Message))
 			}
-			if req.ToolError {
+			if out.ToolError {
 				t.Errorf("ToolError set for a protocol error")
 			}
 		})
@@ -161,7 +161,7 @@ func TestCallToolInvalidArguments(t *testing.T) {
 				params += `,"arguments":` + tc.args
 			}
 			params += "}"
-			req, r, m := callResult(t, e, params)
+			out, r, m := callResult(t, e, params)
 			if !r.IsError || string(m["isError"]) != "true" {
 				t.Fatalf("result is not an error: %+v", r)
 			}
@@ -171,8 +171,8 @@ func TestCallToolInvalidArguments(t *testing.T) {
 					t.Errorf("message %q does not contain %q", text, w)
 				}
 			}
-			if !req.ToolError || req.Tool == "" {
-				t.Errorf("req.Tool = %q, req.ToolError = %v", req.Tool, req.ToolError)
+			if !out.ToolError || out.Tool == "" {
+				t.Errorf("out.Tool = %q, out.ToolError = %v", out.Tool, out.ToolError)
 			}
 		})
 	}
@@ -180,13 +180,13 @@ func TestCallToolInvalidArguments(t *testing.T) {
 	// an isError result both tell the client; the handler must not run.
 	for _, args := range []string{`["x"]`, `"x"`, `5`, `true`} {
 		t.Run("arguments "+args, func(t *testing.T) {
-			req, res, err := e.handle(protocol.MethodToolsCall, `{"name":"text_echo","arguments":`+args+`}`)
+			out, res, err := e.handle(protocol.MethodToolsCall, `{"name":"text_echo","arguments":`+args+`}`)
 			if err != nil {
 				wantProtocolError(t, res, err, protocol.CodeInvalidParams)
 				return
 			}
 			r := res.(*protocol.CallToolResult)
-			if !r.IsError || !req.ToolError || !strings.Contains(resultText(t, r), "object") {
+			if !r.IsError || !out.ToolError || !strings.Contains(resultText(t, r), "object") {
 				t.Fatalf("result = %+v", r)
 			}
 		})
@@ -254,22 +254,22 @@ func TestCallToolHandlerOutcomes(t *testing.T) {
 	)
 
 	t.Run("plain error is an isError result", func(t *testing.T) {
-		req, r, _ := callResult(t, e, `{"name":"plain_error"}`)
+		out, r, _ := callResult(t, e, `{"name":"plain_error"}`)
 		if !r.IsError || resultText(t, r) != "disk full: /var/x" || len(r.Content) != 1 {
 			t.Fatalf("result = %+v", r)
 		}
-		if !req.ToolError || req.Tool != "plain.error" {
-			t.Errorf("req.Tool = %q, req.ToolError = %v", req.Tool, req.ToolError)
+		if !out.ToolError || out.Tool != "plain.error" {
+			t.Errorf("out.Tool = %q, out.ToolError = %v", out.Tool, out.ToolError)
 		}
 	})
 	t.Run("protocol error is returned as is", func(t *testing.T) {
-		req, res, err := e.handle(protocol.MethodToolsCall, `{"name":"protocol_error"}`)
+		out, res, err := e.handle(protocol.MethodToolsCall, `{"name":"protocol_error"}`)
 		perr := wantProtocolError(t, res, err, -32042)
 		if perr.Message != "needs elicitation" || string(perr.Data) != `{"n":1}` {
 			t.Errorf("error = %+v", perr)
 		}
-		if req.Tool != "protocol.error" {
-			t.Errorf("req.Tool = %q", req.Tool)
+		if out.Tool != "protocol.error" {
+			t.Errorf("out.Tool = %q", out.Tool)
 		}
 	})
 	// A *protocol.Error inside another error (a client's error answer to
@@ -299,15 +299,15 @@ func TestCallToolHandlerOutcomes(t *testing.T) {
 		}
 	})
 	t.Run("nil content is an empty array", func(t *testing.T) {
-		req, r, m := callResult(t, e, `{"name":"nil_content"}`)
-		if string(m["content"]) != "[]" || r.IsError || req.ToolError {
+		out, r, m := callResult(t, e, `{"name":"nil_content"}`)
+		if string(m["content"]) != "[]" || r.IsError || out.ToolError {
 			t.Fatalf("result = %+v (%s)", r, m["content"])
 		}
 	})
 	t.Run("isError from the handler sets ToolError", func(t *testing.T) {
-		req, r, _ := callResult(t, e, `{"name":"tool_reports_error"}`)
-		if !r.IsError || !req.ToolError || resultText(t, r) != "nope" {
-			t.Fatalf("result = %+v, req.ToolError %v", r, req.ToolError)
+		out, r, _ := callResult(t, e, `{"name":"tool_reports_error"}`)
+		if !r.IsError || !out.ToolError || resultText(t, r) != "nope" {
+			t.Fatalf("result = %+v, out.ToolError %v", r, out.ToolError)
 		}
 	})
 	t.Run("structured content passes through", func(t *testing.T) {

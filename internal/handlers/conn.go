@@ -52,7 +52,4 @@ type Request struct {
 	Params  json.RawMessage
 	Session Session
 	Peer    Peer
-	// Tool and ToolError are filled in by tools/call for the request log.
-	Tool      string
-	ToolError bool
 }

@@ -143,14 +143,16 @@ func newEnv(t testing.TB, tools ...Tool) *env {
 	return &env{s: s, sess: &fakeSession{level: protocol.LevelInfo}, peer: &fakePeer{answer: json.RawMessage(`{"roots":[{"uri":"file:///r"}]}`)}}
 }
 
-// handle runs one request through Server.Handle.
-func (e *env) handle(method, params string) (*Request, any, error) {
+// handle runs one request as the transport does: Prepare, then Run; the
+// Outcome is what the request log records.
+func (e *env) handle(method, params string) (Outcome, any, error) {
 	req := &Request{Method: method, ID: protocol.IntID(1), Session: e.sess, Peer: e.peer}
 	if params != "" {
 		req.Params = json.RawMessage(params)
 	}
-	res, err := e.s.Handle(context.Background(), req)
-	return req, res, err
+	p := e.s.Prepare(req)
+	res, out, err := e.s.Run(context.Background(), req, &p)
+	return out, res, err
 }
 
 // ok runs a request that must succeed and returns its result as marshalled

@@ -31,7 +31,7 @@ func TestPrepareAndRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := &Request{Method: tt.method, ID: protocol.IntID(1), Params: json.RawMessage(tt.params), Session: e.sess, Peer: e.peer}
 			p := e.s.Prepare(req)
-			if p.LongRunning() != tt.longRunning || e.s.LongRunning(req.Params) != (tt.longRunning && tt.method == protocol.MethodToolsCall) {
+			if p.LongRunning() != tt.longRunning {
 				t.Errorf("LongRunning %v, want %v", p.LongRunning(), tt.longRunning)
 			}
 			_, out, err := e.s.Run(context.Background(), req, &p)
@@ -40,9 +40,6 @@ func TestPrepareAndRun(t *testing.T) {
 			}
 			if out != tt.out {
 				t.Errorf("outcome %+v, want %+v", out, tt.out)
-			}
-			if req.Tool != "" || req.ToolError {
-				t.Errorf("Run wrote into the request: %q %v", req.Tool, req.ToolError)
 			}
 		})
 	}

@@ -205,12 +205,15 @@ func TestExposedNames(t *testing.T) {
 		t.Fatalf("tools/list names = %+v", list.Tools)
 	}
 	for _, name := range []string{exp, long} {
-		req, res, err := e.handle(protocol.MethodToolsCall, `{"name":"`+name+`","arguments":{"text":"hi"}}`)
+		req := &Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1), Session: e.sess, Peer: e.peer,
+			Params: json.RawMessage(`{"name":"` + name + `","arguments":{"text":"hi"}}`)}
+		p := e.s.Prepare(req)
+		res, out, err := e.s.Run(context.Background(), req, &p)
 		if err != nil {
 			t.Fatalf("call %s: %v", name, err)
 		}
-		if r := res.(*protocol.CallToolResult); r.IsError || r.Content[0].Text != "hi" || req.Tool != long {
-			t.Fatalf("call %s = %+v tool %q", name, r, req.Tool)
+		if r := res.(*protocol.CallToolResult); r.IsError || r.Content[0].Text != "hi" || out.Tool != long {
+			t.Fatalf("call %s = %+v tool %q", name, r, out.Tool)
 		}
 	}
 }

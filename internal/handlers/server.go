@@ -138,21 +138,12 @@ func (s *Server) hasCompletions() bool {
 	return false
 }
 
-// LongRunning reports whether params of a tools/call name a tool
-// registered LongRunning (see Tool.LongRunning). Prepared.LongRunning
-// answers the same without scanning the params again for Run.
-func (s *Server) LongRunning(params []byte) bool {
-	p := s.Prepare(&Request{Method: protocol.MethodToolsCall, Params: params})
-	return p.LongRunning()
-}
-
-// Handle answers one request, and fills in req.Tool and req.ToolError for
-// the request log. It is Prepare and Run in one; Run returns the Outcome
-// instead of writing it into req.
+// Handle answers one request: Prepare and Run in one, for a caller that
+// needs neither the Outcome nor to know beforehand whether the call is
+// long-running (the transport calls the pair).
 func (s *Server) Handle(ctx context.Context, req *Request) (any, error) {
 	p := s.Prepare(req)
-	res, out, err := s.Run(ctx, req, &p)
-	req.Tool, req.ToolError = out.Tool, out.ToolError
+	res, _, err := s.Run(ctx, req, &p)
 	return res, err
 }
 

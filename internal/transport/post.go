@@ -347,13 +347,18 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 		writeError(w, status, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: %v", err))
 		return
 	}
-	detached := sseOK && msg.Method == protocol.MethodToolsCall && t.srv.LongRunning(msg.Params)
+	// The request is read once: Prepare scans a tools/call's params and
+	// finds its tool, which says whether it is long-running, and Run
+	// answers from the same reading.
+	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess}
+	prep := t.srv.Prepare(req)
+	detached := sseOK && prep.LongRunning()
 	ex := newExchange(t, w, r, sess, sseOK, detached)
 	ex.id = msg.ID
-	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess, Peer: ex}
+	req.Peer = ex
 
 	run := func() {
-		out := t.dispatch(ctx, req, rec)
+		out := t.dispatch(ctx, req, &prep, rec)
 		if sseOK && (errors.Is(context.Cause(ctx), errCancelledByClient) || sess.Ended()) {
 			// "The receiver SHOULD NOT send a response for the cancelled
 			// request" (basic/utilities/cancellation): the stream ends
@@ -446,7 +451,7 @@ func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess 
 
 // dispatch calls the handler, recovering a panic into -32603 for this
 // request only, and encodes the response.
-func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *requestLog) (out []byte) {
+func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, prep *handlers.Prepared, rec *requestLog) (out []byte) {
 	defer func() {
 		if v := recover(); v != nil {
 			t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("method", logging.Field(req.Method)).Bytes("stack", debug.Stack()).Msg("panic in handler")
@@ -454,8 +459,8 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 			out = protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		}
 	}()
-	result, err := t.srv.Handle(ctx, req)
-	rec.tool, rec.toolError = req.Tool, req.ToolError
+	result, outcome, err := t.srv.Run(ctx, req, prep)
+	rec.tool, rec.toolError = outcome.Tool, outcome.ToolError
 	if err != nil {
 		var perr *protocol.Error
 		if !errors.As(err, &perr) {
@@ -467,7 +472,7 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, rec *re
 	}
 	out, err = protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
 	if err != nil {
-		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", req.Tool).Msg("encode result")
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", outcome.Tool).Msg("encode result")
 		rec.rpcCode = protocol.CodeInternalError
 		return protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
 	}
