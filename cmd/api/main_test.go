@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -228,11 +230,5 @@ func envelope(t *testing.T, res *mcp.CallToolResult) envelopeDoc {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.Wait, "the condition", cond)
 }

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -196,13 +198,7 @@ func start(t *testing.T, m *Manager) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, testutil.Wait, what, cond)
 }
 
 func status(t *testing.T, m *Manager, id string) Status {
