@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // syncBuffer collects the server's log lines.

@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
