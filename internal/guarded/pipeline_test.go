@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -160,46 +161,45 @@ func TestINV_MCP_LIMIT_002_EarlyRejection(t *testing.T) {
 // 100 ms (through the peer, while it still runs), and the timeout comes
 // from the category, or the override.
 func TestINV_MCP_TIMEOUT_001_004_ThroughThePipeline(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Timeouts.Categories[timeout.Query] = 40 * time.Millisecond
-	cfg.Timeouts.Overrides["test.slow2"] = 80 * time.Millisecond
-	release := make(chan struct{})
-	stuck := func(context.Context, *handlers.ToolCall) (any, error) { <-release; return "late", nil }
-	e := newEnv(t, cfg, nil,
-		Tool{Name: "test.slow", Description: "ignores ctx", Category: timeout.Query, Run: stuck},
-		Tool{Name: "test.slow2", Description: "ignores ctx", Category: timeout.Query, Run: stuck})
-	for tool, limit := range map[string]time.Duration{"test_slow": 40 * time.Millisecond, "test_slow2": 80 * time.Millisecond} {
-		early := make(chan any, 1)
-		done := make(chan any, 1)
-		start := time.Now()
-		go func() {
-			res, _ := e.srv.Handle(context.Background(), &handlers.Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1),
-				Params: json.RawMessage(fmt.Sprintf(`{"name":%q,"arguments":{}}`, tool)), Session: session{}, Peer: peer{early: early}})
-			done <- res
-		}()
-		var ans any
-		select {
-		case ans = <-early:
-		case <-time.After(limit + 100*time.Millisecond):
-			t.Fatalf("%s: no answer within %v", tool, limit+100*time.Millisecond)
+	// In a synctest bubble the answer comes at the limit exactly, on the
+	// bubble's clock, however busy the machine is.
+	synctest.Test(t, func(t *testing.T) {
+		cfg := defaultConfig()
+		cfg.Timeouts.Categories[timeout.Query] = 40 * time.Millisecond
+		cfg.Timeouts.Overrides["test.slow2"] = 80 * time.Millisecond
+		release := make(chan struct{})
+		stuck := func(context.Context, *handlers.ToolCall) (any, error) { <-release; return "late", nil }
+		e := newEnv(t, cfg, nil,
+			Tool{Name: "test.slow", Description: "ignores ctx", Category: timeout.Query, Run: stuck},
+			Tool{Name: "test.slow2", Description: "ignores ctx", Category: timeout.Query, Run: stuck})
+		for tool, limit := range map[string]time.Duration{"test_slow": 40 * time.Millisecond, "test_slow2": 80 * time.Millisecond} {
+			early := make(chan any, 1)
+			done := make(chan any, 1)
+			start := time.Now()
+			go func() {
+				res, _ := e.srv.Handle(context.Background(), &handlers.Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1),
+					Params: json.RawMessage(fmt.Sprintf(`{"name":%q,"arguments":{}}`, tool)), Session: session{}, Peer: peer{early: early}})
+				done <- res
+			}()
+			ans := <-early
+			if took := time.Since(start); took != limit {
+				t.Errorf("%s answered after %v, want at its timeout %v", tool, took, limit)
+			}
+			r := ans.(*protocol.CallToolResult)
+			var env envelope
+			_ = json.Unmarshal(r.StructuredContent, &env)
+			if !r.IsError || env.Error == nil || env.Error.Code != "TOOL_TIMEOUT" || !env.Error.Retryable || env.Metadata.DurationMs == nil {
+				t.Errorf("%s: %s, want retryable TOOL_TIMEOUT with durationMs", tool, r.StructuredContent)
+			}
+			if got := env.Error.Context["timeoutMs"]; got != float64(limit.Milliseconds()) {
+				t.Errorf("%s: timeoutMs %v, want %d", tool, got, limit.Milliseconds())
+			}
+			release <- struct{}{} // the handler returns late: its result is a timeout too
+			if late := (<-done).(*protocol.CallToolResult); !late.IsError {
+				t.Errorf("%s: the late result is not the timeout", tool)
+			}
 		}
-		if took := time.Since(start); took < limit {
-			t.Errorf("%s answered after %v, before its timeout %v", tool, took, limit)
-		}
-		r := ans.(*protocol.CallToolResult)
-		var env envelope
-		_ = json.Unmarshal(r.StructuredContent, &env)
-		if !r.IsError || env.Error == nil || env.Error.Code != "TOOL_TIMEOUT" || !env.Error.Retryable || env.Metadata.DurationMs == nil {
-			t.Errorf("%s: %s, want retryable TOOL_TIMEOUT with durationMs", tool, r.StructuredContent)
-		}
-		if got := env.Error.Context["timeoutMs"]; got != float64(limit.Milliseconds()) {
-			t.Errorf("%s: timeoutMs %v, want %d", tool, got, limit.Milliseconds())
-		}
-		release <- struct{}{} // the handler returns late: its result is a timeout too
-		if late := (<-done).(*protocol.CallToolResult); !late.IsError {
-			t.Errorf("%s: the late result is not the timeout", tool)
-		}
-	}
+	})
 }
 
 // A handler that honours its context times out the same way.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -13,26 +14,32 @@ import (
 // and ignores its context, the expiry callback (which answers the client)
 // still runs within timeout + 100 ms.
 func TestINV_MCP_TIMEOUT_001_GuaranteedTermination(t *testing.T) {
-	const limit = 50 * time.Millisecond
-	expired := make(chan time.Duration, 1)
-	start := time.Now()
-	_, stop := Watch(context.Background(), limit, func(e time.Duration) { expired <- e })
-	// The "handler": ignores ctx entirely, and is still running when the
-	// callback must fire.
-	select {
-	case e := <-expired:
-		if took := time.Since(start); took > limit+100*time.Millisecond || took < limit {
-			t.Fatalf("expiry after %v, want within [%v, %v]", took, limit, limit+100*time.Millisecond)
+	// In a synctest bubble the clock is the bubble's: the callback must
+	// fire at the limit exactly, however busy the machine is.
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 50 * time.Millisecond
+		expired := make(chan time.Duration, 1)
+		start := time.Now()
+		_, stop := Watch(context.Background(), limit, func(e time.Duration) { expired <- e })
+		// The "handler" ignores ctx entirely and is still running when
+		// the callback must fire.
+		handler := make(chan struct{})
+		go func() {
+			time.Sleep(time.Hour)
+			close(handler)
+		}()
+		e := <-expired
+		if took := time.Since(start); took != limit {
+			t.Fatalf("expiry after %v, want %v", took, limit)
 		}
-		if e < limit {
-			t.Errorf("reported elapsed %v < limit", e)
+		if e != limit {
+			t.Errorf("reported elapsed %v, want %v", e, limit)
 		}
-	case <-time.After(limit + 100*time.Millisecond):
-		t.Fatal("no expiry within timeout + 100ms")
-	}
-	if out := stop(); !out.TimedOut {
-		t.Errorf("stop after expiry: %+v, want TimedOut", out)
-	}
+		if out := stop(); !out.TimedOut {
+			t.Errorf("stop after expiry: %+v, want TimedOut", out)
+		}
+		<-handler
+	})
 }
 
 // TestINV_MCP_TIMEOUT_002_CategoryConsistency: with no override, every tool
@@ -76,19 +83,21 @@ func TestINV_MCP_TIMEOUT_003_OverridePrecedence(t *testing.T) {
 // DeadlineExceeded and stop reports the timeout (the pipeline turns it into
 // TOOL_TIMEOUT; see its tests); a cancelled parent is not a timeout.
 func TestINV_MCP_TIMEOUT_004_TimeoutErrorCode(t *testing.T) {
-	ctx, stop := Watch(context.Background(), 10*time.Millisecond, func(time.Duration) {})
-	<-ctx.Done()
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Errorf("ctx.Err() = %v", ctx.Err())
-	}
-	time.Sleep(5 * time.Millisecond) // let the timer callback finish
-	if out := stop(); !out.TimedOut {
-		t.Errorf("out = %+v, want TimedOut", out)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, stop := Watch(context.Background(), 10*time.Millisecond, func(time.Duration) {})
+		<-ctx.Done()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Errorf("ctx.Err() = %v", ctx.Err())
+		}
+		synctest.Wait() // the timer's callback has run
+		if out := stop(); !out.TimedOut {
+			t.Errorf("out = %+v, want TimedOut", out)
+		}
+	})
 	parent, cancel := context.WithCancel(context.Background())
 	cancel()
 	var fired atomic.Bool
-	ctx, stop = Watch(parent, time.Second, func(time.Duration) { fired.Store(true) })
+	ctx, stop := Watch(parent, time.Second, func(time.Duration) { fired.Store(true) })
 	<-ctx.Done()
 	if out := stop(); out.TimedOut || fired.Load() || !errors.Is(ctx.Err(), context.Canceled) {
 		t.Errorf("cancelled parent: out=%+v fired=%v err=%v", out, fired.Load(), ctx.Err())
@@ -98,17 +107,19 @@ func TestINV_MCP_TIMEOUT_004_TimeoutErrorCode(t *testing.T) {
 // TestINV_MCP_TIMEOUT_005_DurationTracking: completed and timed-out calls
 // report their elapsed time.
 func TestINV_MCP_TIMEOUT_005_DurationTracking(t *testing.T) {
-	_, stop := Watch(context.Background(), time.Second, func(time.Duration) { t.Error("fired early") })
-	time.Sleep(5 * time.Millisecond)
-	if out := stop(); out.TimedOut || out.Elapsed < 5*time.Millisecond {
-		t.Errorf("completed: %+v", out)
-	}
-	ctx, stop := Watch(context.Background(), 5*time.Millisecond, func(time.Duration) {})
-	<-ctx.Done()
-	time.Sleep(5 * time.Millisecond)
-	if out := stop(); !out.TimedOut || out.Elapsed < 5*time.Millisecond {
-		t.Errorf("timed out: %+v", out)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		_, stop := Watch(context.Background(), time.Second, func(time.Duration) { t.Error("fired early") })
+		time.Sleep(5 * time.Millisecond) // the call's work, on the bubble's clock
+		if out := stop(); out.TimedOut || out.Elapsed != 5*time.Millisecond {
+			t.Errorf("completed: %+v, want 5ms", out)
+		}
+		ctx, stop := Watch(context.Background(), 5*time.Millisecond, func(time.Duration) {})
+		<-ctx.Done()
+		time.Sleep(5 * time.Millisecond) // the handler ignores its deadline
+		if out := stop(); !out.TimedOut || out.Elapsed != 10*time.Millisecond {
+			t.Errorf("timed out: %+v, want 10ms", out)
+		}
+	})
 }
 
 // A call that finishes in time never fires the callback, however many.
