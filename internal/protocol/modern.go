@@ -208,24 +208,11 @@ func checkHeaders(msg *Message, header http.Header, version string) *StatusError
 	default:
 		return nil
 	}
-	body, ok := "", false
-	ambiguous := false
-	if len(msg.Params) > 0 && msg.Params[0] == '{' {
-		_ = EachMember(msg.Params, func(k string, v []byte) bool {
-			switch {
-			case k == member:
-				body, ok = StringValue(v)
-			case strings.EqualFold(k, member):
-				// A decoder matching names regardless of case (as
-				// encoding/json does) could read this member instead.
-				ambiguous = true
-			}
-			return true
-		})
-	}
+	raw, ambiguous := exactMember(msg.Params, member)
 	if ambiguous {
 		return statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: params has a member that differs from %q only in case", member)
 	}
+	body, ok := StringValue(raw)
 	if !ok {
 		return statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: params.%s must be a string", member)
 	}

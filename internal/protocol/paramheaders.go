@@ -181,23 +181,9 @@ func CheckParamHeaders(specs []ParamHeader, args json.RawMessage, header http.He
 func argumentAt(args json.RawMessage, path []string) (v json.RawMessage, ambiguous bool) {
 	v = args
 	for _, key := range path {
-		if len(v) == 0 || v[0] != '{' {
-			return nil, false
-		}
-		var found json.RawMessage
-		_ = EachMember(v, func(k string, val []byte) bool {
-			switch {
-			case k == key:
-				found = val
-			case strings.EqualFold(k, key):
-				ambiguous = true
-			}
-			return true
-		})
-		if ambiguous {
+		if v, ambiguous = exactMember(v, key); ambiguous {
 			return nil, true
 		}
-		v = found
 	}
 	if len(v) == 0 || string(v) == "null" {
 		return nil, false

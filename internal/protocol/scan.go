@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // errNotObject is returned by eachMember for input that is not an object.
@@ -178,4 +179,25 @@ func StringValue(data []byte) (s string, ok bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// exactMember returns the value of the member named key of the JSON object
+// data (valid JSON; the last one when it repeats), and whether data also
+// has a member whose name differs from key only in case — a decoder that
+// matches names regardless of case (encoding/json) could read that one
+// instead. A data that is not an object has neither.
+func exactMember(data []byte, key string) (value []byte, ambiguous bool) {
+	if len(data) == 0 || data[0] != '{' {
+		return nil, false
+	}
+	_ = eachMember(data, func(k string, v []byte) bool {
+		switch {
+		case k == key:
+			value = v
+		case strings.EqualFold(k, key):
+			ambiguous = true
+		}
+		return true
+	})
+	return value, ambiguous
 }
