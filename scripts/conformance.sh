@@ -60,13 +60,6 @@ conf() {
 	timeout --kill-after=15 "${STEP_TIMEOUT}" "${NODE22}" "$(conformance_entry "${version}")" "$@"
 }
 
-free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
 
 # --------------------------------------------------------- state + cleanup --
 

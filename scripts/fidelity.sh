@@ -14,13 +14,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${REPO_ROOT}"
 
 say() { printf '[fidelity] %s\n' "$*"; }
-free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-fidelity.XXXXXX")"
 pids=()

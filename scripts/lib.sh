@@ -55,3 +55,12 @@ conformance_entry() {
 FIDELITY_DIR="${CACHE_DIR}/fidelity"
 FIDELITY_EVERYTHING_VERSION="2026.8.31"
 FIDELITY_SDK_VERSION="1.32.2"
+
+# free_port -> a TCP port on 127.0.0.1 that was free a moment ago
+free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
