@@ -3,6 +3,9 @@ package redisconn
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,6 +46,23 @@ var errBadURL = errors.New("not a valid Redis URL for this mode")
 // (INV-MCP-XC-002). Deadlines come from each operation's context
 // (Timeouts), not from the client's own read timeout.
 func NewClient(m Mode, url string) (redis.UniversalClient, error) {
+	build, err := parse(m, url)
+	if err != nil {
+		return nil, err
+	}
+	return build(), nil
+}
+
+// CheckURL reports whether url is a valid REDIS_URL for mode m, as
+// NewClient would take it, without building a client. Its errors never
+// carry the URL, which may hold a password.
+func CheckURL(m Mode, url string) error {
+	_, err := parse(m, url)
+	return err
+}
+
+// parse reads url in mode m's form and returns what builds its client.
+func parse(m Mode, url string) (func() redis.UniversalClient, error) {
 	switch m {
 	case Single, "":
 		o, err := redis.ParseURL(url)
@@ -50,7 +70,7 @@ func NewClient(m Mode, url string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisURL (mode %s): %w", Single, errBadURL)
 		}
 		o.ContextTimeoutEnabled = true
-		return redis.NewClient(o), nil
+		return func() redis.UniversalClient { return redis.NewClient(o) }, nil
 	case Sentinel:
 		o, err := redis.ParseFailoverURL(url)
 		if err != nil {
@@ -60,14 +80,54 @@ func NewClient(m Mode, url string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisURL (mode %s): the master_name parameter is required", m)
 		}
 		o.ContextTimeoutEnabled = true
-		return redis.NewFailoverClient(o), nil
+		return func() redis.UniversalClient { return redis.NewFailoverClient(o) }, nil
 	case Cluster:
 		o, err := redis.ParseClusterURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
 		}
 		o.ContextTimeoutEnabled = true
-		return redis.NewClusterClient(o), nil
+		return func() redis.UniversalClient { return redis.NewClusterClient(o) }, nil
 	}
 	return nil, fmt.Errorf("redis.mode: %q is not one of single, sentinel, cluster", m)
+}
+
+// Endpoint names the Redis that url reaches in mode m — the mode, the
+// addresses (sorted), the master's name for Sentinel and the database —
+// without its credentials or options: replicas of one deployment get the
+// same name from their REDIS_URLs even when those list the nodes in
+// another order or carry other passwords.
+func Endpoint(m Mode, url string) (string, error) {
+	var parts []string
+	switch m {
+	case Single, "":
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return "", fmt.Errorf("redisURL (mode %s): %w", Single, errBadURL)
+		}
+		// Without the mode's name, as before modes existed: a single-node
+		// deployment keeps its name across the upgrade.
+		parts = []string{o.Network, o.Addr, strconv.Itoa(o.DB)}
+	case Sentinel:
+		o, err := redis.ParseFailoverURL(url)
+		if err != nil {
+			return "", fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
+		}
+		parts = append([]string{string(m), o.MasterName, strconv.Itoa(o.DB)}, sorted(o.SentinelAddrs)...)
+	case Cluster:
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return "", fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
+		}
+		parts = append([]string{string(m)}, sorted(o.Addrs)...)
+	default:
+		return "", fmt.Errorf("redis.mode: %q is not one of single, sentinel, cluster", m)
+	}
+	return strings.Join(parts, "\x00"), nil
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

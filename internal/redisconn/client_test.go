@@ -25,7 +25,11 @@ func TestNewClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			checkErr := CheckURL(tt.mode, tt.url)
 			c, err := NewClient(tt.mode, tt.url)
+			if (checkErr == nil) != (err == nil) {
+				t.Fatalf("CheckURL says %v, NewClient %v: they must agree", checkErr, err)
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "s3cret") {
 					t.Fatalf("err = %v, want one containing %q and no password", err, tt.wantErr)

@@ -2,30 +2,20 @@ package redisconn
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// clusterURL is the Redis Cluster the tests use: make test-go starts one
-// (scripts/redis-cluster.sh) and names it in MCP_TEST_REDIS_CLUSTER.
-func clusterURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("MCP_TEST_REDIS_CLUSTER")
-	if u == "" {
-		t.Skip("MCP_TEST_REDIS_CLUSTER is not set: run scripts/redis-cluster.sh start and set it to scripts/redis-cluster.sh url (make test-go does)")
-	}
-	return u
-}
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+)
 
 // A group's keys live in one slot, so a script over all of them runs on
 // the cluster; without the tag the same script is refused (CROSSSLOT).
 // Sharded pub/sub reaches a subscriber through the node owning the slot.
 func TestCluster(t *testing.T) {
-	c, err := Open(Options{Mode: Cluster, URL: clusterURL(t), KeyPrefix: "redisconn-test:", Timeouts: DefaultTimeouts(), Breaker: DefaultBreaker()})
+	c, err := Open(Options{Mode: Cluster, URL: redistest.ClusterURL(t), KeyPrefix: "redisconn-test:", Timeouts: DefaultTimeouts(), Breaker: DefaultBreaker()})
 	if err != nil {
 		t.Fatal(err)
 	}

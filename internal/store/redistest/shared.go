@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,4 +51,27 @@ func ping(addr string, timeout time.Duration) error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// EnvCluster names the Redis Cluster the cluster tests use: make test-go
+// starts one on loopback (scripts/redis-cluster.sh) and sets it to the
+// cluster's URL.
+const EnvCluster = "MCP_TEST_REDIS_CLUSTER"
+
+// ClusterURL returns the URL of the test Redis Cluster (redis.mode
+// cluster). Without one the test is skipped, unless CI is set: there it
+// fails, since make test always starts one and a skip would hide that
+// nothing ran against a cluster.
+func ClusterURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvCluster)
+	switch {
+	case u != "":
+		return u
+	case os.Getenv("CI") == "true":
+		t.Fatalf("redistest: %s is not set in CI; make test-go starts a cluster and sets it", EnvCluster)
+	default:
+		t.Skipf("redistest: %s is not set: run scripts/redis-cluster.sh start and set it to $(scripts/redis-cluster.sh url), as make test-go does", EnvCluster)
+	}
+	return ""
 }
