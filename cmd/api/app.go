@@ -160,10 +160,12 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Auth:                    authn,
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
-		// With REDIS_URL, client sessions are shared by the replicas.
-		Redis:          st.redis,
+		// With REDIS_URL, client sessions are shared by the replicas,
+		// through the connection the cache tier and rate limits use.
+		Redis:          st.redisClient(),
+		RedisConn:      st.redis,
 		RedisKeyPrefix: cfg.Redis.KeyPrefix,
-		RedisTimeout:   cfg.Redis.Timeout(),
+		RedisTimeout:   cfg.Redis.Timeouts().Hot,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)

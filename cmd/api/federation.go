@@ -3,17 +3,16 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/federation"
 	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -55,7 +54,7 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarde
 // deploymentID names this deployment to its upstreams (see
 // upstream.HeaderVia): federation.deploymentId when set; otherwise a hash
 // of what every replica of one deployment shares and no other deployment
-// does — the Redis server and database its client sessions live in, and
+// does — the Redis its client sessions live in (redisconn.Endpoint), and
 // redis.keyPrefix, which deployments sharing a Redis must set apart. The
 // hash keeps the address and the key prefix out of the headers; the URL's
 // credentials and options are not part of it. Without Redis a process is
@@ -67,11 +66,11 @@ func deploymentID(cfg config.Config) string {
 	if cfg.RedisURL == "" {
 		return upstream.RandomDeploymentID()
 	}
-	o, err := redis.ParseURL(cfg.RedisURL)
+	endpoint, err := redisconn.Endpoint(redisconn.Mode(cfg.Redis.Mode), cfg.RedisURL)
 	if err != nil {
 		// openState refuses such a URL before this runs.
 		return upstream.RandomDeploymentID()
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{"mcp-runtime deployment", o.Network, o.Addr, strconv.Itoa(o.DB), cfg.Redis.KeyPrefix}, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join([]string{"mcp-runtime deployment", endpoint, cfg.Redis.KeyPrefix}, "\x00")))
 	return hex.EncodeToString(sum[:16])
 }

@@ -22,12 +22,7 @@ type limits struct {
 }
 
 func newLimits(cfg config.Config, st *state, log zerolog.Logger) *limits {
-	var l *ratelimit.Limiter
-	if st.redis != nil { // a nil *redis.Client must not become a non-nil interface
-		l = ratelimit.New(st.redis, cfg.Redis.KeyPrefix, cfg.Redis.Timeout(), log)
-	} else {
-		l = ratelimit.New(nil, "", 0, log)
-	}
+	l := ratelimit.New(st.redis, log)
 	ctx, stop := context.WithCancel(context.Background())
 	go l.Run(ctx, time.Minute)
 	return &limits{cfg: cfg.RateLimits, limiter: l, stop: stop}

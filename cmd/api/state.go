@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/pipeline"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgstore"
@@ -26,10 +27,14 @@ type state struct {
 	persistent bool            // PostgreSQL, not the embedded store
 	pg         *pgstore.Store  // the PostgreSQL store, for readiness; nil when embedded
 	mem        *memstore.Store // the embedded store, for its trace metrics; nil with PostgreSQL
-	redis      *redis.Client   // nil without REDIS_URL; tiered does not close it
-	stopPurge  context.CancelFunc
-	purgeDone  chan struct{}
-	log        zerolog.Logger
+	// redis is the process's one connection to Redis, shared by the cache
+	// tier, the rate limits and the client sessions (one health model,
+	// docs/adr/0044-redis-foundation.md); nil without REDIS_URL. Its
+	// users do not close it: close does, last.
+	redis     *redisconn.Conn
+	stopPurge context.CancelFunc
+	purgeDone chan struct{}
+	log       zerolog.Logger
 }
 
 // startupTimeout bounds how long start-up waits for PostgreSQL: in a
@@ -53,35 +58,27 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 		mem = memstore.New(opts)
 		base = mem
 	}
-	var rdb *redis.Client
+	var conn *redisconn.Conn
 	if cfg.RedisURL != "" {
-		ropts, err := redis.ParseURL(cfg.RedisURL)
+		// Redis may be down now: the client connects lazily and every user
+		// degrades until it answers (INV-MCP-XC-002).
+		conn, err = redisconn.Open(redisconn.Options{
+			Mode: redisconn.Mode(cfg.Redis.Mode), URL: cfg.RedisURL, KeyPrefix: cfg.Redis.KeyPrefix,
+			Timeouts: cfg.Redis.Timeouts(), Log: log,
+		})
 		if err != nil {
 			base.Close()
-			// The URL may carry a password: name the key, not the value.
-			return nil, errors.New("redisURL: not a valid redis:// URL")
+			return nil, err // names the key, never the URL
 		}
-		// Redis may be down now: the client connects lazily and the cache
-		// degrades to the database until it answers (INV-MCP-XC-002).
-		// Honour per-call deadlines (redis.timeoutMs) rather than the
-		// client's own 3 s read timeout.
-		ropts.ContextTimeoutEnabled = true
-		rdb = redis.NewClient(ropts)
-	}
-	var rc redis.UniversalClient
-	if rdb != nil {
-		rc = rdb
 	}
 	backend, err := tiered.New(ctx, base, tiered.Options{
-		L1: cfg.Cache.CacheConfig(), Redis: rc,
-		RedisTimeout: cfg.Redis.Timeout(), RedisTTL: cfg.Redis.TTL(), RedisMaxValueBytes: cfg.Redis.MaxValueBytes, Log: log,
+		L1: cfg.Cache.CacheConfig(), Redis: conn,
+		RedisTTL: cfg.Redis.TTL(), RedisMaxValueBytes: cfg.Redis.MaxValueBytes, Log: log,
 		KeyPrefix: cfg.Redis.KeyPrefix + "c:", Channel: cfg.Redis.KeyPrefix + "invalidate",
 	})
 	if err != nil {
 		base.Close()
-		if rdb != nil {
-			_ = rdb.Close()
-		}
+		closeConn(conn)
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	rec, err := traces.New(backend, traces.Options{
@@ -91,13 +88,11 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 	})
 	if err != nil {
 		backend.Close()
-		if rdb != nil {
-			_ = rdb.Close()
-		}
+		closeConn(conn)
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	purgeCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	st = &state{backend: backend, recorder: rec, persistent: persistent, pg: pgs, mem: mem, redis: rdb, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
+	st = &state{backend: backend, recorder: rec, persistent: persistent, pg: pgs, mem: mem, redis: conn, stopPurge: stop, purgeDone: make(chan struct{}), log: log}
 	go st.purgeExpired(purgeCtx, cfg.Store.PurgeInterval())
 	return st, nil
 }
@@ -177,11 +172,26 @@ func (s *state) close(ctx context.Context) error {
 	s.stopPurge()
 	<-s.purgeDone
 	s.backend.Close()
-	if s.redis != nil {
-		_ = s.redis.Close()
-	}
+	closeConn(s.redis)
 	if err != nil {
 		return fmt.Errorf("flush traces: %w", err)
 	}
 	return nil
+}
+
+// redisClient is the connection's client, nil without Redis (an untyped
+// nil: a nil *redis.Client in the interface would look like a client).
+func (s *state) redisClient() redis.UniversalClient {
+	if s.redis == nil {
+		return nil
+	}
+	return s.redis.Client()
+}
+
+// closeConn closes the connection to Redis, if there is one: its prober,
+// then its client.
+func closeConn(c *redisconn.Conn) {
+	if c != nil {
+		_ = c.Close()
+	}
 }

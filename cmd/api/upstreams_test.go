@@ -378,6 +378,21 @@ func TestDeploymentID(t *testing.T) {
 			t.Errorf("%s: %s vs %s, want same %v", tt.name, got, base, tt.same)
 		}
 	}
+	// A cluster deployment's replicas may list its nodes in any order;
+	// before modes existed, a cluster URL was refused and each replica
+	// got a random id, so the deployment did not know itself.
+	cluster := func(url string) config.Config {
+		c := with(url, "prod:", "")
+		c.Redis.Mode = "cluster"
+		return c
+	}
+	a := deploymentID(cluster("redis://n1:6379?addr=n2:6379&addr=n3:6379"))
+	if b := deploymentID(cluster("redis://:pw@n3:6379?addr=n1:6379&addr=n2:6379")); a != b {
+		t.Errorf("one cluster named in another order: %s vs %s", a, b)
+	}
+	if b := deploymentID(cluster("redis://n1:6379?addr=n2:6379&addr=n4:6379")); a == b {
+		t.Errorf("another cluster: the same id %s", a)
+	}
 	for _, leak := range []string{"redis-master", "6379", "prod", "s3cret"} {
 		if strings.Contains(base, leak) {
 			t.Errorf("the id %s shows %q", base, leak)

@@ -22,7 +22,7 @@ const (
 // for the usage text.
 func Environment() []string {
 	return []string{EnvConfig, EnvAddr, EnvAllowedOrigins, EnvLogLevel, EnvLogFormat,
-		EnvDatabaseURL, EnvRedisURL, EnvTLSCertFile, EnvTLSKeyFile, EnvAuthMode, EnvAdminToken}
+		EnvDatabaseURL, EnvRedisURL, EnvRedisMode, EnvTLSCertFile, EnvTLSKeyFile, EnvAuthMode, EnvAdminToken}
 }
 
 // Flag names, without the leading "-".
@@ -126,6 +126,9 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	}
 	if v := getenv(EnvRedisURL); v != "" {
 		cfg.RedisURL = v
+	}
+	if v := getenv(EnvRedisMode); v != "" {
+		cfg.Redis.Mode = v
 	}
 	if v := getenv(EnvTLSCertFile); v != "" {
 		cfg.TLS.CertFile = v

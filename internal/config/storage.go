@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
@@ -14,8 +15,9 @@ import (
 // takes them from a Secret, so they are read from the environment and
 // never printed.
 const (
-	EnvDatabaseURL = "DATABASE_URL" // databaseURL
-	EnvRedisURL    = "REDIS_URL"    // redisURL
+	EnvDatabaseURL = "DATABASE_URL"   // databaseURL
+	EnvRedisURL    = "REDIS_URL"      // redisURL
+	EnvRedisMode   = "MCP_REDIS_MODE" // redis.mode
 )
 
 // Cache is the in-process cache, the first tier in front of Redis and the
@@ -58,9 +60,23 @@ type Redis struct {
 	// number) must each have their own, or they read each other's cache
 	// and notify each other's sessions.
 	KeyPrefix string `yaml:"keyPrefix"`
-	// TimeoutMs bounds every Redis operation; a slower Redis counts as down
-	// and the call is served from the database (INV-MCP-XC-002).
+	// Mode is how the deployment runs Redis: single (one node), sentinel
+	// or cluster; REDIS_URL is in go-redis's URL form for that mode
+	// (docs/adr/0044-redis-foundation.md).
+	Mode string `yaml:"mode"`
+	// TimeoutMs bounds a Redis operation on a request's path that has a
+	// fallback: cache reads and writes (the database answers), rate
+	// limits (the replica counts alone), appending to a shared session's
+	// log. A slower reply counts as a failure towards Redis's health; one
+	// alone does not take Redis out of use (INV-MCP-XC-002).
 	TimeoutMs int64 `yaml:"timeoutMs"`
+	// SessionTimeoutMs bounds what a client waits for and has no fallback
+	// for: creating, claiming or loading a shared client session, opening
+	// a stream.
+	SessionTimeoutMs int64 `yaml:"sessionTimeoutMs"`
+	// BackgroundTimeoutMs bounds work off any request: sweeps, recovery,
+	// replaying missed invalidations, probes.
+	BackgroundTimeoutMs int64 `yaml:"backgroundTimeoutMs"`
 	// TtlMs is the lifetime of an entry in Redis.
 	TtlMs int64 `yaml:"ttlMs"`
 	// MaxValueBytes caps an entry the cache tier writes to Redis; larger
@@ -104,7 +120,10 @@ func defaultStore() Store {
 }
 
 func defaultRedis() Redis {
-	return Redis{KeyPrefix: "mcp-runtime:", TimeoutMs: 50, TtlMs: 5 * 60_000, MaxValueBytes: 1 << 20}
+	d := redisconn.DefaultTimeouts()
+	return Redis{KeyPrefix: "mcp-runtime:", Mode: string(redisconn.Single),
+		TimeoutMs: d.Hot.Milliseconds(), SessionTimeoutMs: d.Session.Milliseconds(), BackgroundTimeoutMs: d.Background.Milliseconds(),
+		TtlMs: 5 * 60_000, MaxValueBytes: 1 << 20}
 }
 
 // StoreOptions returns the store section as the stores take it.
@@ -129,8 +148,10 @@ func (c Cache) CacheConfig() cache.Config {
 // PurgeInterval returns PurgeIntervalMs as a duration.
 func (s Store) PurgeInterval() time.Duration { return ms(s.PurgeIntervalMs) }
 
-// Timeout returns TimeoutMs as a duration.
-func (r Redis) Timeout() time.Duration { return ms(r.TimeoutMs) }
+// Timeouts returns the bounds of each kind of Redis operation.
+func (r Redis) Timeouts() redisconn.Timeouts {
+	return redisconn.Timeouts{Hot: ms(r.TimeoutMs), Session: ms(r.SessionTimeoutMs), Background: ms(r.BackgroundTimeoutMs)}
+}
 
 // TTL returns TtlMs as a duration.
 func (r Redis) TTL() time.Duration { return ms(r.TtlMs) }
@@ -151,8 +172,18 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	if c.DatabaseURL != "" && !validDSN(c.DatabaseURL, "postgres", "postgresql") {
 		bad("databaseURL", "(hidden)", "a postgres:// URL or a key=value connection string")
 	}
-	if c.RedisURL != "" && !validDSN(c.RedisURL, "redis", "rediss", "unix") {
-		bad("redisURL", "(hidden)", "a redis://, rediss:// or unix:// URL")
+	switch m := redisconn.Mode(c.Redis.Mode); {
+	case !m.Valid():
+		bad("redis.mode", c.Redis.Mode, "single, sentinel or cluster")
+	case c.RedisURL == "":
+	case !validDSN(c.RedisURL, "redis", "rediss", "unix") || redisconn.CheckURL(m, c.RedisURL) != nil:
+		bad("redisURL", "(hidden)", "a redis://, rediss:// or unix:// URL in go-redis's form for redis.mode "+c.Redis.Mode)
+	case m == redisconn.Cluster:
+		// The cache tier and rate limits run on a cluster (their tests
+		// do), but a shared client session's scripts still span keys
+		// of several slots, which a cluster refuses (CROSSSLOT): serving
+		// would fail every initialize. Refused at start-up instead.
+		bad("redis.mode", c.Redis.Mode, "single or sentinel: client sessions shared through Redis do not run on Redis Cluster yet (docs/adr/0044-one-redis-foundation.md)")
 	}
 	var errs []error
 	if err := c.Cache.CacheConfig().Validate(); err != nil {
@@ -174,6 +205,8 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 		bad("redis.keyPrefix", c.Redis.KeyPrefix, "1 to 64 printable ASCII characters without spaces, braces or '*'")
 	}
 	intRange("redis.timeoutMs", c.Redis.TimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
+	intRange("redis.sessionTimeoutMs", c.Redis.SessionTimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
+	intRange("redis.backgroundTimeoutMs", c.Redis.BackgroundTimeoutMs, 1, 60_000, "1 to 60000 milliseconds")
 	intRange("redis.ttlMs", c.Redis.TtlMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
 	intRange("redis.maxValueBytes", int64(c.Redis.MaxValueBytes), 1024, 512<<20, "1024 to 536870912 (512 MiB, Redis's largest string)")
 	intRange("traces.queueSize", int64(c.Traces.QueueSize), 1, 10_000_000, "1 to 10000000")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // The storage sections load from YAML, keep their defaults for what is
@@ -14,12 +16,13 @@ func TestLoadStorageSections(t *testing.T) {
 	path := writeConfig(t, `
 cache: {maxSizeBytes: 1048576, evictionPolicy: lfu, defaultTtlMs: 1000}
 store: {participantLimit: 3}
-redis: {timeoutMs: 20, keyPrefix: "team-a:"}
+redis: {timeoutMs: 20, sessionTimeoutMs: 700, keyPrefix: "team-a:"}
 traces: {retentionDays: 30, batchSize: 100, maxInMemory: 5000, sampleRate: 0.1}
 `)
 	env := map[string]string{
 		EnvDatabaseURL: "postgres://u:secret@db:5432/mcp",
-		EnvRedisURL:    "redis://cache:6379/0",
+		EnvRedisURL:    "redis://sentinel-1:26379?addr=sentinel-2:26379&master_name=cache",
+		EnvRedisMode:   "sentinel",
 	}
 	cfg, err := load([]string{"-config", path}, env)
 	if err != nil {
@@ -32,7 +35,8 @@ traces: {retentionDays: 30, batchSize: 100, maxInMemory: 5000, sampleRate: 0.1}
 	if cfg.Store.ParticipantLimit != 3 || cfg.Store.MaxValueBytes != 1<<20 {
 		t.Errorf("store = %+v", cfg.Store)
 	}
-	if cfg.Redis.Timeout() != 20*time.Millisecond || cfg.Redis.TTL() != 5*time.Minute || cfg.Redis.KeyPrefix != "team-a:" {
+	want := redisconn.Timeouts{Hot: 20 * time.Millisecond, Session: 700 * time.Millisecond, Background: 5 * time.Second}
+	if cfg.Redis.Timeouts() != want || cfg.Redis.TTL() != 5*time.Minute || cfg.Redis.KeyPrefix != "team-a:" || cfg.Redis.Mode != "sentinel" {
 		t.Errorf("redis = %+v", cfg.Redis)
 	}
 	if cfg.Traces.Retention() != 30*24*time.Hour || cfg.Traces.BatchSize != 100 || cfg.Traces.QueueSize != 10_000 ||
@@ -65,6 +69,12 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		{"redis value bytes past a Redis string", func(c *Config) { c.Redis.MaxValueBytes = 512<<20 + 1 }, "redis.maxValueBytes"},
 		{"purge", func(c *Config) { c.Store.PurgeIntervalMs = 10 }, "store.purgeIntervalMs"},
 		{"redis timeout", func(c *Config) { c.Redis.TimeoutMs = 0 }, "redis.timeoutMs"},
+		{"redis session timeout", func(c *Config) { c.Redis.SessionTimeoutMs = 0 }, "redis.sessionTimeoutMs"},
+		{"redis background timeout", func(c *Config) { c.Redis.BackgroundTimeoutMs = 60_001 }, "redis.backgroundTimeoutMs"},
+		{"redis mode", func(c *Config) { c.Redis.Mode = "ring" }, "redis.mode"},
+		{"sentinel url without its master", func(c *Config) { c.Redis.Mode, c.RedisURL = "sentinel", "redis://s1:26379" }, "redisURL"},
+		{"cluster url with a database", func(c *Config) { c.Redis.Mode, c.RedisURL = "cluster", "redis://n1:6379?db=1" }, "redisURL"},
+		{"cluster, which session sharing does not run on yet", func(c *Config) { c.Redis.Mode, c.RedisURL = "cluster", "redis://n1:6379?addr=n2:6379" }, "redis.mode"},
 		{"redis ttl", func(c *Config) { c.Redis.TtlMs = 1 }, "redis.ttlMs"},
 		{"redis prefix empty", func(c *Config) { c.Redis.KeyPrefix = "" }, "redis.keyPrefix"},
 		{"redis prefix with a brace", func(c *Config) { c.Redis.KeyPrefix = "team{a}:" }, "redis.keyPrefix"},

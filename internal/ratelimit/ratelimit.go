@@ -17,8 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // Rate is a bucket's refill rate and size.
@@ -130,11 +131,11 @@ type Limiter struct {
 	shared *Redis // nil without Redis
 }
 
-// New returns a Limiter; rdb nil means in-process only.
-func New(rdb redis.UniversalClient, prefix string, timeout time.Duration, log zerolog.Logger) *Limiter {
+// New returns a Limiter; conn nil means in-process only.
+func New(conn *redisconn.Conn, log zerolog.Logger) *Limiter {
 	l := &Limiter{local: NewLocal(nil)}
-	if rdb != nil {
-		l.shared = NewRedis(rdb, prefix, timeout, l.local, log)
+	if conn != nil {
+		l.shared = NewRedis(conn, l.local, log)
 	}
 	return l
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"pgregory.net/rapid"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
@@ -82,7 +83,9 @@ func newRedisLimiter(t *testing.T, addr, prefix string) *Limiter {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return New(rdb, prefix, 200*time.Millisecond, zerolog.Nop())
+	conn := redisconn.New(rdb, redisconn.Options{KeyPrefix: prefix, Timeouts: redisconn.Timeouts{Hot: 200 * time.Millisecond}})
+	t.Cleanup(func() { _ = conn.Close() })
+	return New(conn, zerolog.Nop())
 }
 
 // Two replicas sharing Redis share one bucket per principal: the limit
@@ -131,4 +134,58 @@ func TestRedisBucketAcrossReplicas(t *testing.T) {
 	testutil.Eventually(t, testutil.Wait, "a replica to decide in Redis again", func() bool {
 		return a.Allow(ctx, "tenant/apikey:new", r).Allowed && !a.shared.down.Load()
 	})
+}
+
+// The skip window is the connection's, shared by every user of Redis in
+// the process: once another user's failures open the breaker, the limiter
+// decides locally without waiting on Redis, though Redis itself answers.
+func TestRedisSharesTheConnectionsBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	conn := redisconn.New(rdb, redisconn.Options{KeyPrefix: fmt.Sprintf("rl-breaker-%d:", time.Now().UnixNano())})
+	t.Cleanup(func() { _ = conn.Close() })
+	l := New(conn, zerolog.Nop())
+	r := Rate{PerSecond: 1, Burst: 2}
+	if !l.Allow(context.Background(), "k", r).Allowed || l.shared.Fallbacks() != 0 {
+		t.Fatalf("with Redis answering: %d fallbacks, want a shared decision", l.shared.Fallbacks())
+	}
+	for conn.Available() { // another user of the connection times out, again and again
+		conn.Observe(context.DeadlineExceeded)
+	}
+	if d := l.Allow(context.Background(), "k", r); !d.Allowed || l.shared.Fallbacks() != 1 {
+		t.Fatalf("with the breaker open: %+v, %d fallbacks; want a local decision", d, l.shared.Fallbacks())
+	}
+}
+
+// On Redis Cluster two replicas still share one bucket per principal,
+// whichever master holds it.
+func TestRedisBucketOnCluster(t *testing.T) {
+	url := redistest.ClusterURL(t)
+	prefix := fmt.Sprintf("rl-cluster-%d:", time.Now().UnixNano())
+	replica := func() *Limiter {
+		conn, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: url, KeyPrefix: prefix, Timeouts: redisconn.Timeouts{Hot: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return New(conn, zerolog.Nop())
+	}
+	a, b := replica(), replica()
+	r := Rate{PerSecond: 0.01, Burst: 3}
+	for _, key := range []string{"tenant/apikey:a", "tenant/apikey:b", "tenant/apikey:c", "tenant/apikey:d"} {
+		got := 0
+		for i := range 8 {
+			rep := a
+			if i%2 == 1 {
+				rep = b
+			}
+			if rep.Allow(context.Background(), key, r).Allowed {
+				got++
+			}
+		}
+		if got != 3 || a.shared.Fallbacks()+b.shared.Fallbacks() != 0 {
+			t.Fatalf("%s: %d of 8 allowed across two replicas (want the burst of 3), %d fallbacks", key, got, a.shared.Fallbacks()+b.shared.Fallbacks())
+		}
+	}
 }

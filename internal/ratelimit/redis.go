@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // gcraScript is gcra in Redis, on Redis's own clock (TIME), so replicas
@@ -28,12 +30,13 @@ return {1, 0}
 `)
 
 // Redis is the bucket store shared by the replicas. Buckets are keys
-// <prefix>rl:<key>; a call Redis cannot answer within timeout is decided
-// by the in-process fallback and counted.
+// <prefix>rl:<key>, each alone in its slot (one key per script call, so
+// Redis Cluster needs no hash tag). A call Redis cannot answer within the
+// connection's hot bound, or any call while the connection's breaker is
+// open, is decided by the in-process fallback and counted: rate limits
+// never wait on a Redis that is down (docs/adr/0044-redis-foundation.md).
 type Redis struct {
-	rdb      redis.UniversalClient
-	prefix   string
-	timeout  time.Duration
+	conn     *redisconn.Conn
 	fallback *Local
 	log      zerolog.Logger
 	// fallbacks counts decisions taken locally because Redis failed.
@@ -42,9 +45,9 @@ type Redis struct {
 	down atomic.Bool
 }
 
-// NewRedis returns a store over rdb; fallback decides while Redis cannot.
-func NewRedis(rdb redis.UniversalClient, prefix string, timeout time.Duration, fallback *Local, log zerolog.Logger) *Redis {
-	return &Redis{rdb: rdb, prefix: prefix + "rl:", timeout: timeout, fallback: fallback, log: log}
+// NewRedis returns a store over conn; fallback decides while Redis cannot.
+func NewRedis(conn *redisconn.Conn, fallback *Local, log zerolog.Logger) *Redis {
+	return &Redis{conn: conn, fallback: fallback, log: log}
 }
 
 // Allow spends one request of key's bucket at rate r.
@@ -52,10 +55,13 @@ func (s *Redis) Allow(ctx context.Context, key string, r Rate) Decision {
 	if r.Off() {
 		return Decision{Allowed: true}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	res, err := gcraScript.Run(ctx, s.rdb, []string{s.prefix + key},
-		strconv.FormatInt(r.interval().Microseconds(), 10), strconv.FormatInt(r.tolerance().Microseconds(), 10)).Int64Slice()
+	var res []int64
+	err := s.conn.Do(ctx, redisconn.Hot, func(ctx context.Context) error {
+		var err error
+		res, err = gcraScript.Run(ctx, s.conn.Client(), []string{s.conn.Keys().Key("rl", key)},
+			strconv.FormatInt(r.interval().Microseconds(), 10), strconv.FormatInt(r.tolerance().Microseconds(), 10)).Int64Slice()
+		return err
+	})
 	if err != nil || len(res) != 2 {
 		s.fallbacks.Add(1)
 		if s.down.CompareAndSwap(false, true) {

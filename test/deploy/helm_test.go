@@ -807,6 +807,7 @@ func TestHelmRefusesBrokenValues(t *testing.T) {
 		{"grace period eaten by the preStop sleep", []string{"--set", "lifecycle.preStopSleepSeconds=5"}, "terminationGracePeriodSeconds"},
 		{"TLS without a Secret", []string{"--set", "tls.enabled=true"}, "tls.secretName"},
 		{"image digest malformed", []string{"--set", "image.digest=latest"}, "digest"},
+		{"unknown Redis mode", []string{"--set", "redis.mode=ring"}, "/redis/mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmTemplate(t, tc.args...)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
@@ -45,9 +46,20 @@ func stillClock() *testutil.Clock {
 	return testutil.NewClock(time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC), 0)
 }
 
-// shortTimeout gives a replica the product's RedisTimeout, for the tests
-// whose subject is how long a call waits on a Redis that does not answer.
-func shortTimeout(o *Options) { o.RedisTimeout = DefaultRedisTimeout }
+// shortTimeout gives a replica the product's default Redis bounds, for
+// the tests whose subject is how long a call waits on a Redis that does
+// not answer.
+func shortTimeout(t testing.TB) func(*Options) {
+	return func(o *Options) { o.Redis = newConn(t, o.Redis.Client(), redisconn.DefaultTimeouts()) }
+}
+
+// newConn is a process's connection to Redis over client, with bounds
+// timeouts, closed when the test ends (its prober is a goroutine).
+func newConn(t testing.TB, client redis.UniversalClient, timeouts redisconn.Timeouts) *redisconn.Conn {
+	c := redisconn.New(client, redisconn.Options{Timeouts: timeouts, Log: zerolog.Nop()})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
 // withClock makes a replica judge expiry by clock, its backend's.
 func withClock(clock func() time.Time) func(*Options) {
@@ -95,14 +107,13 @@ func newReplica(t testing.TB, backend store.Store, addr string, tune ...func(*Op
 		Log:       zerolog.Nop(),
 		Channel:   "test:" + t.Name() + ":invalidate",
 		KeyPrefix: "test:" + t.Name() + ":c:",
-		// DefaultRedisTimeout (50ms) is a latency budget a loaded test
-		// machine overruns, turning Redis degraded in the middle of a
-		// test about something else. The tests about a slow or silent
-		// Redis set it back with shortTimeout.
-		RedisTimeout: time.Second,
 	}
 	if addr != "" {
-		o.Redis = newClient(t, addr)
+		// The default hot bound (100ms) is a latency budget a loaded
+		// test machine may overrun, counting against Redis's health in
+		// the middle of a test about something else. The tests about a
+		// slow or silent Redis set it back with shortTimeout.
+		o.Redis = newConn(t, newClient(t, addr), redisconn.Timeouts{Hot: time.Second})
 	}
 	for _, f := range tune {
 		f(&o)

@@ -116,7 +116,11 @@ func lookup[T entity](ctx context.Context, s *Store, k ckey, fetch func(context.
 			// The caller gave up: no fault of Redis's. The store call
 			// below fails the way the store fails a done context.
 		default:
-			t.fail(err)
+			// A failed read leaves nothing stale behind: the store
+			// answers this call, and the connection counts the failure
+			// towards Redis's health (one slow reply does not stop the
+			// next call from reading Redis).
+			t.errs.Add(1)
 		}
 	}
 	start := time.Now() // monotonic, for the populate guard

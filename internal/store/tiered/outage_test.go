@@ -3,10 +3,14 @@ package tiered
 import (
 	"context"
 	"fmt"
-	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
@@ -224,7 +228,7 @@ func r2keys(t *testing.T, s *Store) int {
 func TestSlowRedis(t *testing.T) {
 	t.Run("black hole", func(t *testing.T) {
 		backend := newBackend()
-		s := newReplica(t, backend, netfault.Blackhole(t), fast, shortTimeout)
+		s := newReplica(t, backend, netfault.Blackhole(t), fast, shortTimeout(t))
 		for i := range 20 {
 			k := fmt.Sprint("k", i)
 			timed(t, "a write to a silent Redis", func() { put(t, s, "acme", "ns", k, `1`, 0) })
@@ -241,7 +245,7 @@ func TestSlowRedis(t *testing.T) {
 	t.Run("stalled mid-life", func(t *testing.T) {
 		r := redistest.Start(t)
 		backend := newBackend()
-		s := newReplica(t, backend, r.Addr(), fast, shortTimeout)
+		s := newReplica(t, backend, r.Addr(), fast, shortTimeout(t))
 		live(t, s)
 		put(t, s, "acme", "ns", "k", `1`, 0)
 
@@ -278,7 +282,7 @@ func TestSilentLink(t *testing.T) {
 	r := redistest.Start(t)
 	p := netfault.NewProxy(t, r.Addr())
 	backend := newBackend()
-	a := newReplica(t, backend, p.Addr(), fast, shortTimeout)
+	a := newReplica(t, backend, p.Addr(), fast, shortTimeout(t))
 	b := newReplica(t, backend, r.Addr(), fast)
 	live(t, a)
 	live(t, b)
@@ -298,4 +302,120 @@ func TestSilentLink(t *testing.T) {
 	testutil.Eventually(t, testutil.Wait, "A to resubscribe", func() bool { st := a.Stats(); return st.L1Live && !st.RedisDegraded })
 	e, _ := get(t, a, "acme", "ns", "k")
 	wantValue(t, e, `"v2"`)
+}
+
+// stallOnce makes the next command named name that client runs wait
+// until its deadline and fail as a timed-out reply would.
+type stallOnce struct{ name atomic.Pointer[string] }
+
+func (h *stallOnce) arm(name string) { h.name.Store(&name) }
+
+func (*stallOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *stallOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := h.name.Load(); n != nil && cmd.Name() == *n && h.name.CompareAndSwap(n, nil) {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*stallOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestOneSlowReplyIsNoOutage: a single reply slower than the hot bound
+// costs the call it belongs to a fallback to the store, and nothing more.
+// A read that times out does not stop the next call reading Redis; a
+// write that times out may have left Redis holding what it replaced, so
+// the tier stops reading Redis only until that key is replayed — at once,
+// not after a backoff (which the test sets to an hour).
+func TestOneSlowReplyIsNoOutage(t *testing.T) {
+	r := redistest.Start(t)
+	backend := newBackend()
+	var hook stallOnce
+	slowOnce := func(o *Options) { o.Redis.Client().AddHook(&hook) }
+	noBackoff := func(o *Options) { o.tune = tuning{minBackoff: time.Hour, maxBackoff: time.Hour} }
+	a := newReplica(t, backend, r.Addr(), noBackoff, shortTimeout(t), slowOnce)
+	b := newReplica(t, backend, r.Addr())
+	live(t, a)
+	live(t, b)
+	put(t, a, "acme", "ns", "k", `"v1"`, 0)
+	get(t, b, "acme", "ns", "k") // Redis holds v1
+
+	hook.arm("get")
+	errs := a.Stats().RedisErrors
+	if e, cached := get(t, a, "acme", "ns", "k"); cached || string(e.Value) != `"v1"` {
+		t.Fatalf("a read whose Redis reply timed out: %s, cached %v; want v1 from the store", e.Value, cached)
+	}
+	if st := a.Stats(); st.RedisDegraded || st.RedisErrors != errs+1 {
+		t.Fatalf("after one slow read: degraded %v, errors %d (were %d); want one fallback, no outage", st.RedisDegraded, st.RedisErrors, errs)
+	}
+	a.l1.flush()
+	if _, cached := get(t, a, "acme", "ns", "k"); !cached {
+		t.Fatal("the read after the slow one did not use Redis")
+	}
+
+	hook.arm("evalsha")
+	put(t, a, "acme", "ns", "k", `"v2"`, 0)
+	testutil.Eventually(t, testutil.Wait, "the missed write to be replayed", func() bool { return !a.Stats().RedisDegraded })
+	for _, s := range []*Store{a, b} {
+		e, _ := get(t, s, "acme", "ns", "k")
+		wantValue(t, e, `"v2"`)
+	}
+}
+
+// TestCluster runs the cache tier on Redis Cluster: two replicas share
+// values through tier 2 and invalidations through the channel, and the
+// flush after too many missed invalidations finds the keys on every
+// master.
+func TestCluster(t *testing.T) {
+	url := redistest.ClusterURL(t)
+	backend := newBackend()
+	conn, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: url, Timeouts: redisconn.Timeouts{Hot: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	onCluster := func(o *Options) { o.Redis = conn }
+	a := newReplica(t, backend, "", onCluster)
+	b := newReplica(t, backend, "", onCluster)
+	live(t, a)
+	live(t, b)
+
+	for i := range 20 { // keys enough to land on every master
+		k := fmt.Sprint("k", i)
+		put(t, backend, "acme", "ns", k, `"v1"`, 0) // in the database only
+		get(t, a, "acme", "ns", k)                  // A fills tier 2
+	}
+	hits := b.Stats().RedisHits
+	for i := range 20 {
+		if e, cached := get(t, b, "acme", "ns", fmt.Sprint("k", i)); !cached || string(e.Value) != `"v1"` {
+			t.Fatalf("k%d on B: %s, cached %v; want v1 from tier 2", i, e.Value, cached)
+		}
+	}
+	if got := b.Stats().RedisHits - hits; got != 20 {
+		t.Fatalf("B's tier-2 hits grew by %d, want 20", got)
+	}
+	put(t, a, "acme", "ns", "k0", `"v2"`, 0)
+	testutil.Eventually(t, testutil.Wait, "B to see the new value", func() bool {
+		e, _ := get(t, b, "acme", "ns", "k0")
+		return string(e.Value) == `"v2"`
+	})
+
+	if err := a.t2.dropAll(); err != nil {
+		t.Fatalf("dropping every key on the cluster: %v", err)
+	}
+	var left atomic.Int64 // ForEachMaster runs on every master at once
+	cc := conn.Client().(*redis.ClusterClient)
+	err = cc.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		keys, err := n.Keys(ctx, globEscape(a.t2.prefix)+"*").Result()
+		left.Add(int64(len(keys)))
+		return err
+	})
+	if err != nil || left.Load() != 0 {
+		t.Fatalf("after the flush: %d keys left, %v", left.Load(), err)
+	}
 }

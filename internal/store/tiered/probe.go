@@ -7,29 +7,37 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
-// probe runs until stop: whenever Redis turns degraded it waits a backoff
-// (tune.minBackoff doubling to tune.maxBackoff), PINGs, replays the
+// probe runs until stop: whenever the tier turns degraded it replays the
 // invalidations Redis missed, and only then lets calls use Redis again.
+// It replays at once while the connection deems Redis healthy (one write
+// lost to a slow reply costs a moment, not a backoff); otherwise, and
+// after a failed replay, it waits a backoff (tune.minBackoff doubling to
+// tune.maxBackoff) or until the connection's probe finds Redis back
+// (the wake the tier's Watch sends), whichever comes first.
 func (t *tier2) probe(stop <-chan struct{}) {
-	backoff := t.tune.minBackoff
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.wake:
 		}
+		backoff := t.tune.minBackoff
 		for t.degraded.Load() {
-			if !sleep(stop, backoff) {
+			if t.conn.Available() {
+				err := t.recover(stop)
+				if err == nil {
+					break
+				}
+				t.log.Debug().Err(err).Dur("backoff", backoff).Msg("tiered: redis still unavailable")
+			}
+			if !wait(stop, t.wake, backoff) {
 				return
 			}
-			if err := t.recover(stop); err != nil {
-				t.log.Debug().Err(err).Dur("backoff", backoff).Msg("tiered: redis still unavailable")
-				backoff = min(2*backoff, t.tune.maxBackoff)
-				continue
-			}
-			backoff = t.tune.minBackoff
+			backoff = min(2*backoff, t.tune.maxBackoff)
 		}
 	}
 }
@@ -37,12 +45,6 @@ func (t *tier2) probe(stop <-chan struct{}) {
 // recover replays what is pending until nothing is, then clears degraded
 // under the same lock writers take to add to pending.
 func (t *tier2) recover(stop <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), bgTimeout)
-	err := t.rdb.Ping(ctx).Err()
-	cancel()
-	if err != nil {
-		return fmt.Errorf("ping: %w", err)
-	}
 	for {
 		t.mu.Lock()
 		keys, all := t.pending, t.flushAll
@@ -82,7 +84,7 @@ func (t *tier2) replay(stop <-chan struct{}, keys map[ckey]struct{}, all bool) e
 		for k := range keys {
 			list = append(list, k)
 		}
-		if err := t.tombstoneBatches(context.Background(), list, bgTimeout); err != nil {
+		if err := t.tombstoneBatches(context.Background(), list, redisconn.Background); err != nil {
 			return fmt.Errorf("replay %d invalidations: %w", len(list), err)
 		}
 		return nil
@@ -94,9 +96,9 @@ func (t *tier2) replay(stop <-chan struct{}, keys map[ckey]struct{}, all bool) e
 		if err := t.dropAll(); err != nil {
 			return fmt.Errorf("flush every cached key: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), bgTimeout)
-		err := t.rdb.Publish(ctx, t.channel, flushMessage).Err()
-		cancel()
+		err := t.conn.Do(context.Background(), redisconn.Background, func(ctx context.Context) error {
+			return t.rdb.Publish(ctx, t.channel, flushMessage).Err()
+		})
 		if err != nil {
 			return fmt.Errorf("publish flush: %w", err)
 		}
@@ -123,12 +125,25 @@ func (t *tier2) dropAllOn(c redis.Cmdable) error {
 	match := globEscape(t.prefix) + "*"
 	var cursor uint64
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), bgTimeout)
-		keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-		if err == nil && len(keys) > 0 {
-			err = c.Unlink(ctx, keys...).Err()
-		}
-		cancel()
+		var next uint64
+		err := t.conn.Do(context.Background(), redisconn.Background, func(ctx context.Context) error {
+			var keys []string
+			var err error
+			keys, next, err = c.Scan(ctx, cursor, match, 1000).Result()
+			if err != nil || len(keys) == 0 {
+				return err
+			}
+			// One UNLINK per key, pipelined: a cluster node refuses one
+			// command over keys of several slots (CROSSSLOT), and a
+			// page of SCAN holds keys of any slot the node owns.
+			_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range keys {
+					p.Unlink(ctx, k)
+				}
+				return nil
+			})
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -148,6 +163,20 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// wait waits d or until wake; false if stop closed first.
+func wait(stop <-chan struct{}, wake <-chan struct{}, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-wake:
+		return true
+	case <-tm.C:
+		return true
+	}
 }
 
 // sleep waits d; false if stop closed first.

@@ -10,21 +10,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
-// Tier-2 tuning. The timeouts of background work are longer than
-// RedisTimeout: no caller waits on it.
-const (
-	bgTimeout   = time.Second // one probe, one replay batch, one SCAN page
-	replayBatch = 256         // scripts per pipeline when replaying
-)
+// replayBatch is the scripts per pipeline when replaying invalidations
+// or deleting many keys.
+const replayBatch = 256
 
 // tuning holds the timings and bounds tests shorten (Options.tune); New
 // fills in what is zero from defaultTuning.
 type tuning struct {
 	tombstoneTTL           time.Duration // capped at RedisTTL
 	maxPending             int           // remembered invalidations before "flush all"
-	minBackoff, maxBackoff time.Duration // between probes, and between subscription attempts
+	minBackoff, maxBackoff time.Duration // between replays, and between subscription attempts
 	pubsubPoll             time.Duration // see subscriber.go
 }
 
@@ -75,12 +74,15 @@ if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return res
 `)
 
-// tier2 is the Redis tier and its failure handling.
+// tier2 is the Redis tier and its failure handling. Its operations go
+// through the process's one connection to Redis (redisconn), with the
+// hot bound on a caller's path and the background bound off it; while the
+// connection's breaker is open, calls skip Redis without waiting.
 type tier2 struct {
-	rdb     redis.UniversalClient
+	conn    *redisconn.Conn
+	rdb     redis.UniversalClient // conn's client
 	prefix  string
 	channel string
-	timeout time.Duration // per operation on a caller's path
 	ttl     time.Duration // a value's longest life in Redis
 	maxSize int           // a value's longest tier-2 form
 	tombTTL time.Duration
@@ -92,9 +94,12 @@ type tier2 struct {
 	hits, misses, errs, published atomic.Uint64
 	oversized                     atomic.Uint64 // values kept out of Redis for their size
 
-	// degraded is read on every call without the lock; it changes, and
-	// pending is touched, only under mu, so that an invalidation cannot be
-	// remembered after the prober found nothing left to replay.
+	// degraded is set when a write could not reach Redis: until the
+	// invalidations it missed are replayed, Redis may hold what the write
+	// replaced, and no call may read it there. It is read on every call
+	// without the lock; it changes, and pending is touched, only under
+	// mu, so that an invalidation cannot be remembered after the prober
+	// found nothing left to replay.
 	degraded atomic.Bool
 	mu       sync.Mutex
 	pending  map[ckey]struct{}
@@ -106,8 +111,8 @@ type tier2 struct {
 func newTier2(o Options, log zerolog.Logger) *tier2 {
 	tune := o.tune.withDefaults()
 	t := &tier2{
-		rdb: o.Redis, prefix: o.KeyPrefix, channel: o.Channel,
-		timeout: o.RedisTimeout, ttl: o.RedisTTL, maxSize: o.RedisMaxValueBytes, tombTTL: min(tune.tombstoneTTL, o.RedisTTL),
+		conn: o.Redis, rdb: o.Redis.Client(), prefix: o.KeyPrefix, channel: o.Channel,
+		ttl: o.RedisTTL, maxSize: o.RedisMaxValueBytes, tombTTL: min(tune.tombstoneTTL, o.RedisTTL),
 		tune: tune, log: log, now: o.Clock,
 		pending: make(map[ckey]struct{}), wake: make(chan struct{}, 1),
 	}
@@ -117,10 +122,10 @@ func newTier2(o Options, log zerolog.Logger) *tier2 {
 
 func (t *tier2) key(k ckey) string { return redisKey(t.prefix, k) }
 
-// usable reports whether a call may use Redis now; a call that may not is
-// a fallback and counted as such.
+// usable reports whether a call may read Redis now; a call that may not
+// is a fallback and counted as such.
 func (t *tier2) usable() bool {
-	if t.degraded.Load() {
+	if t.degraded.Load() || !t.conn.Available() {
 		t.errs.Add(1)
 		return false
 	}
@@ -129,9 +134,13 @@ func (t *tier2) usable() bool {
 
 // get reads a key: redis.Nil when absent.
 func (t *tier2) get(ctx context.Context, rkey string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	return t.rdb.Get(ctx, rkey).Result()
+	var v string
+	err := t.conn.Do(ctx, redisconn.Hot, func(ctx context.Context) error {
+		var err error
+		v, err = t.rdb.Get(ctx, rkey).Result()
+		return err
+	})
+	return v, err
 }
 
 // populateRedis stores a value read from the store at start, with SET NX
@@ -150,11 +159,12 @@ func populateRedis[T entity](ctx context.Context, t *tier2, rkey string, v *T, s
 	if !ok {
 		return
 	}
-	tctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	// A caller that gave up is no sign of trouble with Redis.
-	if err := t.rdb.SetNX(tctx, rkey, payload, ttl).Err(); err != nil && ctx.Err() == nil {
-		t.fail(err)
+	// A failed populate leaves nothing stale behind (SET NX never
+	// replaces a value): it counts as a fallback, and towards Redis's
+	// health through the connection, but does not stop reads.
+	err := t.conn.Do(ctx, redisconn.Hot, func(ctx context.Context) error { return t.rdb.SetNX(ctx, rkey, payload, ttl).Err() })
+	if err != nil && ctx.Err() == nil { // a caller that gave up is no sign of trouble
+		t.errs.Add(1)
 	}
 }
 
@@ -182,9 +192,9 @@ func writeRedis[T entity](ctx context.Context, t *tier2, k ckey, v *T, start tim
 	}
 	t.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.timeout)
-	defer cancel()
-	err := writeScript.Run(ctx, t.rdb, []string{t.key(k)}, t.scriptArgs(k, payload, version, ttl, publish)...).Err()
+	err := t.conn.Do(context.WithoutCancel(ctx), redisconn.Hot, func(ctx context.Context) error {
+		return writeScript.Run(ctx, t.rdb, []string{t.key(k)}, t.scriptArgs(k, payload, version, ttl, publish)...).Err()
+	})
 	if err != nil {
 		t.mu.Lock()
 		t.rememberLocked(k)
@@ -232,7 +242,7 @@ func (t *tier2) tombstones(ctx context.Context, keys []ckey) {
 	t.mu.Unlock()
 	// As in writeRedis, the delete is done: the caller's cancellation no
 	// longer matters.
-	if err := t.tombstoneBatches(context.WithoutCancel(ctx), keys, t.timeout); err != nil {
+	if err := t.tombstoneBatches(context.WithoutCancel(ctx), keys, redisconn.Hot); err != nil {
 		t.mu.Lock()
 		for _, k := range keys { // re-sending the ones that made it is harmless
 			t.rememberLocked(k)
@@ -243,16 +253,16 @@ func (t *tier2) tombstones(ctx context.Context, keys []ckey) {
 }
 
 // tombstoneBatches pipelines the write script over keys, replayBatch at a
-// time, each batch within timeout: a prefix delete of many keys costs a
-// round trip per batch, and must not be mistaken for a slow Redis.
-func (t *tier2) tombstoneBatches(ctx context.Context, keys []ckey, timeout time.Duration) error {
+// time, each batch within kind's bound: a prefix delete of many keys costs
+// a round trip per batch, and must not be mistaken for a slow Redis.
+func (t *tier2) tombstoneBatches(ctx context.Context, keys []ckey, kind redisconn.Kind) error {
 	for len(keys) > 0 {
 		n := min(replayBatch, len(keys))
-		err := t.evalBatch(ctx, keys[:n], timeout)
+		err := t.evalBatch(ctx, keys[:n], kind)
 		if redis.HasErrorPrefix(err, "NOSCRIPT") { // Redis restarted: scripts are gone
-			err = t.loadScript(ctx, timeout)
+			err = t.conn.Do(ctx, kind, func(ctx context.Context) error { return writeScript.Load(ctx, t.rdb).Err() })
 			if err == nil {
-				err = t.evalBatch(ctx, keys[:n], timeout)
+				err = t.evalBatch(ctx, keys[:n], kind)
 			}
 		}
 		if err != nil {
@@ -264,22 +274,16 @@ func (t *tier2) tombstoneBatches(ctx context.Context, keys []ckey, timeout time.
 	return nil
 }
 
-func (t *tier2) loadScript(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return writeScript.Load(ctx, t.rdb).Err()
-}
-
-func (t *tier2) evalBatch(ctx context.Context, keys []ckey, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, err := t.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			writeScript.EvalSha(ctx, p, []string{t.key(k)}, t.scriptArgs(k, "", 0, 0, true)...)
-		}
-		return nil
+func (t *tier2) evalBatch(ctx context.Context, keys []ckey, kind redisconn.Kind) error {
+	return t.conn.Do(ctx, kind, func(ctx context.Context) error {
+		_, err := t.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				writeScript.EvalSha(ctx, p, []string{t.key(k)}, t.scriptArgs(k, "", 0, 0, true)...)
+			}
+			return nil
+		})
+		return err
 	})
-	return err
 }
 
 func (t *tier2) scriptArgs(k ckey, payload string, version int64, ttl time.Duration, publish bool) []any {
@@ -308,8 +312,9 @@ func (t *tier2) rememberLocked(k ckey) {
 	t.pending[k] = struct{}{}
 }
 
-// fail records a failed Redis operation and, on the transition, turns
-// Redis degraded and wakes the prober.
+// fail records a write that failed to reach Redis and, on the
+// transition, turns the tier degraded and wakes the prober, which replays
+// what was missed.
 func (t *tier2) fail(err error) {
 	t.errs.Add(1)
 	t.mu.Lock()
@@ -321,9 +326,14 @@ func (t *tier2) fail(err error) {
 	t.mu.Unlock()
 	if first {
 		t.log.Warn().Err(err).Msg("tiered: redis unavailable; serving from the store and skipping redis until it answers again")
-		select {
-		case t.wake <- struct{}{}:
-		default:
-		}
+		t.nudge()
+	}
+}
+
+// nudge wakes the prober; it never blocks.
+func (t *tier2) nudge() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 )
 
 // The subscriber waits tune.pubsubPoll for a message at a time; after
@@ -71,7 +73,7 @@ func (s *Store) receive(ps *redis.PubSub) error {
 			if pinged || !s.l1.live.Load() {
 				return errSilentLink
 			}
-			ctx, cancel := context.WithTimeout(s.bg, s.t2.timeout)
+			ctx, cancel := context.WithTimeout(s.bg, s.t2.conn.Timeout(redisconn.Hot))
 			err = ps.Ping(ctx)
 			cancel()
 			if err == nil {

@@ -12,14 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
 // Defaults of Options.
 const (
-	DefaultRedisTimeout = 50 * time.Millisecond
-	DefaultRedisTTL     = 5 * time.Minute
+	DefaultRedisTTL = 5 * time.Minute
 	// DefaultRedisMaxValueBytes is the default RedisMaxValueBytes.
 	DefaultRedisMaxValueBytes = 1 << 20
 	DefaultChannel            = "mcp-runtime:invalidate"
@@ -31,14 +31,12 @@ type Options struct {
 	// L1 configures tier 1 (the YAML cache: section); the zero value means
 	// cache.DefaultConfig().
 	L1 cache.Config
-	// Redis is tier 2 and the invalidation bus; nil means a single process
-	// with tier 1 only. It must be created with ContextTimeoutEnabled:
-	// true, or RedisTimeout could not bound its calls. The Store does not
+	// Redis is tier 2 and the invalidation bus: the process's connection,
+	// whose bounds (its hot one on a caller's path, its background one
+	// off it) and whose health the tier shares with Redis's other users;
+	// nil means a single process with tier 1 only. The Store does not
 	// close it.
-	Redis redis.UniversalClient
-	// RedisTimeout bounds each Redis operation on a caller's path; a
-	// slower answer counts as a failure (default DefaultRedisTimeout).
-	RedisTimeout time.Duration
+	Redis *redisconn.Conn
 	// RedisTTL is the longest a value lives in Redis (default
 	// DefaultRedisTTL).
 	RedisTTL time.Duration
@@ -83,6 +81,7 @@ type Store struct {
 	closing bool
 
 	subscribed bool // a subscription has been confirmed; subscriber goroutine only
+	unwatch    func()
 
 	// afterFetch, when set by a test, runs after a lookup has read the
 	// wrapped store and before it populates the tiers.
@@ -103,10 +102,9 @@ func New(ctx context.Context, next store.Store, opts Options) (*Store, error) {
 	if opts.L1 == (cache.Config{}) {
 		opts.L1 = cache.DefaultConfig()
 	}
-	if opts.Redis != nil && !contextTimeouts(opts.Redis) {
-		return nil, errors.New("tiered: new: the Redis client must be created with ContextTimeoutEnabled: true, or RedisTimeout cannot bound its calls")
+	if opts.Redis != nil && !contextTimeouts(opts.Redis.Client()) {
+		return nil, errors.New("tiered: new: the Redis client must be created with ContextTimeoutEnabled: true, or the connection's bounds cannot bound its calls")
 	}
-	opts.RedisTimeout = cmp.Or(opts.RedisTimeout, DefaultRedisTimeout)
 	opts.RedisTTL = cmp.Or(opts.RedisTTL, DefaultRedisTTL)
 	opts.RedisMaxValueBytes = cmp.Or(opts.RedisMaxValueBytes, DefaultRedisMaxValueBytes)
 	opts.Channel = cmp.Or(opts.Channel, DefaultChannel)
@@ -114,9 +112,9 @@ func New(ctx context.Context, next store.Store, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	if opts.RedisTimeout < 0 || opts.RedisTTL < 0 || opts.RedisMaxValueBytes < 0 {
-		return nil, fmt.Errorf("tiered: new: negative RedisTimeout (%v), RedisTTL (%v) or RedisMaxValueBytes (%d)",
-			opts.RedisTimeout, opts.RedisTTL, opts.RedisMaxValueBytes)
+	if opts.RedisTTL < 0 || opts.RedisMaxValueBytes < 0 {
+		return nil, fmt.Errorf("tiered: new: negative RedisTTL (%v) or RedisMaxValueBytes (%d)",
+			opts.RedisTTL, opts.RedisMaxValueBytes)
 	}
 
 	l1, err := newTier1(opts.L1, opts.Clock)
@@ -130,6 +128,13 @@ func New(ctx context.Context, next store.Store, opts Options) (*Store, error) {
 		return s, nil
 	}
 	s.t2 = newTier2(opts, opts.Log)
+	// When the connection's probe finds Redis back, replay at once rather
+	// than at the end of a backoff.
+	s.unwatch = opts.Redis.Watch(func(available bool) {
+		if available {
+			s.t2.nudge()
+		}
+	})
 	s.wg.Add(2)
 	go s.subscribe()
 	go func() {
@@ -161,6 +166,9 @@ func (s *Store) Close() {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.cancel()
+		if s.unwatch != nil {
+			s.unwatch()
+		}
 		s.psMu.Lock()
 		s.closing = true
 		if s.ps != nil {
@@ -207,7 +215,7 @@ func (s *Store) Stats() Stats {
 	}
 	if t := s.t2; t != nil {
 		st.RedisHits, st.RedisMisses, st.RedisErrors = t.hits.Load(), t.misses.Load(), t.errs.Load()
-		st.RedisDegraded = t.degraded.Load()
+		st.RedisDegraded = t.degraded.Load() || !t.conn.Available()
 		st.RedisOversized = t.oversized.Load()
 		st.InvalidationsPublished = t.published.Load()
 		t.mu.Lock()

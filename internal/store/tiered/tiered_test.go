@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/cache"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
@@ -377,7 +378,7 @@ func TestCloseClosesNextAndIsIdempotent(t *testing.T) {
 func TestNewRejectsClientWithoutContextTimeouts(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // ContextTimeoutEnabled: false
 	defer c.Close()
-	if _, err := New(context.Background(), newBackend(), Options{Redis: c}); err == nil {
+	if _, err := New(context.Background(), newBackend(), Options{Redis: redisconn.New(c, redisconn.Options{})}); err == nil {
 		t.Fatal("New accepted a client that ignores context deadlines")
 	}
 }
