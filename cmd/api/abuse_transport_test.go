@@ -84,7 +84,7 @@ func sessionHashes(t *testing.T, rdb *redis.Client) int {
 
 // withRedis is the default configuration with a Redis of the test's own,
 // and a client of it. Each Redis call may take 500 ms, as in the
-// transport's tests, rather than production's 50: the machine running
+// transport's tests, rather than production's 100: the machine running
 // the tests may stall a call for longer, and Redis's latency is not what
 // these tests measure.
 func withRedis(t *testing.T) (config.Config, *redis.Client) {

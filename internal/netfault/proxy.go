@@ -9,7 +9,9 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to target and can cut or freeze them, to
@@ -19,6 +21,12 @@ type Proxy struct {
 	t      testing.TB
 	target string
 	addr   string
+
+	// every and delay, when every > 0, hold back every every-th chunk
+	// of replies (target to client) for delay: a server that answers
+	// slowly now and then, as a loaded Redis does.
+	every, delay atomic.Int64
+	replies      atomic.Int64 // reply chunks forwarded
 
 	mu     sync.Mutex
 	thawed *sync.Cond   // signalled by Thaw and Cut
@@ -84,6 +92,18 @@ func (p *Proxy) Thaw() {
 	p.thawed.Broadcast()
 }
 
+// SlowReplies holds back every every-th chunk of replies, counted over
+// all connections, for delay before forwarding it; every 0 turns it off.
+// A chunk is what one read from the target returned: with a
+// request-reply protocol such as Redis's, a reply or a few pipelined ones.
+func (p *Proxy) SlowReplies(every int, delay time.Duration) {
+	p.delay.Store(int64(delay))
+	p.every.Store(int64(every))
+}
+
+// Replies is the number of reply chunks forwarded so far.
+func (p *Proxy) Replies() int64 { return p.replies.Load() }
+
 // Restore accepts connections again, on the same address.
 func (p *Proxy) Restore() {
 	p.t.Helper()
@@ -128,11 +148,11 @@ func (p *Proxy) forward(c net.Conn) {
 	if !p.track(c, up) {
 		return
 	}
-	for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
+	for _, pair := range [][2]net.Conn{{up, c}, {c, up}} {
 		p.wg.Add(1)
 		go func(dst, src net.Conn) {
 			defer p.wg.Done()
-			p.copy(dst, src)
+			p.copy(dst, src, src == up)
 			// Closing both ends makes the other copy stop too.
 			_ = dst.Close()
 			_ = src.Close()
@@ -142,14 +162,17 @@ func (p *Proxy) forward(c net.Conn) {
 }
 
 // copy forwards src to dst until either fails, holding each chunk back
-// while the proxy is frozen.
-func (p *Proxy) copy(dst, src net.Conn) {
+// while the proxy is frozen, and replies as SlowReplies says.
+func (p *Proxy) copy(dst, src net.Conn, replies bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			if !p.waitThawed(src) {
 				return
+			}
+			if every := p.every.Load(); replies && every > 0 && p.replies.Add(1)%every == 0 {
+				time.Sleep(time.Duration(p.delay.Load())) // the fault itself: a slow reply
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

@@ -75,3 +75,29 @@ func TestBlackholeHangs(t *testing.T) {
 		t.Fatal("the black hole refused instead of hanging")
 	}
 }
+
+// SlowReplies holds back every n-th reply and forwards it intact; requests
+// are never held.
+func TestProxySlowReplies(t *testing.T) {
+	p := NewProxy(t, echoServer(t))
+	p.SlowReplies(3, 10*time.Millisecond)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for i := range 9 {
+		line := string(rune('a'+i)) + "\n"
+		if _, err := c.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.ReadString('\n')
+		if err != nil || got != line {
+			t.Fatalf("reply %d = %q, %v; want %q", i, got, err, line)
+		}
+	}
+	if n := p.replies.Load(); n != 9 {
+		t.Fatalf("%d reply chunks counted, want 9 (3 of them held back)", n)
+	}
+}
