@@ -60,7 +60,6 @@ conf() {
 	timeout --kill-after=15 "${STEP_TIMEOUT}" "${NODE22}" "$(conformance_entry "${version}")" "$@"
 }
 
-
 # --------------------------------------------------------- state + cleanup --
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")"
