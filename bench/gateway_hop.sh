@@ -28,7 +28,16 @@
 #   ROUNDS=5  CONCURRENCY="1 16"  DURATION=10s  WARMUP=2s
 #   COMPARE=           labelled cmd/api binaries to compare with (see above)
 #   GATEWAY_ENV=       extra environment of the gateway process(es), e.g. GOGC=200
+#   GATEWAY_CPUS=      CPUs (taskset -c list) for the gateway(s) alone; the
+#                      upstream and the load tool then run on the others, so
+#                      the gateway has cores of its own, as in a deployment
+#                      where it runs in a pod of its own. Needs taskset.
 set -euo pipefail
+if [[ -n ${GATEWAY_CPUS:-} && -z ${HOP_PINNED:-} ]]; then
+  others=$(python3 -c 'import os,sys; g=set(); [g.update(range(int(a),int(b or a)+1)) for a,_,b in (r.partition("-") for r in sys.argv[1].split(","))]; print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)-g)))' "$GATEWAY_CPUS")
+  [[ -n $others ]] || { echo "GATEWAY_CPUS=$GATEWAY_CPUS leaves no CPU for the upstream and the load tool" >&2; exit 2; }
+  HOP_PINNED=1 exec taskset -c "$others" "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 CONCURRENCY=${CONCURRENCY:-1 16}
@@ -52,7 +61,7 @@ YAML
 }
 start_gateway() { # binary port; sets gw_pid
   # shellcheck disable=SC2086
-  env $GATEWAY_ENV MCP_CONFIG="$(gateway_yaml "$2")" "$1" >"$tmp/gateway-$2.log" 2>&1 & gw_pid=$!
+  env $GATEWAY_ENV MCP_CONFIG="$(gateway_yaml "$2")" ${GATEWAY_CPUS:+taskset -c "$GATEWAY_CPUS"} "$1" >"$tmp/gateway-$2.log" 2>&1 & gw_pid=$!
   pids+=("$gw_pid")
   wait_healthy "$2"
   # The gateway connects to its upstream in the background.
