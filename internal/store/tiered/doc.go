@@ -80,17 +80,23 @@
 //
 // # Redis failures
 //
-// Redis down, erroring or slower than RedisTimeout never fails a call: the
-// wrapped store answers, the fallback is counted in Stats.RedisErrors, and
-// the log says once that Redis turned degraded and once that it
-// recovered. While degraded, calls skip Redis entirely; a background
-// prober PINGs it after a backoff growing from 1 s to 10 s. Invalidations
-// that could not reach Redis are remembered, up to 10,000 keys (beyond
-// that: "drop every key of ours"), and replayed — tombstone and publish
-// per key, or SCAN and UNLINK of the whole prefix twice, a populate guard
-// apart, each pass followed by a message that makes every replica drop
-// its tier 1 — before the store uses Redis again. So nothing written
-// during an outage is served stale from tier 2 afterwards.
+// Redis down, erroring or slower than the connection's hot bound never
+// fails a call: the wrapped store answers, the fallback is counted in
+// Stats.RedisErrors. Every operation goes through the process's one
+// connection to Redis (internal/redisconn), whose breaker every user of
+// Redis shares: while it is open, calls skip Redis without waiting.
+// A read or populate that fails costs that call alone. A write that fails
+// may have left Redis holding what it replaced, so the tier turns
+// degraded (logged once, and once when it recovers): calls skip Redis
+// while the invalidations that could not reach it are replayed — at once
+// while the breaker is closed, otherwise when the breaker's probe finds
+// Redis back, and after a failed replay a backoff from 1 s to 10 s.
+// Missed invalidations are remembered up to 10,000 keys (beyond that:
+// "drop every key of ours"), and replayed — tombstone and publish per key,
+// or SCAN and UNLINK of the whole prefix twice, a populate guard apart,
+// each pass followed by a message that makes every replica drop its tier
+// 1 — before the store uses Redis again. So nothing written during an
+// outage is served stale from tier 2 afterwards.
 //
 // # Staleness bound
 //
