@@ -56,3 +56,45 @@ func typeName(c redis.UniversalClient) string {
 	}
 	return "other"
 }
+
+// Endpoint names the Redis, not the way a replica spells its URL: the
+// node order, the password and the options do not change it; another
+// node set, database or master does. A single node's name is what it was
+// before modes existed (network, address, database), so a deployment id
+// derived from it survives the upgrade.
+func TestEndpoint(t *testing.T) {
+	tests := []struct {
+		name string
+		mode Mode
+		a, b string
+		same bool
+	}{
+		{"single: password and options", Single, "redis://h:6379/1", "redis://:pw@h:6379/1?dial_timeout=3s", true},
+		{"single: another database", Single, "redis://h:6379/1", "redis://h:6379/2", false},
+		{"sentinel: sentinels in another order", Sentinel, "redis://s1:26379?addr=s2:26379&master_name=m", "redis://:pw@s2:26379?addr=s1:26379&master_name=m", true},
+		{"sentinel: another master", Sentinel, "redis://s1:26379?master_name=m", "redis://s1:26379?master_name=other", false},
+		{"cluster: nodes in another order", Cluster, "redis://n1:6379?addr=n2:6379", "redis://n2:6379?addr=n1:6379", true},
+		{"cluster: another node", Cluster, "redis://n1:6379?addr=n2:6379", "redis://n1:6379?addr=n3:6379", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Endpoint(tt.mode, tt.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Endpoint(tt.mode, tt.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (a == b) != tt.same || strings.Contains(a+b, "pw") {
+				t.Fatalf("%q vs %q: same %v, want %v (and no password)", a, b, a == b, tt.same)
+			}
+		})
+	}
+	if got, _ := Endpoint(Single, "redis://h:6379/1"); got != "tcp\x00h:6379\x001" {
+		t.Fatalf("a single node's name is %q, want the pre-mode form", got)
+	}
+	if _, err := Endpoint(Cluster, "http://:s3cret@h"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("a bad URL: %v, want an error without the password", err)
+	}
+}
