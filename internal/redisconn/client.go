@@ -61,6 +61,14 @@ func CheckURL(m Mode, url string) error {
 	return err
 }
 
+// dialOnce is the dial attempts per new connection. go-redis's default,
+// five attempts 100 ms apart, made every operation on a Redis that
+// refuses connections wait out its whole bound (100 ms on a request's
+// path, 1 s to create a session) before failing; one attempt fails it at
+// once. Deciding that Redis is down, and when to try it again, is the
+// breaker's job (Conn), not a retry loop inside one operation.
+const dialOnce = 1
+
 // parse reads url in mode m's form and returns what builds its client.
 func parse(m Mode, url string) (func() redis.UniversalClient, error) {
 	switch m {
@@ -70,6 +78,7 @@ func parse(m Mode, url string) (func() redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisURL (mode %s): %w", Single, errBadURL)
 		}
 		o.ContextTimeoutEnabled = true
+		o.DialerRetries = dialOnce
 		return func() redis.UniversalClient { return redis.NewClient(o) }, nil
 	case Sentinel:
 		o, err := redis.ParseFailoverURL(url)
@@ -80,6 +89,7 @@ func parse(m Mode, url string) (func() redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisURL (mode %s): the master_name parameter is required", m)
 		}
 		o.ContextTimeoutEnabled = true
+		o.DialerRetries = dialOnce
 		return func() redis.UniversalClient { return redis.NewFailoverClient(o) }, nil
 	case Cluster:
 		o, err := redis.ParseClusterURL(url)
@@ -87,6 +97,7 @@ func parse(m Mode, url string) (func() redis.UniversalClient, error) {
 			return nil, fmt.Errorf("redisURL (mode %s): %w", m, errBadURL)
 		}
 		o.ContextTimeoutEnabled = true
+		o.DialerRetries = dialOnce
 		return func() redis.UniversalClient { return redis.NewClusterClient(o) }, nil
 	}
 	return nil, fmt.Errorf("redis.mode: %q is not one of single, sentinel, cluster", m)

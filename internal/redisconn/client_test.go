@@ -43,6 +43,18 @@ func TestNewClient(t *testing.T) {
 			if got := typeName(c); got != tt.wantType {
 				t.Fatalf("client is %s, want %s", got, tt.wantType)
 			}
+			// One dial per new connection: a refused connection fails the
+			// operation at once, and the breaker decides the rest.
+			var dials int
+			switch c := c.(type) {
+			case *redis.Client:
+				dials = c.Options().DialerRetries
+			case *redis.ClusterClient:
+				dials = c.Options().DialerRetries
+			}
+			if dials != dialOnce {
+				t.Fatalf("the client dials %d times per connection, want %d", dials, dialOnce)
+			}
 		})
 	}
 }
