@@ -331,7 +331,7 @@ func (m *redisSessions) share(s *ClientSession, home bool) {
 
 func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
 	if err := m.skipping(); err != nil {
-		return nil, err
+		return m.createOffline(in, err)
 	}
 	id, err := newSessionID()
 	if err != nil {
@@ -361,6 +361,9 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 			return nil, err
 		}
 		m.failed(err)
+		if redisconn.Unhealthy(err) {
+			return m.createOffline(in, err)
+		}
 		return nil, fmt.Errorf("reserve a client session in redis: %w", err)
 	}
 	_, err = m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -372,6 +375,9 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		s.terminate()
 		m.failed(err)
 		m.giveBack(m.capSets(s.principal, s.tenant), id)
+		if redisconn.Unhealthy(err) {
+			return m.createOffline(in, err)
+		}
 		return nil, fmt.Errorf("store client session in redis: %w", err)
 	}
 	m.ok()
@@ -382,6 +388,51 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		return nil, ErrClosed
 	}
 	m.byID[id] = s
+	return s, nil
+}
+
+// createOffline creates a client session while Redis cannot be reached
+// (why: cause), here alone, rather than refuse the client
+// (docs/adr/0047-sessions-created-in-an-outage.md). Its id says so
+// (newOfflineSessionID), and the copy counts as one whose hash Redis
+// lost: the sweeper writes it back once Redis answers, as it does for a
+// session Redis lost (docs/adr/0026-redis-data-loss.md). Meanwhile the
+// other replicas answer it 503, never 404. The per-principal and
+// per-tenant caps hold among this replica's sessions only, since the
+// shared count is in Redis.
+func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSession, error) {
+	id, err := newOfflineSessionID(m.now())
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.closed:
+		return nil, ErrClosed
+	case len(m.byID) >= m.limit:
+		return nil, ErrTooManySessions
+	}
+	var principal, tenant int
+	for _, o := range m.byID {
+		if o.principal == in.Principal && o.tenant == in.Tenant {
+			principal++
+		}
+		if o.tenant == in.Tenant {
+			tenant++
+		}
+	}
+	switch {
+	case m.caps.perPrincipal > 0 && principal >= m.caps.perPrincipal:
+		return nil, ErrPrincipalSessions
+	case m.caps.perTenant > 0 && tenant >= m.caps.perTenant:
+		return nil, ErrTenantSessions
+	}
+	s := newClientSession(m.parent, id, in, m.now())
+	m.share(s, true)
+	sharedCopy(s).setLost()
+	m.byID[id] = s
+	m.log.Debug().Err(cause).Msg("transport: client session created without redis; written back when it answers")
 	return s, nil
 }
 
@@ -529,7 +580,7 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	if n, _ := live.Int(); n == 1 {
 		return nil
 	}
-	if err := lc.verdict(); !errors.Is(err, ErrSessionNotFound) {
+	if err := m.verdict(lc, s.id); !errors.Is(err, ErrSessionNotFound) {
 		return err // Redis lost its data: the copy waits for the rewrite
 	}
 	m.evict(s, m.now().Add(-m.idle))
@@ -544,13 +595,22 @@ func (m *redisSessions) queueLossCheck(ctx context.Context, p redis.Pipeliner, i
 	return lossCheck{p.Exists(ctx, m.endKey(id)), p.Exists(ctx, m.epochKey()), p.Exists(ctx, m.freshKey())}
 }
 
-// verdict on a session whose hash Redis lacks: ended (ErrSessionNotFound)
-// — DELETEd (the tombstone) or expired — unless Redis lost its data a
-// moment ago (no epoch, or a fresh one): then a replica holding a copy
-// may be about to write it back, and the client is told to retry
-// (errRedisLost, 503), never to drop a live session.
-func (c lossCheck) verdict() error {
-	if c.ended.Val() == 0 && (c.epoch.Val() == 0 || c.fresh.Val() == 1) {
+// verdict on session id, whose hash Redis lacks: ended
+// (ErrSessionNotFound) — DELETEd (the tombstone) or expired — unless a
+// replica holding a copy may be about to write it back: Redis lost its
+// data a moment ago (no epoch, or a fresh one), or the session was
+// created while Redis could not be reached and is younger than the idle
+// timeout (docs/adr/0047-sessions-created-in-an-outage.md). Then the
+// client is told to retry (errRedisLost, 503), never to drop a live
+// session.
+func (m *redisSessions) verdict(c lossCheck, id string) error {
+	if c.ended.Val() != 0 {
+		return ErrSessionNotFound
+	}
+	if c.epoch.Val() == 0 || c.fresh.Val() == 1 {
+		return errRedisLost
+	}
+	if since, ok := offlineSince(id); ok && m.now().Sub(since) < m.idle {
 		return errRedisLost
 	}
 	return ErrSessionNotFound
@@ -603,7 +663,7 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	m.ok()
 	h := read.Val()
 	if h["v"] == "" {
-		return nil, lc.verdict()
+		return nil, m.verdict(lc, id)
 	}
 	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize, index: m.index}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {

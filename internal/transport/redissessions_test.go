@@ -231,9 +231,9 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 
 // TestRedisSessions_RedisDown (docs/adr/0026-redis-data-loss.md): with
 // Redis unreachable, a session the replica knows keeps working, one it
-// cannot resolve gets 503 with Retry-After (never 404), and when Redis is
-// back the replica resolves it again and the change it acknowledged
-// meanwhile is in Redis.
+// cannot resolve gets 503 with Retry-After (never 404), a new one is
+// created, and when Redis is back the replica resolves it again and the
+// change it acknowledged meanwhile is in Redis.
 func TestRedisSessions_RedisDown(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
@@ -255,7 +255,8 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 		{"known session subscribes", known, rpc(2, "resources/subscribe", map[string]any{"uri": "test://down"}), http.StatusOK, false},
 		{"unknown session", unknown, rpc(3, "tools/list", nil), http.StatusServiceUnavailable, true},
 		{"unknown session again, Redis skipped", unknown, rpc(4, "tools/list", nil), http.StatusServiceUnavailable, true},
-		{"initialize", "", initBody("2025-11-25", nil), http.StatusServiceUnavailable, true},
+		// Created here alone, written back later (TestRedisSessions_CreatedInAnOutage).
+		{"initialize", "", initBody("2025-11-25", nil), http.StatusOK, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,12 +294,70 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	a := replica(t, direct, prefix)
 	m := a.tr.sessions.(*redisSessions)
 	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
-	a.initialize(t)
+	if sid := a.initialize(t); len(sid) != sessionIDLen {
+		t.Fatalf("after one failure the session %q was created without Redis; want it created in Redis", sid)
+	}
 	for range 10 {
 		m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
 	}
-	if res := a.post(t, "", initBody("2025-11-25", nil)); res.Status != http.StatusServiceUnavailable {
-		t.Fatalf("after a run of failures initialize got %s, want 503 without waiting on Redis", res)
+	// A run of failures opens the breaker: the next session is created
+	// here alone, without waiting on Redis (TestRedisSessions_CreatedInAnOutage).
+	if sid := a.initialize(t); len(sid) != offlineSessionIDLen {
+		t.Fatalf("after a run of failures the session %q was created in Redis; want it created here without waiting", sid)
+	}
+}
+
+// A client that initializes while its replica cannot reach Redis is
+// served (it used to get 503 for the whole outage): the session is
+// created on that replica alone, the other replicas answer it 503 — never
+// 404, which would make the client drop it — and once Redis answers
+// again it is written back and served everywhere, with what the client
+// changed meanwhile (docs/adr/0047-sessions-created-in-an-outage.md).
+func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
+	direct := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, direct)
+	proxy := netfault.NewProxy(t, testRedisAddr)
+	a := replica(t, testRedis(t, proxy.Addr()), prefix)
+	b := replica(t, direct, prefix)
+	proxy.Cut()
+	for a.shared().conn.Available() { // A's operations fail until its breaker opens
+		a.shared().failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
+	}
+
+	sid := a.initialize(t)
+	if _, ok := offlineSince(sid); !ok {
+		t.Fatalf("session %q: want an id that says it was created without Redis", sid)
+	}
+	a.toolsListOK(t, sid)
+	a.subscribe(t, sid, "test://outage")
+	if r := b.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("B, before the session is written back: %s; want 503 with Retry-After", r)
+	}
+	if n, err := direct.Exists(context.Background(), a.shared().hashKey(sid)).Result(); err != nil || n != 0 {
+		t.Fatalf("the session is in Redis during the outage (%d, %v)", n, err)
+	}
+
+	proxy.Restore()
+	testutil.Eventually(t, testutil.Wait, "A to write the session back", func() bool {
+		n, err := direct.Exists(context.Background(), a.shared().hashKey(sid)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	b.toolsListOK(t, sid)
+	if !b.session(t, sid).subscribed("test://outage") {
+		t.Fatal("B's copy lacks the subscription made on A during the outage")
+	}
+
+	// An id of that form Redis never held, older than the idle timeout,
+	// is an ended session: 404, as for any other.
+	old, err := newOfflineSessionID(time.Now().Add(-2 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.post(t, old, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+		t.Fatalf("an old offline id: %s; want 404", r)
 	}
 }
 
