@@ -433,6 +433,12 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 	sharedCopy(s).setLost()
 	m.byID[id] = s
 	m.log.Debug().Err(cause).Msg("transport: client session created without redis; written back when it answers")
+	if !errors.Is(cause, errRedisSkipped) {
+		// One operation failed but Redis is not known to be down: try the
+		// write-back now rather than at the sweeper's next round. (While
+		// the breaker is open, its closing kicks the sweeper: health.)
+		m.kickSweep()
+	}
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,6 +306,53 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	if sid := a.initialize(t); len(sid) != offlineSessionIDLen {
 		t.Fatalf("after a run of failures the session %q was created in Redis; want it created here without waiting", sid)
 	}
+}
+
+// failPipelineOnce makes the next transaction (MULTI … EXEC) the client
+// sends fail as a timed-out reply would.
+type failPipelineOnce struct{ armed atomic.Bool }
+
+func (*failPipelineOnce) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*failPipelineOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *failPipelineOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "multi" && h.armed.CompareAndSwap(true, false) {
+			return fmt.Errorf("store: %w", context.DeadlineExceeded)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A session whose store in Redis failed once, with Redis otherwise
+// answering, is created here and written back at once, not at the
+// sweeper's next round a minute later. Only initialize is sent: a later
+// change of the session would find its hash missing and kick the
+// sweeper by that path (missing).
+func TestRedisSessions_CreatedAfterOneFailureIsWrittenBackAtOnce(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	var hook failPipelineOnce
+	rdb.AddHook(&hook)
+	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Hour }) // rounds a minute apart
+	hook.armed.Store(true)
+	r := a.post(t, "", initBody(protocol.LatestVersion, nil))
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.Status != http.StatusOK {
+		t.Fatalf("initialize: %s", r)
+	}
+	if _, ok := offlineSince(sid); !ok || hook.armed.Load() {
+		t.Fatalf("session %q (hook fired: %v): want one created without Redis after the failed store", sid, !hook.armed.Load())
+	}
+	if !a.shared().conn.Available() {
+		t.Fatal("one failure opened the breaker")
+	}
+	testutil.Eventually(t, testutil.Wait, "the session to be written back", func() bool {
+		n, err := rdb.Exists(context.Background(), a.shared().hashKey(sid)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
 }
 
 // A client that initializes while its replica cannot reach Redis is
