@@ -56,10 +56,13 @@ func (t *tier2) recover(stop <-chan struct{}) error {
 			return nil
 		}
 		t.pending, t.flushAll = make(map[ckey]struct{}), false
+		t.replaying, t.replayingAll = len(keys), all
 		t.mu.Unlock()
 
-		if err := t.replay(stop, keys, all); err != nil {
-			t.mu.Lock()
+		err := t.replay(stop, keys, all)
+		t.mu.Lock()
+		t.replaying, t.replayingAll = 0, false
+		if err != nil { // owed again, in the same critical section
 			if all {
 				t.flushAll = true
 				clear(t.pending)
@@ -67,7 +70,9 @@ func (t *tier2) recover(stop <-chan struct{}) error {
 			for k := range keys {
 				t.rememberLocked(k)
 			}
-			t.mu.Unlock()
+		}
+		t.mu.Unlock()
+		if err != nil {
 			return err
 		}
 	}

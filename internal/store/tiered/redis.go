@@ -103,9 +103,15 @@ type tier2 struct {
 	degraded atomic.Bool
 	mu       sync.Mutex
 	pending  map[ckey]struct{}
-	flushAll bool      // pending overflowed: drop every key of ours instead
-	since    time.Time // when Redis turned degraded
-	wake     chan struct{}
+	flushAll bool // pending overflowed: drop every key of ours instead
+	// replaying and replayingAll are what the prober took out of pending
+	// and is replaying now: still owed to Redis until the replay
+	// succeeds, so Stats counts them (a replay may start while a call is
+	// still failing; pending alone would read 0 meanwhile).
+	replaying    int
+	replayingAll bool
+	since        time.Time // when Redis turned degraded
+	wake         chan struct{}
 }
 
 func newTier2(o Options, log zerolog.Logger) *tier2 {

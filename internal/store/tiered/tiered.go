@@ -219,8 +219,8 @@ func (s *Store) Stats() Stats {
 		st.RedisOversized = t.oversized.Load()
 		st.InvalidationsPublished = t.published.Load()
 		t.mu.Lock()
-		st.PendingInvalidations = len(t.pending)
-		if t.flushAll {
+		st.PendingInvalidations = len(t.pending) + t.replaying
+		if t.flushAll || t.replayingAll {
 			st.PendingInvalidations = -1
 		}
 		t.mu.Unlock()
