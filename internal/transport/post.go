@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -170,7 +172,14 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 		if !errors.Is(err, ErrSessionNotFound) {
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "1")
-			t.log.Error().Err(err).Msg("look up client session")
+			// A session Redis may be about to get back is no fault here,
+			// and anyone may name one (an offline id is easy to forge):
+			// not an error line per request.
+			lvl := zerolog.ErrorLevel
+			if errors.Is(err, errRedisLost) {
+				lvl = zerolog.DebugLevel
+			}
+			t.log.WithLevel(lvl).Err(err).Msg("look up client session")
 		}
 		// 404 tells the client to start a new session (basic/transports).
 		writeError(w, status, id, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))

@@ -376,6 +376,9 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		m.failed(err)
 		m.giveBack(m.capSets(s.principal, s.tenant), id)
 		if redisconn.Unhealthy(err) {
+			// A store that timed out may still have been applied: Redis
+			// then keeps the hash of id, which no client knows, until
+			// the idle timeout expires it.
 			return m.createOffline(in, err)
 		}
 		return nil, fmt.Errorf("store client session in redis: %w", err)
@@ -609,6 +612,10 @@ func (m *redisSessions) queueLossCheck(ctx context.Context, p redis.Pipeliner, i
 // timeout (docs/adr/0047-sessions-created-in-an-outage.md). Then the
 // client is told to retry (errRedisLost, 503), never to drop a live
 // session.
+// offlineClockSkew is how far ahead of this replica's clock another
+// replica's may be when it dates an offline session id.
+const offlineClockSkew = time.Minute
+
 func (m *redisSessions) verdict(c lossCheck, id string) error {
 	if c.ended.Val() != 0 {
 		return ErrSessionNotFound
@@ -616,8 +623,12 @@ func (m *redisSessions) verdict(c lossCheck, id string) error {
 	if c.epoch.Val() == 0 || c.fresh.Val() == 1 {
 		return errRedisLost
 	}
-	if since, ok := offlineSince(id); ok && m.now().Sub(since) < m.idle {
-		return errRedisLost
+	// An id dated later than a replica's clock can be off was made up:
+	// without the bound a forged id would be answered 503 forever.
+	if since, ok := offlineSince(id); ok {
+		if age := m.now().Sub(since); age > -offlineClockSkew && age < m.idle {
+			return errRedisLost
+		}
 	}
 	return ErrSessionNotFound
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
@@ -292,7 +293,13 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	direct := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, direct)
-	a := replica(t, direct, prefix)
+	// Redis answers all along: a probe would close the breaker the run of
+	// failures opens before the last initialize, so none comes within
+	// the test.
+	conn := redisconn.New(direct, redisconn.Options{KeyPrefix: prefix, Timeouts: redisconn.Timeouts{Hot: 500 * time.Millisecond},
+		Breaker: redisconn.BreakerOptions{OpenFor: time.Hour}})
+	t.Cleanup(func() { _ = conn.Close() })
+	a := replica(t, direct, prefix, func(o *Options) { o.RedisConn = conn })
 	m := a.tr.sessions.(*redisSessions)
 	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
 	if sid := a.initialize(t); len(sid) != sessionIDLen {
@@ -406,6 +413,15 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 	}
 	if r := b.post(t, old, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 		t.Fatalf("an old offline id: %s; want 404", r)
+	}
+	// A forged one dated in the future is not a session being written
+	// back for ever: 404 too.
+	forged, err := newOfflineSessionID(time.Now().Add(50 * 365 * 24 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.post(t, forged, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+		t.Fatalf("an offline id dated in the future: %s; want 404", r)
 	}
 }
 
