@@ -29,7 +29,7 @@ type state struct {
 	mem        *memstore.Store // the embedded store, for its trace metrics; nil with PostgreSQL
 	// redis is the process's one connection to Redis, shared by the cache
 	// tier, the rate limits and the client sessions (one health model,
-	// docs/adr/0044-redis-foundation.md); nil without REDIS_URL. Its
+	// docs/adr/0044-one-redis-foundation.md); nil without REDIS_URL. Its
 	// users do not close it: close does, last.
 	redis     *redisconn.Conn
 	stopPurge context.CancelFunc

@@ -62,7 +62,7 @@ type Redis struct {
 	KeyPrefix string `yaml:"keyPrefix"`
 	// Mode is how the deployment runs Redis: single (one node), sentinel
 	// or cluster; REDIS_URL is in go-redis's URL form for that mode
-	// (docs/adr/0044-redis-foundation.md).
+	// (docs/adr/0044-one-redis-foundation.md).
 	Mode string `yaml:"mode"`
 	// TimeoutMs bounds a Redis operation on a request's path that has a
 	// fallback: cache reads and writes (the database answers), rate
@@ -74,8 +74,11 @@ type Redis struct {
 	// for: creating, claiming or loading a shared client session, opening
 	// a stream.
 	SessionTimeoutMs int64 `yaml:"sessionTimeoutMs"`
-	// BackgroundTimeoutMs bounds work off any request: sweeps, recovery,
-	// replaying missed invalidations, probes.
+	// BackgroundTimeoutMs bounds work of the cache tier off any request
+	// (replaying missed invalidations, flushing every key) and the probe
+	// that finds Redis back. The shared client sessions' sweeps and
+	// write-backs are still bounded by TimeoutMs, plus a millisecond per
+	// session.
 	BackgroundTimeoutMs int64 `yaml:"backgroundTimeoutMs"`
 	// TtlMs is the lifetime of an entry in Redis.
 	TtlMs int64 `yaml:"ttlMs"`
@@ -177,7 +180,11 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 		bad("redis.mode", c.Redis.Mode, "single, sentinel or cluster")
 	case c.RedisURL == "":
 	case !validDSN(c.RedisURL, "redis", "rediss", "unix") || redisconn.CheckURL(m, c.RedisURL) != nil:
-		bad("redisURL", "(hidden)", "a redis://, rediss:// or unix:// URL in go-redis's form for redis.mode "+c.Redis.Mode)
+		schemes := "a redis:// or rediss:// URL"
+		if m == redisconn.Single || m == "" {
+			schemes = "a redis://, rediss:// or unix:// URL"
+		}
+		bad("redisURL", "(hidden)", schemes+" in go-redis's form for redis.mode "+c.Redis.Mode)
 	case m == redisconn.Cluster:
 		// The cache tier and rate limits run on a cluster (their tests
 		// do), but a shared client session's scripts still span keys

@@ -143,7 +143,10 @@ func TestRedisSharesTheConnectionsBreaker(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
-	conn := redisconn.New(rdb, redisconn.Options{KeyPrefix: fmt.Sprintf("rl-breaker-%d:", time.Now().UnixNano())})
+	// No probe within the test: the breaker stays open until it ends,
+	// though Redis answers.
+	conn := redisconn.New(rdb, redisconn.Options{KeyPrefix: fmt.Sprintf("rl-breaker-%d:", time.Now().UnixNano()),
+		Breaker: redisconn.BreakerOptions{OpenFor: time.Hour}})
 	t.Cleanup(func() { _ = conn.Close() })
 	l := New(conn, zerolog.Nop())
 	r := Rate{PerSecond: 1, Burst: 2}

@@ -34,7 +34,7 @@ return {1, 0}
 // Redis Cluster needs no hash tag). A call Redis cannot answer within the
 // connection's hot bound, or any call while the connection's breaker is
 // open, is decided by the in-process fallback and counted: rate limits
-// never wait on a Redis that is down (docs/adr/0044-redis-foundation.md).
+// never wait on a Redis that is down (docs/adr/0044-one-redis-foundation.md).
 type Redis struct {
 	conn     *redisconn.Conn
 	fallback *Local
