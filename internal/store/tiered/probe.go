@@ -170,7 +170,8 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// wait waits d or until wake; false if stop closed first.
+// wait waits d or until wake (a nil wake never comes); false if stop
+// closed first.
 func wait(stop <-chan struct{}, wake <-chan struct{}, d time.Duration) bool {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
@@ -185,13 +186,4 @@ func wait(stop <-chan struct{}, wake <-chan struct{}, d time.Duration) bool {
 }
 
 // sleep waits d; false if stop closed first.
-func sleep(stop <-chan struct{}, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-stop:
-		return false
-	case <-tm.C:
-		return true
-	}
-}
+func sleep(stop <-chan struct{}, d time.Duration) bool { return wait(stop, nil, d) }

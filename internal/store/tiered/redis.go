@@ -310,7 +310,9 @@ func (t *tier2) rememberLocked(k ckey) {
 	if t.flushAll {
 		return
 	}
-	if len(t.pending) >= t.tune.maxPending {
+	// The keys being replayed are owed too: counting pending alone let a
+	// replay that keeps failing hold maxPending keys more than the bound.
+	if len(t.pending)+t.replaying >= t.tune.maxPending {
 		t.flushAll = true
 		clear(t.pending)
 		return
