@@ -354,11 +354,7 @@ func TestRedisSessions_CreatedAfterOneFailureIsWrittenBackAtOnce(t *testing.T) {
 		t.Fatal("one failure opened the breaker")
 	}
 	testutil.Eventually(t, testutil.Wait, "the session to be written back", func() bool {
-		n, err := rdb.Exists(context.Background(), a.shared().hashKey(sid)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
+		return exists(t, rdb, redisKeys(prefix).session(sid))
 	})
 }
 
@@ -388,17 +384,13 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 	if r := b.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("B, before the session is written back: %s; want 503 with Retry-After", r)
 	}
-	if n, err := direct.Exists(context.Background(), a.shared().hashKey(sid)).Result(); err != nil || n != 0 {
-		t.Fatalf("the session is in Redis during the outage (%d, %v)", n, err)
+	if exists(t, direct, redisKeys(prefix).session(sid)) {
+		t.Fatal("the session is in Redis during the outage")
 	}
 
 	proxy.Restore()
 	testutil.Eventually(t, testutil.Wait, "A to write the session back", func() bool {
-		n, err := direct.Exists(context.Background(), a.shared().hashKey(sid)).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
+		return exists(t, direct, redisKeys(prefix).session(sid))
 	})
 	b.toolsListOK(t, sid)
 	if !b.session(t, sid).subscribed("test://outage") {
