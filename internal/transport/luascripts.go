@@ -158,10 +158,15 @@ func (l *luaScripts) orphanPost(ctx context.Context, c redis.Scripter, a postOrp
 }
 
 // updateArgs change one field of a session's hash and publish msg. The
-// script answers 0 when the session is gone: a change never recreates an
-// ended session's hash; 2 when hsetnx found the field set to another
-// value: nothing changed, nothing is published (a replayed home claim,
-// which a newer claim overrides).
+// script answers 1 when it changed the field, 0 when the session is gone:
+// a change never recreates an ended session's hash; 2 when hsetnx found
+// the field set to another value: nothing changed, nothing is published
+// (a replayed home claim, which a newer claim overrides).
+//
+// A change of home also raises the hash's home version (hv), which the
+// published message carries and the script answers with: pub/sub can
+// deliver a claim to a replica after that replica's own later claim, and
+// the version is how the replica knows the first is stale (redisreplica.go).
 type updateArgs struct {
 	hash, log string
 	ttlMs     int64
@@ -173,6 +178,19 @@ type updateArgs struct {
 
 func (l *luaScripts) updateField(ctx context.Context, c redis.Scripter, a updateArgs) *redis.Cmd {
 	return l.update.Eval(ctx, c, []string{a.hash, a.log}, a.ttlMs, a.channel, a.msg, a.kind, a.field, a.value)
+}
+
+// updateResult reads the answer of updateField: the result and the home
+// version.
+func updateResult(c *redis.Cmd) (int64, uint64, error) {
+	v, err := c.Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(v) != 2 || v[1] < 0 {
+		return 0, 0, fmt.Errorf("update script answered %v, want [result, home version]", v)
+	}
+	return v[0], uint64(v[1]), nil
 }
 
 // deleteArgs end a session: its hash and log go, a tombstone stays for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,18 @@ type redisCopy struct {
 	// (redislog.go). Resource updates do not depend on it: their origin
 	// writes them to every subscriber's log (redisfanout.go).
 	homeID string
+	// homeVer is the version (hash field hv) of the home this copy knows:
+	// Redis raises it at every change of home. A home change on the
+	// channel that is not newer is stale, published before one this copy
+	// applied or made.
+	homeVer uint64
+	// claims counts this copy's home claims on their way to Redis, and
+	// held keeps the newest home change another replica published
+	// meanwhile: until the claim's version is known, there is no telling
+	// whether it came before the claim (stale: the stream opened here is
+	// the client's live one) or after (the client moved on).
+	claims int
+	held   *sessionChange
 	// unsaved holds the changes the client made on this copy that Redis
 	// has not taken (the write-through failed or was skipped), the last
 	// one per hash field. The sweeper replays them as they are, as
@@ -58,7 +71,7 @@ type redisCopy struct {
 // sharedCopy returns the store's side of s, a session the store shared.
 func sharedCopy(s *ClientSession) *redisCopy { return s.rep.(*redisCopy) }
 
-func (c *redisCopy) changed(ch clientChange) { c.m.writeThrough(c.s, toWire(ch)) }
+func (c *redisCopy) changed(ch clientChange) { _ = c.m.writeThrough(c.s, toWire(ch)) }
 
 // toWire is the channel's form of a client's change.
 func toWire(c clientChange) sessionChange {
@@ -97,6 +110,12 @@ func (c *redisCopy) home() string {
 }
 
 func (c *redisCopy) isHome() bool { return c.home() == c.m.self }
+
+func (c *redisCopy) homeVersion() uint64 {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.homeVer
+}
 
 // broadcast queues the event on the GET stream's log: every copy of the
 // session queues it, and Redis keeps one (redislog.go): the home's, or,
@@ -149,11 +168,30 @@ func (c *redisCopy) openStandalone(ctx context.Context, st *stream) error {
 // logged exactly once. The replica holding the GET stream claims it,
 // since it is the one sure to be alive. (Resource updates do not depend
 // on the home: their origin logs them; redisfanout.go.)
+//
+// A claim another replica published before this one can reach this copy
+// after it (the channel is read while the claim is written): apply holds
+// it until the claim's version is known, then drops it as stale.
 func (c *redisCopy) claimHome() {
 	c.smu.Lock()
 	c.homeID = c.m.self
+	c.claims++
 	c.smu.Unlock()
-	c.m.writeThrough(c.s, sessionChange{Op: opHome, Home: c.m.self})
+	hv := c.m.writeThrough(c.s, sessionChange{Op: opHome, Home: c.m.self})
+	c.smu.Lock()
+	c.claims--
+	c.homeVer = max(c.homeVer, hv)
+	held := c.held
+	if c.claims > 0 {
+		held = nil // the last claim in flight decides
+	}
+	if held != nil {
+		c.held = nil
+	}
+	c.smu.Unlock()
+	if held != nil {
+		c.apply(*held) // newer than the claim, or dropped
+	}
 }
 
 // apply takes a change another replica (or this one) made to the shared
@@ -165,6 +203,24 @@ func (c *redisCopy) apply(ch sessionChange) {
 		}
 		return
 	}
+	ended := c.s.Ended() // smu is a leaf: the session's mu comes first
+	c.smu.Lock()
+	if ch.HV != 0 && ch.HV <= c.homeVer {
+		c.smu.Unlock()
+		return // stale: a newer home is known
+	}
+	if ch.Home != c.m.self && c.claims > 0 {
+		if c.held == nil || ch.HV > c.held.HV {
+			c.held = &ch
+		}
+		c.smu.Unlock()
+		return
+	}
+	c.homeVer = max(c.homeVer, ch.HV)
+	if !ended {
+		c.homeID = ch.Home
+	}
+	c.smu.Unlock()
 	if ch.Home != c.m.self {
 		// Another replica claimed the session because it opened its GET
 		// stream there (or took over from a dead home): the client
@@ -172,14 +228,8 @@ func (c *redisCopy) apply(ch sessionChange) {
 		// (basic/transports). Close this replica's, as attach supersedes
 		// a connection in memory, with a retry hint in case it is in
 		// fact the client's live one.
-		defer c.s.standalone.closeConn(supersededRetryMs)
+		c.s.standalone.closeConn(supersededRetryMs)
 	}
-	if c.s.Ended() {
-		return
-	}
-	c.smu.Lock()
-	c.homeID = ch.Home
-	c.smu.Unlock()
 }
 
 // reset replaces the client-changed state with the hash's; used when the
@@ -214,6 +264,9 @@ func (c *redisCopy) reset(h map[string]string) {
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	c.homeID = h["home"]
+	// The hash's version, even if lower than the one known: a hash
+	// written back after Redis lost it starts again from the writer's.
+	c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
 	for _, ch := range c.unsaved {
 		if cc, ok := fromWire(ch); ok {
 			s.applyClientChange(cc)

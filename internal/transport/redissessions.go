@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,6 +177,9 @@ type sessionChange struct {
 	Level  string `json:"level,omitempty"`
 	URI    string `json:"uri,omitempty"`
 	Home   string `json:"home,omitempty"`
+	// HV is the home version Redis gave a home change (opHome; the
+	// scripts add it, luascripts.go).
+	HV uint64 `json:"hv,omitempty"`
 	// Stream names the POST stream whose log grew (opEvent); empty for
 	// the GET stream's.
 	Stream string `json:"s,omitempty"`
@@ -320,7 +324,10 @@ func (m *redisSessions) heartbeat(alive bool) {
 func (m *redisSessions) share(s *ClientSession, home bool) {
 	c := &redisCopy{m: m, s: s}
 	if home {
-		c.homeID = m.self
+		// A new session's first home is version 1, written with it
+		// (sessionFields); a copy read from Redis takes the hash's
+		// (reset).
+		c.homeID, c.homeVer = m.self, 1
 	}
 	s.rep = c
 	s.nextOutID = mrand.Int64N(1<<40) << 16
@@ -466,6 +473,11 @@ func sessionFields(s *ClientSession) ([]any, error) {
 	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
 	if c := sharedCopy(s); c.isHome() {
 		f = append(f, "home", c.m.self)
+	}
+	// The home version goes on from this copy's, so that a claim made
+	// after the write-back is newer than every one copies have seen.
+	if hv := sharedCopy(s).homeVersion(); hv > 0 {
+		f = append(f, "hv", strconv.FormatUint(hv, 10))
 	}
 	for uri := range s.subs {
 		f = append(f, "s:"+uri, "1")
@@ -828,15 +840,16 @@ func (m *redisSessions) drainBound() time.Duration {
 // writeThrough stores a change the client made on this replica and
 // publishes it. The change already holds here; if Redis fails, it is kept
 // as unsaved and replayed, alone, when Redis answers
-// (docs/adr/0024-replay-changes-after-outage.md).
-func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
+// (docs/adr/0024-replay-changes-after-outage.md). It answers the home
+// version Redis gave a home claim it took, and 0 for anything else.
+func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) uint64 {
 	c.Origin, c.ID = m.self, s.id
 	sc := sharedCopy(s)
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	if m.skipping() != nil {
 		sc.keepUnsaved(c)
-		return
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
@@ -849,14 +862,17 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 		cmd = m.evalChange(ctx, p, s, c, false)
 		return nil
 	})
-	var n int
+	var (
+		n  int64
+		hv uint64
+	)
 	if err == nil {
-		n, err = cmd.Int()
+		n, hv, err = updateResult(cmd)
 	}
 	if err != nil {
 		m.failed(err)
 		sc.keepUnsaved(c)
-		return
+		return 0
 	}
 	m.ok()
 	if n == 0 {
@@ -864,9 +880,10 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) {
 		// another replica wrote the session back first.
 		sc.keepUnsaved(c)
 		m.missing(s)
-		return
+		return 0
 	}
 	sc.saved(c) // an older unsaved change of the field must not follow it
+	return hv
 }
 
 // evalChange queues on p a change of s: scriptUpdate, and for a

@@ -387,7 +387,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	for i, s := range replay {
 		gone := false
 		for j, c := range replayed[i] {
-			switch v, err := c.Int(); {
+			switch v, _, err := updateResult(c); {
 			case err != nil:
 				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
 				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis: replayed next round

@@ -309,6 +309,38 @@ func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
 	}
 }
 
+// TestStaleHomeClaimKeepsTheStream: pub/sub can deliver another
+// replica's home claim to a replica after that replica's own, later,
+// claim (B took over from a dead home while the client's GET opened on
+// C). The stream the client opened must stay: only a claim newer than the
+// replica's own supersedes it, and its version (hash field hv) tells.
+func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.initialize(t)
+	hash := redisKeys(prefix).session(sid)
+	before := hgetInt(t, rdb, hash, "hv")
+	g := b.openGET(t, sid)
+	g.next(t) // priming: B's claim is in Redis
+	if hv := hgetInt(t, rdb, hash, "hv"); hv != before+1 {
+		t.Fatalf("home version %d after B's claim, want %d", hv, before+1)
+	}
+	claim := func(hv int) {
+		t.Helper()
+		self := a.shared().self
+		msg := fmt.Sprintf(`{"o":%q,"id":%q,"op":"home","home":%q,"hv":%d}`, self, sid, self, hv)
+		mustRedis(t, rdb.Publish(context.Background(), b.shared().channel, msg))
+	}
+	claim(before) // A's, from before B's, delivered late
+	quiet(t, g, waitShort)
+	if !b.session(t, sid).isHome() {
+		t.Fatal("a stale claim took the home from B")
+	}
+	claim(before + 2) // a newer one: the client moved on
+	wantSuperseded(t, g)
+}
+
 // wantSuperseded waits for the GET stream g to close, as a superseded
 // one does: no message on it meanwhile, and a retry hint.
 func wantSuperseded(t *testing.T, g *sseConn) {

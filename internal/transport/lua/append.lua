@@ -4,6 +4,7 @@
 -- ARGV[1] ttl ms, [2] maxlen, [3] data, [4] channel, [5] wake message,
 -- [6] token field, [7] token, [8] home ('' for any), [9] subscription
 -- field ('' for none), [10] dead home ('' for none), [11] home change message
+-- (a JSON object, which gets the new home version, hash field hv)
 -- Returns the seq, -1 session gone, -2 token applied already, -3 not the
 -- home a broadcast needs, -4 not subscribed.
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -32,7 +33,8 @@ redis.call('HSET', KEYS[1], ARGV[6], ARGV[7], 'gseq', seq)
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'hbc', '1') end
 if takeover then
   redis.call('HSET', KEYS[1], 'home', ARGV[8], 'hfrom', ARGV[10])
-  redis.call('PUBLISH', ARGV[4], ARGV[11])
+  local hv = redis.call('HINCRBY', KEYS[1], 'hv', 1)
+  redis.call('PUBLISH', ARGV[4], string.sub(ARGV[11], 1, -2) .. ',"hv":' .. hv .. '}')
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[4], ARGV[5])

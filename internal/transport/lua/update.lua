@@ -3,19 +3,31 @@
 -- KEYS[1] session hash, KEYS[2] GET-stream log
 -- ARGV[1] ttl ms, [2] channel, [3] message, [4] hset|hdel|hsetnx,
 -- [5] field, [6] value
--- Returns 1 changed, 0 session gone, 2 hsetnx found another value.
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+-- Returns {result, home version}: result 1 changed, 0 session gone, 2
+-- hsetnx found another value; the home version (hash field hv) after the
+-- change, 0 for a field other than home.
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local res = 1
 local prev = false
-if ARGV[5] == 'home' then prev = redis.call('HGET', KEYS[1], 'home') end
+local home = ARGV[5] == 'home'
+if home then prev = redis.call('HGET', KEYS[1], 'home') end
 if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
 elseif ARGV[4] == 'hsetnx' then
   if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
 else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
-if ARGV[5] == 'home' and res == 1 and prev ~= ARGV[6] then
-  redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
+local hv = 0
+local msg = ARGV[3]
+if home then
+  if res == 1 and prev ~= ARGV[6] then
+    redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
+    hv = redis.call('HINCRBY', KEYS[1], 'hv', 1)
+  else
+    hv = tonumber(redis.call('HGET', KEYS[1], 'hv') or '0')
+  end
+  -- The message is a JSON object: the version goes in before its brace.
+  msg = string.sub(msg, 1, -2) .. ',"hv":' .. hv .. '}'
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-if res == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return res
+if res == 1 then redis.call('PUBLISH', ARGV[2], msg) end
+return {res, hv}
