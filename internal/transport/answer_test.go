@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // A handler that answers early (the runtime does, for a call over its
@@ -26,26 +27,26 @@ func TestPeerAnswer_EarlyWhileHandlerRuns(t *testing.T) {
 			late <- call.AnswerEarly(handlers.TextResult("second"))
 			return handlers.TextResult("late"), nil
 		}}
-	for _, accept := range []string{"application/json", acceptBoth} {
+	for _, accept := range []string{"application/json", th.AcceptBoth} {
 		t.Run(accept, func(t *testing.T) {
 			h := newHarness(t)
-			if err := h.srv.Tools().Add(tool); err != nil {
+			if err := h.Server.Tools().Add(tool); err != nil {
 				t.Fatal(err)
 			}
-			sid := h.initialize(t)
-			pending := h.postAsync(t, context.Background(), sid, toolCall(5, "early", map[string]any{}, nil), "Accept", accept)
-			r := waitReply(t, pending) // arrives while the handler is blocked
+			sid := h.Initialize(t)
+			pending := h.PostAsync(t, context.Background(), sid, th.ToolCall(5, "early", map[string]any{}, nil), "Accept", accept)
+			r := th.WaitReply(t, pending) // arrives while the handler is blocked
 			if r.Status != http.StatusOK {
 				t.Fatalf("reply %s", r)
 			}
-			if text, _ := toolText(t, resultOf(t, r, "5")); text != "early" {
+			if text, _ := th.ToolText(t, th.ResultOf(t, r, "5")); text != "early" {
 				t.Fatalf("got %q, want the early answer", text)
 			}
 			release <- struct{}{}
 			if <-late {
 				t.Error("a second answer was accepted")
 			}
-			h.toolsListOK(t, sid)
+			h.ToolsListOK(t, sid)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // refusingAuth refuses requests without an Authorization header.
@@ -52,7 +53,7 @@ func TestUnreadBodyClosesTheConnection(t *testing.T) {
 		{"declared body over the limit", open, "POST", "", 100 << 10, http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			host := tc.h.ts.Listener.Addr().String()
+			host := tc.h.TS.Listener.Addr().String()
 			c, err := net.Dial("tcp", host)
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +67,7 @@ func TestUnreadBodyClosesTheConnection(t *testing.T) {
 				hdr += "Accept: application/json\r\n"
 			}
 			fmt.Fprintf(c, "%s /mcp HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n", tc.method, host, hdr, tc.length)
-			_ = c.SetReadDeadline(time.Now().Add(waitLong)) // a hang guard
+			_ = c.SetReadDeadline(time.Now().Add(th.WaitLong)) // a hang guard
 			b, err := io.ReadAll(c)
 			if err != nil {
 				t.Fatalf("got %q, then %v: the connection was not closed", b, err)

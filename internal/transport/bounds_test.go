@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // initialize's clientInfo and capabilities are kept for the session's
@@ -44,14 +45,14 @@ func TestInitialize_ParamsBounded(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.tr.Sessions().Len()
-			r := h.post(t, "", rpc(1, "initialize", map[string]any{"protocolVersion": protocol.LatestVersion, "capabilities": tc.caps, "clientInfo": tc.clientInfo}))
+			r := h.Post(t, "", th.RPC(1, "initialize", map[string]any{"protocolVersion": protocol.LatestVersion, "capabilities": tc.caps, "clientInfo": tc.clientInfo}))
 			if tc.want == "" {
 				if r.Status != http.StatusOK || r.Header.Get("Mcp-Session-Id") == "" {
 					t.Fatalf("initialize: %s, want a session", r)
 				}
 				return
 			}
-			if msg := wantRPCError(t, r, http.StatusOK, "1", protocol.CodeInvalidParams); !strings.Contains(msg, tc.want) {
+			if msg := th.WantRPCError(t, r, http.StatusOK, "1", protocol.CodeInvalidParams); !strings.Contains(msg, tc.want) {
 				t.Errorf("message %q, want it to say %q", msg, tc.want)
 			}
 			if r.Header.Get("Mcp-Session-Id") != "" || h.tr.Sessions().Len() != before {
@@ -80,8 +81,8 @@ func TestInitialize_BoundsHoldAsDecoded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.tr.Sessions().Len()
 			body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocol.LatestVersion + `",` + tc.params + `}}`
-			r := h.post(t, "", []byte(body))
-			if msg := wantRPCError(t, r, http.StatusOK, "1", protocol.CodeInvalidParams); !strings.Contains(msg, tc.want) {
+			r := h.Post(t, "", []byte(body))
+			if msg := th.WantRPCError(t, r, http.StatusOK, "1", protocol.CodeInvalidParams); !strings.Contains(msg, tc.want) {
 				t.Errorf("message %q, want it to say %q", msg, tc.want)
 			}
 			if h.tr.Sessions().Len() != before {

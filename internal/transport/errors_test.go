@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 type errorCase struct {
@@ -150,22 +151,22 @@ func errorCases() []errorCase {
 	return cases
 }
 
-func (h *harness) sendCase(t testing.TB, sid string, ec errorCase) *reply {
+func (h *harness) sendCase(t testing.TB, sid string, ec errorCase) *th.Reply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	ctx, cancel := context.WithTimeout(context.Background(), th.WaitLong)
 	defer cancel()
 	var body io.Reader = bytes.NewReader(ec.body)
 	if ec.chunked {
 		body = struct{ io.Reader }{bytes.NewReader(ec.body)} // hides the length
 	}
-	return h.do(t, h.newRequest(t, ctx, http.MethodPost, sid, body))
+	return h.Do(t, h.NewRequest(t, ctx, http.MethodPost, sid, body))
 }
 
 func TestErrorStability(t *testing.T) {
 	h := newHarness(t)
 	big := newHarness(t, withOpts(func(o *Options) { o.MaxBodyBytes = bigMaxBody }))
-	sid := h.initialize(t)
-	bigSID := big.initialize(t)
+	sid := h.Initialize(t)
+	bigSID := big.Initialize(t)
 	for _, ec := range errorCases() {
 		t.Run(ec.name, func(t *testing.T) {
 			hh, s := h, sid
@@ -176,8 +177,8 @@ func TestErrorStability(t *testing.T) {
 				t.Fatalf("case body of %d bytes does not match its expected status %d", len(ec.body), ec.status)
 			}
 			r := hh.sendCase(t, s, ec)
-			wantRPCError(t, r, ec.status, ec.id, ec.code)
-			hh.toolsListOK(t, s)
+			th.WantRPCError(t, r, ec.status, ec.id, ec.code)
+			hh.ToolsListOK(t, s)
 		})
 	}
 	// No invalid request may have opened a client session.
@@ -190,10 +191,10 @@ func TestErrorStability(t *testing.T) {
 // through schema validation and the tool normally.
 func TestDeepButValidArguments(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxBodyBytes = bigMaxBody }))
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	body := nested(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"deep","a":`, 9000, "[", "]", "}}}")
-	r := h.post(t, sid, body)
-	text, isErr := toolText(t, resultOf(t, r, "1"))
+	r := h.Post(t, sid, body)
+	text, isErr := th.ToolText(t, th.ResultOf(t, r, "1"))
 	if isErr || text != "deep" {
 		t.Fatalf("echo with deep extra arguments = %q isError=%v", text, isErr)
 	}
@@ -201,7 +202,7 @@ func TestDeepButValidArguments(t *testing.T) {
 
 func TestBodyLimitBoundary(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
 			at := errorCase{body: paddedEcho(testMaxBody), chunked: chunked}
@@ -209,9 +210,9 @@ func TestBodyLimitBoundary(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("a body of exactly MaxBodyBytes must be accepted: %s", r)
 			}
-			resultOf(t, r, "1")
+			th.ResultOf(t, r, "1")
 			over := errorCase{body: paddedEcho(testMaxBody + 1), chunked: chunked}
-			wantRPCError(t, h.sendCase(t, sid, over), http.StatusRequestEntityTooLarge, "null", -32600)
+			th.WantRPCError(t, h.sendCase(t, sid, over), http.StatusRequestEntityTooLarge, "null", -32600)
 		})
 	}
 }
@@ -221,23 +222,23 @@ func TestBodyLimitBoundary(t *testing.T) {
 // more than 1 KiB of the 10 MiB it announced.
 func TestBodyLimitRefusedBeforeReading(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	go func() { _, _ = pw.Write(bytes.Repeat([]byte("x"), 1024)) }()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	ctx, cancel := context.WithTimeout(context.Background(), th.WaitLong)
 	defer cancel()
-	req := h.newRequest(t, ctx, http.MethodPost, sid, pr)
+	req := h.NewRequest(t, ctx, http.MethodPost, sid, pr)
 	req.ContentLength = 10 << 20
-	res, err := h.client.Do(req)
+	res, err := h.Client.Do(req)
 	if err != nil {
 		t.Fatalf("POST: %v", err)
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestEntityTooLarge, "null", -32600)
+	th.WantRPCError(t, &th.Reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestEntityTooLarge, "null", -32600)
 	pw.CloseWithError(io.ErrClosedPipe)
-	h.toolsListOK(t, sid)
+	h.ToolsListOK(t, sid)
 }
 
 // firstRead signals once, on the first Read of a request body: by then the
@@ -284,13 +285,13 @@ func heapInuse() uint64 {
 func TestBodyDeclaredLengthNotAllocatedUpFront(t *testing.T) {
 	const conns, declared = 50, 4_000_000
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxBodyBytes = 8 << 20 }))
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	reading := make(chan struct{}, conns)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength == declared {
 			r.Body = &firstRead{ReadCloser: r.Body, ch: reading}
 		}
-		h.router.ServeHTTP(w, r)
+		h.Router.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close) // after the connections close (cleanups run last in, first out)
 	before := heapInuse()
@@ -300,7 +301,7 @@ func TestBodyDeclaredLengthNotAllocatedUpFront(t *testing.T) {
 	for i := range conns {
 		select {
 		case <-reading:
-		case <-time.After(waitLong):
+		case <-time.After(th.WaitLong):
 			t.Fatalf("only %d of %d requests reached their body", i, conns)
 		}
 	}
@@ -318,7 +319,7 @@ func TestBodyDeclaredLengthNotAllocatedUpFront(t *testing.T) {
 func TestBodyReadTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	h := newHarness(t, withOpts(func(o *Options) { o.ReadBodyTimeout, o.MaxBodyBytes = timeout, 8<<20 }))
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 
 	for _, tc := range []struct {
 		name     string
@@ -330,9 +331,9 @@ func TestBodyReadTimeout(t *testing.T) {
 		{name: "1000 bytes announced, 1 byte sent", declared: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := slowPost(t, h.ts.Listener.Addr().String(), sid, tc.declared)
+			c := slowPost(t, h.TS.Listener.Addr().String(), sid, tc.declared)
 			start := time.Now()
-			if err := c.SetReadDeadline(start.Add(waitLong)); err != nil {
+			if err := c.SetReadDeadline(start.Add(th.WaitLong)); err != nil {
 				t.Fatal(err)
 			}
 			res, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -344,7 +345,7 @@ func TestBodyReadTimeout(t *testing.T) {
 			}
 			body, _ := io.ReadAll(res.Body)
 			res.Body.Close()
-			wantRPCError(t, &reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestTimeout, "null", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, &th.Reply{Status: res.StatusCode, Header: res.Header, Body: body}, http.StatusRequestTimeout, "null", protocol.CodeInvalidRequest)
 			if d := time.Since(start); d < timeout/2 {
 				t.Errorf("answered after %v, before ReadBodyTimeout %v", d, timeout)
 			}
@@ -352,14 +353,14 @@ func TestBodyReadTimeout(t *testing.T) {
 	}
 
 	t.Run("streamed response outlives it", func(t *testing.T) {
-		blk := h.fx.block("read-timeout")
-		ps := h.postSSE(t, sid, toolCall(1, "block", map[string]any{"key": "read-timeout"}, "pt"))
-		ps.nextMessage(t)
-		notWithin(t, ps.done, 2*timeout, "the end of the stream")
+		blk := h.Fx.Block("read-timeout")
+		ps := h.PostSSE(t, sid, th.ToolCall(1, "block", map[string]any{"key": "read-timeout"}, "pt"))
+		ps.NextMessage(t)
+		th.NotWithin(t, ps.Done, 2*timeout, "the end of the stream")
 		blk.Release()
-		ps.nextMessage(t)
-		ev, _ := ps.nextMessage(t)
-		if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "1")); text != "released read-timeout" {
+		ps.NextMessage(t)
+		ev, _ := ps.NextMessage(t)
+		if text, _ := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "1")); text != "released read-timeout" {
 			t.Fatalf("result %q", text)
 		}
 	})
@@ -371,7 +372,7 @@ func TestBodyReadTimeout(t *testing.T) {
 // and the server still answers afterwards.
 func TestErrorStability_10000InvalidRequests(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	// The cycle: every small case in each round, and the large bodies
 	// (over 4 KiB: the 413s and the deep nestings, which cost 5-10 ms each
 	// under -race) in every tenth round, so the 10,000 requests stay within
@@ -393,7 +394,7 @@ func TestErrorStability_10000InvalidRequests(t *testing.T) {
 			cases = append(cases, large...)
 		}
 	}
-	h.toolsListOK(t, sid)
+	h.ToolsListOK(t, sid)
 
 	heapInuse := func() uint64 {
 		runtime.GC()
@@ -415,7 +416,7 @@ func TestErrorStability_10000InvalidRequests(t *testing.T) {
 			if failures <= 5 {
 				t.Errorf("request %d (%s): status %d, want %d (%s)", i, ec.name, r.Status, ec.status, r)
 			}
-		} else if _, err := checkRPCError(r.Body, ec.id, ec.code); err != nil {
+		} else if _, err := th.CheckRPCError(r.Body, ec.id, ec.code); err != nil {
 			failures++
 			if failures <= 5 {
 				t.Errorf("request %d (%s): %v", i, ec.name, err)
@@ -429,7 +430,7 @@ func TestErrorStability_10000InvalidRequests(t *testing.T) {
 	if failures > 0 {
 		t.Fatalf("%d of %d invalid requests were not answered with the expected error", failures, total)
 	}
-	h.toolsListOK(t, sid)
+	h.ToolsListOK(t, sid)
 	afterAll := heapInuse()
 	t.Logf("%d invalid requests in %v; HeapInuse after %d: %d KiB, after %d: %d KiB", total, elapsed, warm, afterWarm>>10, total, afterAll>>10)
 	const bound = 8 << 20
@@ -441,7 +442,7 @@ func TestErrorStability_10000InvalidRequests(t *testing.T) {
 	}
 	// Goroutines return to the baseline (the client's keep-alive
 	// connection may be replaced, hence a small tolerance).
-	h.client.CloseIdleConnections()
+	h.Client.CloseIdleConnections()
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > baseGoroutines+2 {
 		if time.Now().After(deadline) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // routerHarness is a harness without a network: requests go straight to the
@@ -18,14 +19,14 @@ import (
 // so nothing blocks and nothing panics on purpose.
 func routerHarness(tb testing.TB, maxSessions int) *harness {
 	return newHarness(tb, func(c *harnessConfig) {
-		c.echoOnly, c.noServer = true, true
+		c.EchoOnly, c.NoServer = true, true
 		c.opts.MaxSessions = maxSessions
 	})
 }
 
 func (h *harness) serve(req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	h.router.ServeHTTP(rec, req)
+	h.Router.ServeHTTP(rec, req)
 	return rec
 }
 
@@ -43,14 +44,14 @@ func FuzzPost(f *testing.F) {
 		}
 	}
 	for _, b := range [][]byte{
-		rpc(1, "tools/list", nil),
-		toolCall(2, "echo", map[string]any{"text": "hi"}, 5),
-		rpc(3, "ping", nil),
-		rpc(nil, "notifications/cancelled", map[string]any{"requestId": 2}),
-		rpc(4, "resources/subscribe", map[string]any{"uri": "test://a"}),
-		rpc(5, "logging/setLevel", map[string]any{"level": "debug"}),
+		th.RPC(1, "tools/list", nil),
+		th.ToolCall(2, "echo", map[string]any{"text": "hi"}, 5),
+		th.RPC(3, "ping", nil),
+		th.RPC(nil, "notifications/cancelled", map[string]any{"requestId": 2}),
+		th.RPC(4, "resources/subscribe", map[string]any{"uri": "test://a"}),
+		th.RPC(5, "logging/setLevel", map[string]any{"level": "debug"}),
 		[]byte(`{"jsonrpc":"2.0","id":"s1","result":{}}`),
-		initBody(protocol.LatestVersion, nil),
+		th.InitBody(protocol.LatestVersion, nil),
 	} {
 		f.Add(b)
 	}
@@ -58,7 +59,7 @@ func FuzzPost(f *testing.F) {
 	sid := h.routerInitialize(f)
 
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := h.newRequest(t, context.Background(), http.MethodPost, sid, bytes.NewReader(body))
+		req := h.NewRequest(t, context.Background(), http.MethodPost, sid, bytes.NewReader(body))
 		rec := h.serve(req)
 		res := rec.Result()
 		out := rec.Body.Bytes()
@@ -69,7 +70,7 @@ func FuzzPost(f *testing.F) {
 			}
 			return
 		case res.StatusCode == http.StatusServiceUnavailable:
-			if _, err := checkRPCError(out, "0", protocol.CodeInternalError); err != nil && !strings.Contains(string(out), "cannot open a client session") {
+			if _, err := th.CheckRPCError(out, "0", protocol.CodeInternalError); err != nil && !strings.Contains(string(out), "cannot open a client session") {
 				t.Fatalf("503 other than a refused initialize: %q", out)
 			}
 		case res.StatusCode >= 500:
@@ -79,7 +80,7 @@ func FuzzPost(f *testing.F) {
 			t.Fatalf("Content-Type %q (status %d) for %q", ct, res.StatusCode, body)
 		}
 		var env map[string]json.RawMessage
-		if err := decodeOne(out, &env); err != nil {
+		if err := th.DecodeOne(out, &env); err != nil {
 			t.Fatalf("status %d body is not one JSON object: %v: %q", res.StatusCode, err, out)
 		}
 		if string(env["jsonrpc"]) != `"2.0"` || (env["result"] == nil) == (env["error"] == nil) {
@@ -87,7 +88,7 @@ func FuzzPost(f *testing.F) {
 		}
 		// Keep the session count bounded: end sessions the input opened.
 		if s := res.Header.Get("Mcp-Session-Id"); s != "" && s != sid {
-			h.serve(h.newRequest(t, context.Background(), http.MethodDelete, s, nil))
+			h.serve(h.NewRequest(t, context.Background(), http.MethodDelete, s, nil))
 		}
 	})
 }
@@ -95,7 +96,7 @@ func FuzzPost(f *testing.F) {
 // routerInitialize opens a session through the router.
 func (h *harness) routerInitialize(tb testing.TB) string {
 	tb.Helper()
-	rec := h.serve(h.newRequest(tb, context.Background(), http.MethodPost, "", bytes.NewReader(initBody(protocol.LatestVersion, nil))))
+	rec := h.serve(h.NewRequest(tb, context.Background(), http.MethodPost, "", bytes.NewReader(th.InitBody(protocol.LatestVersion, nil))))
 	sid := rec.Result().Header.Get("Mcp-Session-Id")
 	if rec.Code != http.StatusOK || sid == "" {
 		tb.Fatalf("initialize: %d %s", rec.Code, rec.Body)
@@ -108,11 +109,11 @@ var echoCall = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"
 func benchPost(b *testing.B, h *harness, sid string, body []byte) {
 	req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", acceptBoth)
+	req.Header.Set("Accept", th.AcceptBoth)
 	req.Header.Set("Mcp-Session-Id", sid)
 	req.Header.Set("Mcp-Protocol-Version", protocol.LatestVersion)
 	rec := httptest.NewRecorder()
-	h.router.ServeHTTP(rec, req)
+	h.Router.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || bytes.Contains(rec.Body.Bytes(), []byte(`"error"`)) {
 		b.Fatalf("tools/call: %d %s", rec.Code, rec.Body)
 	}

@@ -4,21 +4,23 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // A handler's context carries the request's values (a tracing span, the
 // principal), inline or detached, though not its cancellation.
 func TestHandlerContextKeepsRequestValues(t *testing.T) {
-	h := newHarness(t, func(c *harnessConfig) { c.spanValue = "span-1" })
-	sid := h.initialize(t)
+	h := newHarness(t, func(c *harnessConfig) { c.SpanValue = "span-1" })
+	sid := h.Initialize(t)
 	for _, tc := range []struct{ tool, accept string }{
-		{"ctxvalue", acceptBoth},
-		{"ctxvalue_long", acceptBoth}, // detached: runs on its own goroutine
+		{"ctxvalue", th.AcceptBoth},
+		{"ctxvalue_long", th.AcceptBoth}, // detached: runs on its own goroutine
 		{"ctxvalue_long", "application/json"},
 	} {
 		t.Run(tc.tool+" "+tc.accept, func(t *testing.T) {
-			r := h.post(t, sid, toolCall(1, tc.tool, map[string]any{}, nil), "Accept", tc.accept)
-			if text, _ := toolText(t, resultOf(t, r, "1")); text != "span-1" {
+			r := h.Post(t, sid, th.ToolCall(1, tc.tool, map[string]any{}, nil), "Accept", tc.accept)
+			if text, _ := th.ToolText(t, th.ResultOf(t, r, "1")); text != "span-1" {
 				t.Fatalf("the handler's context carries %q, want the request's span-1", text)
 			}
 		})
@@ -36,7 +38,7 @@ func TestObservedStatusIsWhatWasWritten(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) {
 		o.Observe = func(method string, status int) { seen <- observed{method, status} }
 	}))
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	<-seen // initialize's
 	<-seen // notifications/initialized's
 	unknown, err := newSessionID()
@@ -45,29 +47,29 @@ func TestObservedStatusIsWhatWasWritten(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		send   func() *reply
+		Send   func() *th.Reply
 		method string
 	}{
-		{"request", func() *reply { return h.post(t, sid, rpc(1, "tools/list", nil)) }, http.MethodPost},
-		{"notification", func() *reply { return h.post(t, sid, rpc(nil, "notifications/initialized", nil)) }, http.MethodPost},
-		{"unknown session", func() *reply { return h.post(t, unknown, rpc(1, "tools/list", nil)) }, http.MethodPost},
-		{"bad JSON", func() *reply { return h.post(t, sid, []byte("{")) }, http.MethodPost},
-		{"bad media type", func() *reply { return h.post(t, sid, rpc(1, "ping", nil), "Content-Type", "text/plain") }, http.MethodPost},
-		{"GET without SSE", func() *reply { return h.send(t, http.MethodGet, sid, nil, "Accept", "application/json") }, http.MethodGet},
-		{"unknown Last-Event-ID stream", func() *reply {
-			return h.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p999-1")
+		{"request", func() *th.Reply { return h.Post(t, sid, th.RPC(1, "tools/list", nil)) }, http.MethodPost},
+		{"notification", func() *th.Reply { return h.Post(t, sid, th.RPC(nil, "notifications/initialized", nil)) }, http.MethodPost},
+		{"unknown session", func() *th.Reply { return h.Post(t, unknown, th.RPC(1, "tools/list", nil)) }, http.MethodPost},
+		{"bad JSON", func() *th.Reply { return h.Post(t, sid, []byte("{")) }, http.MethodPost},
+		{"bad media type", func() *th.Reply { return h.Post(t, sid, th.RPC(1, "ping", nil), "Content-Type", "text/plain") }, http.MethodPost},
+		{"GET without SSE", func() *th.Reply { return h.Send(t, http.MethodGet, sid, nil, "Accept", "application/json") }, http.MethodGet},
+		{"unknown Last-Event-ID stream", func() *th.Reply {
+			return h.Send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p999-1")
 		}, http.MethodGet},
-		{"DELETE", func() *reply { return h.send(t, http.MethodDelete, sid, nil) }, http.MethodDelete},
-		{"DELETE again", func() *reply { return h.send(t, http.MethodDelete, sid, nil) }, http.MethodDelete},
-		{"initialize with an unsupported version", func() *reply { return h.post(t, "", initBody("1999-01-01", nil)) }, http.MethodPost},
+		{"DELETE", func() *th.Reply { return h.Send(t, http.MethodDelete, sid, nil) }, http.MethodDelete},
+		{"DELETE again", func() *th.Reply { return h.Send(t, http.MethodDelete, sid, nil) }, http.MethodDelete},
+		{"initialize with an unsupported version", func() *th.Reply { return h.Post(t, "", th.InitBody("1999-01-01", nil)) }, http.MethodPost},
 	} {
-		r := tc.send()
+		r := tc.Send()
 		select {
 		case got := <-seen:
 			if got != (observed{tc.method, r.Status}) {
 				t.Errorf("%s: observed %v, the client got %d", tc.name, got, r.Status)
 			}
-		case <-time.After(waitLong):
+		case <-time.After(th.WaitLong):
 			t.Fatalf("%s: no status observed", tc.name)
 		}
 	}

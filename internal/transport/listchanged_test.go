@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // ListChanged tells every client session on its GET stream, as
 // ToolsListChanged does.
 func TestListChanged(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
-	sub := subscribeR(t, h.rClient(sid))
-	sub.next(t) // priming
+	sid := h.Initialize(t)
+	sub := th.SubscribeR(t, h.RClient(sid))
+	sub.Next(t) // priming
 	for _, method := range []string{protocol.NotificationPromptsListChanged, protocol.NotificationResourcesListChange} {
 		if n, err := h.tr.ListChanged(method); err != nil || n != 1 {
 			t.Fatalf("ListChanged(%s) = %d, %v", method, n, err)
 		}
-		if _, m := sub.nextMessage(t); m.Method != method {
+		if _, m := sub.NextMessage(t); m.Method != method {
 			t.Fatalf("got %s, want %s", m.Method, method)
 		}
 	}
@@ -31,9 +32,9 @@ func TestListChanged(t *testing.T) {
 func TestSubscribers(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
-	a, b := h.initialize(t), h.initialize(t)
-	h.subscribe(t, a, "up://x")
-	h.subscribe(t, b, "up://x", "up://y")
+	a, b := h.Initialize(t), h.Initialize(t)
+	h.Subscribe(t, a, "up://x")
+	h.Subscribe(t, b, "up://x", "up://y")
 	ids, err := h.tr.Subscribers(ctx, "", "up://x")
 	slices.Sort(ids)
 	want := []string{a, b}
@@ -48,12 +49,12 @@ func TestSubscribers(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	r1, r2 := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := r1.initialize(t)
-	r1.subscribe(t, sid, "up://x")
+	sid := r1.Initialize(t)
+	r1.Subscribe(t, sid, "up://x")
 	if ids, err := r2.tr.Subscribers(ctx, "", "up://x"); err != nil || !slices.Equal(ids, []string{sid}) {
 		t.Fatalf("subscribers seen by the other replica = %v, %v", ids, err)
 	}
-	if r := r2.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": "up://x"})); r.Status != http.StatusOK {
+	if r := r2.Post(t, sid, th.RPC("u", "resources/unsubscribe", map[string]any{"uri": "up://x"})); r.Status != http.StatusOK {
 		t.Fatalf("unsubscribe: %s", r)
 	}
 	if ids, err := r1.tr.Subscribers(ctx, "", "up://x"); err != nil || len(ids) != 0 {

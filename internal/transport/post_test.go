@@ -13,45 +13,8 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
-
-type progressNote struct {
-	Token    string // raw JSON, compact
-	Progress float64
-	Total    float64
-	Message  string
-}
-
-func progressOf(t testing.TB, m message) progressNote {
-	t.Helper()
-	if m.Method != "notifications/progress" || m.ID != nil {
-		t.Fatalf("want a notifications/progress notification, got %+v", m)
-	}
-	var p struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-		Progress      float64         `json:"progress"`
-		Total         float64         `json:"total"`
-		Message       string          `json:"message"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		t.Fatal(err)
-	}
-	return progressNote{Token: compactJSON(p.ProgressToken), Progress: p.Progress, Total: p.Total, Message: p.Message}
-}
-
-// splitEventID splits "<stream>-<seq>".
-func splitEventID(t testing.TB, id string) (string, uint64) {
-	t.Helper()
-	i := strings.LastIndexByte(id, '-')
-	if i <= 0 {
-		t.Fatalf("event id %q is not <stream>-<seq>", id)
-	}
-	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
-	if err != nil {
-		t.Fatalf("event id %q is not <stream>-<seq>", id)
-	}
-	return id[:i], seq
-}
 
 // ---------------------------------------------------------------------------
 // SSE in answer to POST
@@ -70,9 +33,9 @@ func TestPostSSE_ProgressThenResponse(t *testing.T) {
 }
 
 func postSSEProgress(t *testing.T, h *harness, tool, version, token string) {
-	sid, _ := h.initializeWith(t, version, nil)
+	sid, _ := h.InitializeWith(t, version, nil)
 	const n = 4
-	r := h.post(t, sid, toolCall(77, tool, map[string]any{"n": n}, json.RawMessage(token)))
+	r := h.Post(t, sid, th.ToolCall(77, tool, map[string]any{"n": n}, json.RawMessage(token)))
 	if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("want a 200 SSE response: %s", r)
 	}
@@ -82,13 +45,13 @@ func postSSEProgress(t *testing.T, h *harness, tool, version, token string) {
 	if v := r.Header.Get("Cache-Control"); !strings.Contains(v, "no-cache") {
 		t.Errorf("Cache-Control = %q, want no-cache", v)
 	}
-	evs := parseSSE(r.Body)
+	evs := th.ParseSSE(r.Body)
 	prime := version == "2025-11-25" // SEP-1699: priming events from 2025-11-25 on
 	if prime {
-		if len(evs) == 0 || !evs[0].priming() {
+		if len(evs) == 0 || !evs[0].Priming() {
 			t.Fatalf("%s session: want a priming event first, got %+v", version, evs)
 		}
-		if _, seq := splitEventID(t, evs[0].ID); seq != 0 {
+		if _, seq := th.SplitEventID(t, evs[0].ID); seq != 0 {
 			t.Errorf("priming event id %q, want seq 0", evs[0].ID)
 		}
 		evs = evs[1:]
@@ -98,25 +61,25 @@ func postSSEProgress(t *testing.T, h *harness, tool, version, token string) {
 	}
 	var streamName string
 	for i, ev := range evs {
-		if ev.priming() || !ev.HasID {
+		if ev.Priming() || !ev.HasID {
 			t.Fatalf("event %d = %+v: want id and data (no priming event for %s)", i, ev, version)
 		}
-		name, seq := splitEventID(t, ev.ID)
+		name, seq := th.SplitEventID(t, ev.ID)
 		if i == 0 {
 			streamName = name
 		}
 		if name != streamName || seq != uint64(i+1) {
 			t.Errorf("event %d id %q, want %s-%d", i, ev.ID, streamName, i+1)
 		}
-		m := parseMessage(t, ev.Data)
+		m := th.ParseMessage(t, ev.Data)
 		if i == n {
-			text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "77"))
+			text, _ := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "77"))
 			if text != fmt.Sprintf("done %d", n) {
 				t.Errorf("response text %q", text)
 			}
 			continue
 		}
-		p := progressOf(t, m)
+		p := th.ProgressOf(t, m)
 		if p.Token != token {
 			t.Errorf("progress %d token = %s, want %s (same JSON type and spelling)", i, p.Token, token)
 		}
@@ -133,9 +96,9 @@ func postSSEProgress(t *testing.T, h *harness, tool, version, token string) {
 // client accepting SSE gets plain JSON.
 func TestPostSSE_NoMessagesMeansJSON(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
-	r := h.post(t, sid, toolCall(1, "progress", map[string]any{"n": 3}, nil))
-	if text, _ := toolText(t, resultOf(t, r, "1")); text != "done 3" {
+	sid := h.Initialize(t)
+	r := h.Post(t, sid, th.ToolCall(1, "progress", map[string]any{"n": 3}, nil))
+	if text, _ := th.ToolText(t, th.ResultOf(t, r, "1")); text != "done 3" {
 		t.Fatalf("result %q", text)
 	}
 }
@@ -153,19 +116,19 @@ func TestPostSSE_ConcurrentStreamsAreNeverEvicted(t *testing.T) {
 	h := newHarness(t)
 	for _, tool := range []string{"block", "block_long"} {
 		t.Run(tool, func(t *testing.T) {
-			sid := h.initialize(t)
+			sid := h.Initialize(t)
 			const n = maxRetainedStreams + 4
 			key := func(i int) string { return fmt.Sprintf("many-%s-%d", tool, i) }
-			calls := make([]*sseConn, n)
+			calls := make([]*th.SSEConn, n)
 			names := make([]string, n)
 			for i := range n {
-				calls[i] = h.postSSE(t, sid, toolCall(i, tool, map[string]any{"key": key(i)}, "pt"))
-				ev, m := calls[i].nextMessage(t)
-				if p := progressOf(t, m); p.Message != "started" {
+				calls[i] = h.PostSSE(t, sid, th.ToolCall(i, tool, map[string]any{"key": key(i)}, "pt"))
+				ev, m := calls[i].NextMessage(t)
+				if p := th.ProgressOf(t, m); p.Message != "started" {
 					t.Fatalf("call %d: first message %+v", i, p)
 				}
-				names[i], _ = splitEventID(t, ev.ID)
-				h.fx.block(key(i)).waitStarted(t)
+				names[i], _ = th.SplitEventID(t, ev.ID)
+				h.Fx.Block(key(i)).WaitStarted(t)
 			}
 			sess := h.session(t, sid)
 			for i, name := range names {
@@ -174,26 +137,26 @@ func TestPostSSE_ConcurrentStreamsAreNeverEvicted(t *testing.T) {
 				}
 			}
 			for i := range n {
-				h.fx.block(key(i)).Release()
+				h.Fx.Block(key(i)).Release()
 			}
 			for i, c := range calls {
-				if _, m := c.nextMessage(t); progressOf(t, m).Message != "released" {
+				if _, m := c.NextMessage(t); th.ProgressOf(t, m).Message != "released" {
 					t.Fatalf("call %d: second message %+v", i, m)
 				}
-				ev, _ := c.nextMessage(t)
-				if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), strconv.Itoa(i))); text != "released "+key(i) {
+				ev, _ := c.NextMessage(t)
+				if text, _ := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), strconv.Itoa(i))); text != "released "+key(i) {
 					t.Fatalf("call %d: result %q", i, text)
 				}
-				c.waitEnd(t)
+				c.WaitEnd(t)
 			}
-			h.toolsListOK(t, sid)
+			h.ToolsListOK(t, sid)
 		})
 	}
 	// The bound still holds for what it is for: streams whose response is
 	// in the log but was never delivered (the client left) are kept for
 	// resumption, at most maxRetainedStreams of them.
 	t.Run("finished, undelivered streams stay bounded", func(t *testing.T) {
-		sess := h.session(t, h.initialize(t))
+		sess := h.session(t, h.Initialize(t))
 		for range 2 * maxRetainedStreams {
 			sess.newPostStream(protocol.ID("1")).appendFinal([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 		}
@@ -217,13 +180,13 @@ func TestSampling_RoundTripOnPostStream(t *testing.T) {
 }
 
 func samplingRoundTrip(t *testing.T, h *harness, tool string) {
-	sid, _ := h.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
-	ps := h.postSSE(t, sid, toolCall(21, tool, map[string]any{"prompt": "say hi"}, nil))
-	ev, m := ps.nextMessage(t)
+	sid, _ := h.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	ps := h.PostSSE(t, sid, th.ToolCall(21, tool, map[string]any{"prompt": "say hi"}, nil))
+	ev, m := ps.NextMessage(t)
 	if m.Method != protocol.MethodSamplingCreateMessage || len(m.ID) == 0 {
 		t.Fatalf("want a sampling/createMessage request on the POST stream, got %+v (event %s)", m, ev.ID)
 	}
-	if name, _ := splitEventID(t, ev.ID); name == standaloneStreamName {
+	if name, _ := th.SplitEventID(t, ev.ID); name == standaloneStreamName {
 		t.Errorf("request sent on the standalone stream (%s)", ev.ID)
 	}
 	var params struct {
@@ -237,28 +200,28 @@ func samplingRoundTrip(t *testing.T, h *harness, tool string) {
 		t.Fatalf("sampling params %s (%v)", m.Params, err)
 	}
 	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"hello back"},"model":"test-model","stopReason":"endTurn"}}`, m.ID)
-	if r := h.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted || len(r.Body) != 0 {
+	if r := h.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted || len(r.Body) != 0 {
 		t.Fatalf("POST of the client's answer: %s, want 202 with no body", r)
 	}
-	ev, _ = ps.nextMessage(t)
-	text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "21"))
+	ev, _ = ps.NextMessage(t)
+	text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "21"))
 	if isErr || !strings.Contains(text, "hello back") {
 		t.Fatalf("tool result %q isError=%v, want the sampled text", text, isErr)
 	}
-	ps.waitEnd(t)
+	ps.WaitEnd(t)
 	// A second answer to the same request is accepted and ignored.
-	if r := h.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+	if r := h.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
 		t.Fatalf("duplicate answer: %s", r)
 	}
-	h.toolsListOK(t, sid)
+	h.ToolsListOK(t, sid)
 }
 
 func TestSampling_WithoutCapability(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t) // capabilities: {}
+	sid := h.Initialize(t) // capabilities: {}
 	for _, tool := range []string{"sample", "sample_long"} {
-		r := h.post(t, sid, toolCall(22, tool, map[string]any{"prompt": "say hi"}, nil))
-		text, isErr := toolText(t, resultOf(t, r, "22"))
+		r := h.Post(t, sid, th.ToolCall(22, tool, map[string]any{"prompt": "say hi"}, nil))
+		text, isErr := th.ToolText(t, th.ResultOf(t, r, "22"))
 		if !isErr || !strings.Contains(text, "capability") {
 			t.Fatalf("%s: want an isError result about the missing capability, got %q isError=%v", tool, text, isErr)
 		}
@@ -274,23 +237,23 @@ func TestSampling_ClientErrorIsToolError(t *testing.T) {
 	h := newHarness(t)
 	for _, tool := range []string{"sample", "sample_long"} {
 		t.Run(tool, func(t *testing.T) {
-			sid, _ := h.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
-			ps := h.postSSE(t, sid, toolCall(23, tool, map[string]any{"prompt": "say hi"}, nil))
-			_, m := ps.nextMessage(t)
+			sid, _ := h.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+			ps := h.PostSSE(t, sid, th.ToolCall(23, tool, map[string]any{"prompt": "say hi"}, nil))
+			_, m := ps.NextMessage(t)
 			if m.Method != protocol.MethodSamplingCreateMessage || len(m.ID) == 0 {
 				t.Fatalf("want a sampling/createMessage request, got %+v", m)
 			}
 			answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
-			if r := h.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+			if r := h.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
 				t.Fatalf("POST of the client's error answer: %s, want 202", r)
 			}
-			ev, _ := ps.nextMessage(t)
-			text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "23"))
+			ev, _ := ps.NextMessage(t)
+			text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "23"))
 			if !isErr || !strings.Contains(text, "Method not found") {
 				t.Fatalf("tool result %q isError=%v, want an isError result carrying the client's error", text, isErr)
 			}
-			ps.waitEnd(t)
-			h.toolsListOK(t, sid)
+			ps.WaitEnd(t)
+			h.ToolsListOK(t, sid)
 		})
 	}
 }
@@ -300,38 +263,38 @@ func TestSampling_ClientErrorIsToolError(t *testing.T) {
 
 func TestDuplicateInflightID(t *testing.T) {
 	h := newHarness(t)
-	a := h.initialize(t)
-	b := h.initialize(t)
+	a := h.Initialize(t)
+	b := h.Initialize(t)
 	for _, tc := range []struct{ tool, accept string }{
 		{"block", "application/json"},
-		{"block", acceptBoth},
-		{"block_long", acceptBoth}, // detached
+		{"block", th.AcceptBoth},
+		{"block_long", th.AcceptBoth}, // detached
 	} {
 		accept := tc.accept
 		t.Run(tc.tool+"/Accept="+accept, func(t *testing.T) {
 			key := "dup-" + tc.tool + accept
-			blk := h.fx.block(key)
-			first := h.postAsync(t, context.Background(), a, toolCall(7, tc.tool, map[string]any{"key": key}, nil), "Accept", accept)
-			blk.waitStarted(t)
+			blk := h.Fx.Block(key)
+			first := h.PostAsync(t, context.Background(), a, th.ToolCall(7, tc.tool, map[string]any{"key": key}, nil), "Accept", accept)
+			blk.WaitStarted(t)
 
-			wantRPCError(t, h.post(t, a, toolCall(7, "echo", map[string]any{"text": "x"}, nil), "Accept", accept), http.StatusOK, "7", protocol.CodeInvalidRequest)
-			wantRPCError(t, h.post(t, a, rpc(7, "tools/list", nil), "Accept", accept), http.StatusOK, "7", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, h.Post(t, a, th.ToolCall(7, "echo", map[string]any{"text": "x"}, nil), "Accept", accept), http.StatusOK, "7", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, h.Post(t, a, th.RPC(7, "tools/list", nil), "Accept", accept), http.StatusOK, "7", protocol.CodeInvalidRequest)
 			// "7" is another id than 7.
-			if text, _ := toolText(t, resultOf(t, h.post(t, a, toolCall("7", "echo", map[string]any{"text": "str"}, nil)), `"7"`)); text != "str" {
+			if text, _ := th.ToolText(t, th.ResultOf(t, h.Post(t, a, th.ToolCall("7", "echo", map[string]any{"text": "str"}, nil)), `"7"`)); text != "str" {
 				t.Errorf("echo with id \"7\" = %q", text)
 			}
 			// The same id on another session is fine.
-			if text, _ := toolText(t, resultOf(t, h.post(t, b, toolCall(7, "echo", map[string]any{"text": "other"}, nil)), "7")); text != "other" {
+			if text, _ := th.ToolText(t, th.ResultOf(t, h.Post(t, b, th.ToolCall(7, "echo", map[string]any{"text": "other"}, nil)), "7")); text != "other" {
 				t.Errorf("echo on the other session = %q", text)
 			}
 
 			blk.Release()
-			r := waitReply(t, first)
-			if text, _ := toolText(t, resultOf(t, r, "7")); text != "released "+key {
+			r := th.WaitReply(t, first)
+			if text, _ := th.ToolText(t, th.ResultOf(t, r, "7")); text != "released "+key {
 				t.Fatalf("first call: %q", text)
 			}
 			// Once answered, the id is free again.
-			if text, _ := toolText(t, resultOf(t, h.post(t, a, toolCall(7, "echo", map[string]any{"text": "again"}, nil)), "7")); text != "again" {
+			if text, _ := th.ToolText(t, th.ResultOf(t, h.Post(t, a, th.ToolCall(7, "echo", map[string]any{"text": "again"}, nil)), "7")); text != "again" {
 				t.Errorf("echo with the freed id = %q", text)
 			}
 		})
@@ -344,15 +307,15 @@ func TestDuplicateInflightID(t *testing.T) {
 // id only after its response was out.)
 func TestIDReuseAfterResponse(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for _, tool := range []string{"echo", "echo_long"} {
 		for i := 0; i < 200; i++ {
-			r := h.post(t, sid, toolCall(1, tool, map[string]any{"text": "x"}, nil))
+			r := h.Post(t, sid, th.ToolCall(1, tool, map[string]any{"text": "x"}, nil))
 			if r.Status != http.StatusOK {
 				t.Fatalf("%s try %d: %s", tool, i, r)
 			}
 			var env struct{ Error json.RawMessage }
-			if err := json.Unmarshal(messageBody(t, r), &env); err != nil || env.Error != nil {
+			if err := json.Unmarshal(th.MessageBody(t, r), &env); err != nil || env.Error != nil {
 				t.Fatalf("%s try %d: reusing id 1 after its response was refused: %s", tool, i, r.Body)
 			}
 		}
@@ -364,29 +327,29 @@ func TestIDReuseAfterResponse(t *testing.T) {
 
 func TestCancel_Notification(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for _, tc := range []struct {
 		name, tool, accept string
 		id                 any
 	}{
 		{"integer id, JSON", "block", "application/json", 7},
 		{"string id, JSON", "block", "application/json", "req-a"},
-		{"integer id, SSE allowed", "block", acceptBoth, 8},
-		{"integer id, detached", "block_long", acceptBoth, 9},
-		{"string id, detached", "block_long", acceptBoth, "req-b"},
+		{"integer id, SSE allowed", "block", th.AcceptBoth, 8},
+		{"integer id, detached", "block_long", th.AcceptBoth, 9},
+		{"string id, detached", "block_long", th.AcceptBoth, "req-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "cancel-" + tc.name
-			blk := h.fx.block(key)
-			pending := h.postAsync(t, context.Background(), sid, toolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
-			blk.waitStarted(t)
-			r := h.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
+			blk := h.Fx.Block(key)
+			pending := h.PostAsync(t, context.Background(), sid, th.ToolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
+			blk.WaitStarted(t)
+			r := h.Post(t, sid, th.RPC(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
 			if r.Status != http.StatusAccepted {
 				t.Fatalf("notifications/cancelled: %s", r)
 			}
-			waitChan(t, blk.cancelled, "the handler's context to be cancelled")
-			waitChan(t, blk.finished, "the handler to return")
-			r = waitReply(t, pending)
+			th.WaitChan(t, blk.Cancelled, "the handler's context to be cancelled")
+			th.WaitChan(t, blk.Finished, "the handler to return")
+			r = th.WaitReply(t, pending)
 			if r.Status != http.StatusOK {
 				t.Fatalf("cancelled call: %s", r)
 			}
@@ -397,7 +360,7 @@ func TestCancel_Notification(t *testing.T) {
 			if wantResponse := tc.accept == "application/json"; gotResponse != wantResponse {
 				t.Errorf("response sent = %v, want %v; body %s", gotResponse, wantResponse, r)
 			}
-			h.toolsListOK(t, sid)
+			h.ToolsListOK(t, sid)
 		})
 	}
 }
@@ -412,48 +375,48 @@ func TestCancel_DisconnectIsNotCancellation(t *testing.T) {
 	}
 
 	t.Run("JSON response", func(t *testing.T) {
-		sid := h.initialize(t)
-		blk := h.fx.block("disc-json")
+		sid := h.Initialize(t)
+		blk := h.Fx.Block("disc-json")
 		ctx, cancel := context.WithCancel(context.Background())
-		pending := h.postAsync(t, ctx, sid, toolCall(7, "block", map[string]any{"key": "disc-json"}, nil), "Accept", "application/json")
-		blk.waitStarted(t)
+		pending := h.PostAsync(t, ctx, sid, th.ToolCall(7, "block", map[string]any{"key": "disc-json"}, nil), "Accept", "application/json")
+		blk.WaitStarted(t)
 		cancel()
-		if r := waitReply(t, pending); r.Status != -1 {
+		if r := th.WaitReply(t, pending); r.Status != -1 {
 			t.Fatalf("want a client-side error after cancelling the request, got %s", r)
 		}
-		notWithin(t, blk.cancelled, waitShort, "cancellation of the handler on client disconnect")
-		if r := h.send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent {
+		th.NotWithin(t, blk.Cancelled, th.WaitShort, "cancellation of the handler on client disconnect")
+		if r := h.Send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent {
 			t.Fatalf("DELETE: %s", r)
 		}
-		waitChan(t, blk.cancelled, "the handler to be cancelled by the end of the session")
-		waitChan(t, blk.finished, "the handler to return")
+		th.WaitChan(t, blk.Cancelled, "the handler to be cancelled by the end of the session")
+		th.WaitChan(t, blk.Finished, "the handler to return")
 	})
 }
 
 func disconnectSSE(t *testing.T, h *harness, tool string) {
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	key := "disc-sse-" + tool
-	blk := h.fx.block(key)
-	ps := h.postSSE(t, sid, toolCall(7, tool, map[string]any{"key": key}, "pt"))
-	ev, m := ps.nextMessage(t)
-	if progressOf(t, m).Message != "started" {
+	blk := h.Fx.Block(key)
+	ps := h.PostSSE(t, sid, th.ToolCall(7, tool, map[string]any{"key": key}, "pt"))
+	ev, m := ps.NextMessage(t)
+	if th.ProgressOf(t, m).Message != "started" {
 		t.Fatalf("first message %+v", m)
 	}
-	name, _ := splitEventID(t, ev.ID)
+	name, _ := th.SplitEventID(t, ev.ID)
 	st := h.session(t, sid).stream(name)
 	if st == nil {
 		t.Fatalf("no stream %q", name)
 	}
-	blk.waitStarted(t)
-	ps.close()
+	blk.WaitStarted(t)
+	ps.Close()
 	waitDetached(t, st) // the server has seen the disconnect
-	notWithin(t, blk.cancelled, waitShort, "cancellation of the handler on client disconnect")
+	th.NotWithin(t, blk.Cancelled, th.WaitShort, "cancellation of the handler on client disconnect")
 	// Explicit cancellation: end the session.
-	if r := h.send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent {
+	if r := h.Send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", r)
 	}
-	waitChan(t, blk.cancelled, "the handler to be cancelled by the end of the session")
-	waitChan(t, blk.finished, "the handler to return")
+	th.WaitChan(t, blk.Cancelled, "the handler to be cancelled by the end of the session")
+	th.WaitChan(t, blk.Finished, "the handler to return")
 }
 
 // ---------------------------------------------------------------------------
@@ -461,34 +424,34 @@ func disconnectSSE(t *testing.T, h *harness, tool string) {
 
 func TestPanicInTool(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for i, tc := range []struct{ tool, accept string }{
 		{"panic", "application/json"},
-		{"panic", acceptBoth},
+		{"panic", th.AcceptBoth},
 		{"panic_long", "application/json"},
-		{"panic_long", acceptBoth}, // detached
+		{"panic_long", th.AcceptBoth}, // detached
 	} {
 		accept := tc.accept
 		t.Run(tc.tool+"/Accept="+accept, func(t *testing.T) {
 			id := 100 + i
-			wantRPCError(t, h.post(t, sid, toolCall(id, tc.tool, nil, nil), "Accept", accept), http.StatusOK, strconv.Itoa(id), protocol.CodeInternalError)
-			if text, _ := toolText(t, resultOf(t, h.post(t, sid, toolCall(id+10, "echo", map[string]any{"text": "alive"}, nil)), strconv.Itoa(id+10))); text != "alive" {
+			th.WantRPCError(t, h.Post(t, sid, th.ToolCall(id, tc.tool, nil, nil), "Accept", accept), http.StatusOK, strconv.Itoa(id), protocol.CodeInternalError)
+			if text, _ := th.ToolText(t, th.ResultOf(t, h.Post(t, sid, th.ToolCall(id+10, "echo", map[string]any{"text": "alive"}, nil)), strconv.Itoa(id+10))); text != "alive" {
 				t.Fatalf("echo after the panic = %q", text)
 			}
 		})
 	}
 	for _, tool := range []string{"panic", "panic_long"} {
 		t.Run(tool+" after a progress notification on the SSE stream", func(t *testing.T) {
-			r := h.post(t, sid, toolCall(200, tool, nil, 1))
+			r := h.Post(t, sid, th.ToolCall(200, tool, nil, 1))
 			if r.Header.Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("want an SSE response: %s", r)
 			}
-			evs := parseSSE(r.Body)
+			evs := th.ParseSSE(r.Body)
 			last := evs[len(evs)-1]
-			if _, err := checkRPCError([]byte(last.Data), "200", protocol.CodeInternalError); err != nil {
+			if _, err := th.CheckRPCError([]byte(last.Data), "200", protocol.CodeInternalError); err != nil {
 				t.Fatalf("last event %q: %v", last.Data, err)
 			}
-			h.toolsListOK(t, sid)
+			h.ToolsListOK(t, sid)
 		})
 	}
 	if n := h.tr.Sessions().Len(); n != 1 {
@@ -501,20 +464,20 @@ func TestPanicInTool(t *testing.T) {
 // written once, complete, by whichever finishes last. Under -race this also
 // checks that they do not race on it (they once did).
 func TestRequestLog_ClientLeavesEarly(t *testing.T) {
-	var buf lockedBuffer
+	var buf th.LockedBuffer
 	h := newHarness(t, withOpts(func(o *Options) { o.Logger = zerolog.New(&buf).Level(zerolog.InfoLevel) }))
-	sid := h.initialize(t)
-	blk := h.fx.block("log-race")
-	ps := h.postSSE(t, sid, toolCall(1, "block_long", map[string]any{"key": "log-race"}, "pt"))
-	ev, _ := ps.nextMessage(t)
-	name, _ := splitEventID(t, ev.ID)
+	sid := h.Initialize(t)
+	blk := h.Fx.Block("log-race")
+	ps := h.PostSSE(t, sid, th.ToolCall(1, "block_long", map[string]any{"key": "log-race"}, "pt"))
+	ev, _ := ps.NextMessage(t)
+	name, _ := th.SplitEventID(t, ev.ID)
 	st := h.session(t, sid).stream(name)
-	ps.close()
+	ps.Close()
 	waitDetached(t, st)
 	blk.Release()
-	waitChan(t, blk.finished, "the handler to finish")
+	th.WaitChan(t, blk.Finished, "the handler to finish")
 	var line string
-	testutil.Eventually(t, waitLong, "the tools/call log line", func() bool {
+	testutil.Eventually(t, th.WaitLong, "the tools/call log line", func() bool {
 		for _, l := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(l, `"method":"tools/call"`) {
 				line = l
@@ -550,24 +513,24 @@ func TestLateMessageAfterResponse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.token != nil {
 			}
-			sid := h.initialize(t)
-			get := h.openGET(t, sid)
-			get.next(t) // priming
+			sid := h.Initialize(t)
+			get := h.OpenGET(t, sid)
+			get.Next(t) // priming
 			key := "late-" + tc.name
-			blk := h.fx.block(key)
-			r := h.post(t, sid, toolCall(61, "late", map[string]any{"key": key}, tc.token))
+			blk := h.Fx.Block(key)
+			r := h.Post(t, sid, th.ToolCall(61, "late", map[string]any{"key": key}, tc.token))
 			if tc.token != nil {
-				evs := parseSSE(r.Body)
+				evs := th.ParseSSE(r.Body)
 				if r.Header.Get("Content-Type") != "text/event-stream" || len(evs) == 0 {
 					t.Fatalf("want an SSE response: %s", r)
 				}
-				resultFromMessage(t, []byte(evs[len(evs)-1].Data), "61")
+				th.ResultFromMessage(t, []byte(evs[len(evs)-1].Data), "61")
 			} else {
-				resultOf(t, r, "61")
+				th.ResultOf(t, r, "61")
 			}
 			blk.Release()
-			waitChan(t, blk.finished, "the late message to be sent")
-			_, m := get.nextMessage(t)
+			th.WaitChan(t, blk.Finished, "the late message to be sent")
+			_, m := get.NextMessage(t)
 			if m.Method != protocol.NotificationMessage || !strings.Contains(string(m.Params), key) {
 				t.Fatalf("GET stream got %+v, want the late notifications/message", m)
 			}

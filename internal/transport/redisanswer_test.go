@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // TestRedisAnswer_OtherReplica
@@ -21,7 +22,7 @@ func TestRedisAnswer_OtherReplica(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
 	cases := []struct {
 		name   string
 		tool   string
@@ -33,34 +34,34 @@ func TestRedisAnswer_OtherReplica(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ps := a.postSSE(t, sid, toolCall(i, tc.tool, map[string]any{"prompt": "hi"}, nil))
-			_, m := ps.nextMessage(t)
+			ps := a.PostSSE(t, sid, th.ToolCall(i, tc.tool, map[string]any{"prompt": "hi"}, nil))
+			_, m := ps.NextMessage(t)
 			if m.Method != protocol.MethodSamplingCreateMessage {
 				t.Fatalf("want a sampling request, got %+v", m)
 			}
 			answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"reply %d"},"model":"m"}}`, m.ID, i)
-			if r := tc.answer.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted || len(r.Body) != 0 {
+			if r := tc.answer.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted || len(r.Body) != 0 {
 				t.Fatalf("POST of the answer: %s, want 202 with no body", r)
 			}
-			ev, _ := ps.nextMessage(t)
-			text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), fmt.Sprint(i)))
+			ev, _ := ps.NextMessage(t)
+			text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), fmt.Sprint(i)))
 			if isErr || !strings.Contains(text, fmt.Sprintf("reply %d", i)) {
 				t.Fatalf("tool result %q isError=%v, want the client's answer", text, isErr)
 			}
-			ps.waitEnd(t)
+			ps.WaitEnd(t)
 			// Answered already: accepted and dropped everywhere.
-			if r := b.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+			if r := b.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
 				t.Fatalf("duplicate answer: %s", r)
 			}
 		})
 	}
 	for _, id := range []string{`"s1"`, `"x"`, `7`} {
 		body := `{"jsonrpc":"2.0","id":` + id + `,"result":{}}`
-		if r := b.post(t, sid, []byte(body)); r.Status != http.StatusAccepted {
+		if r := b.Post(t, sid, []byte(body)); r.Status != http.StatusAccepted {
 			t.Fatalf("answer %s nobody waits for: %s", id, r)
 		}
 	}
-	a.toolsListOK(t, sid)
+	a.ToolsListOK(t, sid)
 }
 
 // TestRedisAnswer_SubscriptionDown
@@ -78,11 +79,11 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	proxyA, proxyB := netfault.NewProxy(t, testRedisAddr), netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxyA.Addr()), prefix)
 	b := replica(t, testRedis(t, proxyB.Addr()), prefix)
-	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
-	b.toolsListOK(t, sid)
+	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	b.ToolsListOK(t, sid)
 
-	ps := a.postSSE(t, sid, toolCall(1, "sample", map[string]any{"prompt": "hi"}, nil))
-	_, m := ps.nextMessage(t)
+	ps := a.PostSSE(t, sid, th.ToolCall(1, "sample", map[string]any{"prompt": "hi"}, nil))
+	_, m := ps.NextMessage(t)
 	if m.Method != protocol.MethodSamplingCreateMessage {
 		t.Fatalf("want a sampling request, got %+v", m)
 	}
@@ -91,7 +92,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 	// B cannot reach Redis: the response is refused, not acknowledged
 	// and dropped.
 	proxyB.Cut()
-	r := b.post(t, sid, []byte(answer))
+	r := b.Post(t, sid, []byte(answer))
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("answer while B cannot reach redis: %s, want 503 with Retry-After", r)
 	}
@@ -99,19 +100,19 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 
 	// A cannot: the response B forwards meanwhile must wait for it.
 	proxyA.Cut()
-	testutil.Eventually(t, waitLong, "B to take the answer", func() bool {
-		return b.post(t, sid, []byte(answer)).Status == http.StatusAccepted
+	testutil.Eventually(t, th.WaitLong, "B to take the answer", func() bool {
+		return b.Post(t, sid, []byte(answer)).Status == http.StatusAccepted
 	})
 	proxyA.Restore()
 
-	ev, _ := ps.nextMessage(t)
-	text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "1"))
+	ev, _ := ps.NextMessage(t)
+	text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "1"))
 	if isErr || !strings.Contains(text, "late reply") {
 		t.Fatalf("tool result %q isError=%v, want the client's answer", text, isErr)
 	}
-	ps.waitEnd(t)
+	ps.WaitEnd(t)
 	// The answer's record goes with the request.
-	testutil.Eventually(t, waitLong, "the answer's key to be removed", func() bool {
+	testutil.Eventually(t, th.WaitLong, "the answer's key to be removed", func() bool {
 		keys := keysMatching(t, direct, redisKeys(prefix).answers(sid))
 		return len(keys) == 0
 	})
@@ -126,25 +127,25 @@ func TestClientResponse_TooLargeFailsTheRequest(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	small := func(o *Options) { o.MaxClientResponseBytes = 2048 }
 	a, b := replica(t, rdb, prefix, small), replica(t, rdb, prefix, small)
-	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
 	for i, answerOn := range []*harness{a, b} {
-		ps := a.postSSE(t, sid, toolCall(i, "sample", map[string]any{"prompt": "hi"}, nil))
-		_, m := ps.nextMessage(t)
+		ps := a.PostSSE(t, sid, th.ToolCall(i, "sample", map[string]any{"prompt": "hi"}, nil))
+		_, m := ps.NextMessage(t)
 		if m.Method != protocol.MethodSamplingCreateMessage {
 			t.Fatalf("want a sampling request, got %+v", m)
 		}
 		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":%q},"model":"m"}}`,
 			m.ID, strings.Repeat("x", 4096))
-		r := answerOn.post(t, sid, []byte(answer))
+		r := answerOn.Post(t, sid, []byte(answer))
 		if r.Status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.Body), "transport.maxClientResponseBytes") {
 			t.Fatalf("answer %d: %s, want 413 naming transport.maxClientResponseBytes", i, r)
 		}
-		ev, _ := ps.nextMessage(t)
-		text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), fmt.Sprint(i)))
+		ev, _ := ps.NextMessage(t)
+		text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), fmt.Sprint(i)))
 		if !isErr || !strings.Contains(text, "over the limit of 2048") || strings.Contains(text, "xxxx") {
 			t.Fatalf("tool result %q isError=%v, want the refusal, not the response", text, isErr)
 		}
-		ps.waitEnd(t)
+		ps.WaitEnd(t)
 	}
 }
 
@@ -169,31 +170,31 @@ func TestRedisCancel_OtherReplica(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid) // B has a copy: the cancel is served from it
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid) // B has a copy: the cancel is served from it
 	for _, tc := range []struct {
 		name, tool, accept string
 		id                 any
 	}{
 		{"integer id, JSON", "block", "application/json", 7},
 		{"string id, JSON", "block", "application/json", "req-a"},
-		{"integer id, SSE allowed", "block", acceptBoth, 8},
+		{"integer id, SSE allowed", "block", th.AcceptBoth, 8},
 		// JSON would HTML-escape "<" on the way: the id must match still.
-		{"string id, detached", "block_long", acceptBoth, "req-<b>"},
+		{"string id, detached", "block_long", th.AcceptBoth, "req-<b>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "xcancel-" + tc.name
-			blk := a.fx.block(key)
+			blk := a.Fx.Block(key)
 			defer blk.Release()
-			pending := a.postAsync(t, context.Background(), sid, toolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
-			blk.waitStarted(t)
-			r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
+			pending := a.PostAsync(t, context.Background(), sid, th.ToolCall(tc.id, tc.tool, map[string]any{"key": key}, nil), "Accept", tc.accept)
+			blk.WaitStarted(t)
+			r := b.Post(t, sid, th.RPC(nil, "notifications/cancelled", map[string]any{"requestId": tc.id, "reason": "test"}))
 			if r.Status != http.StatusAccepted {
 				t.Fatalf("notifications/cancelled on B: %s", r)
 			}
-			waitChan(t, blk.cancelled, "the handler on A to be cancelled by the notification sent to B")
-			waitChan(t, blk.finished, "the handler to return")
-			r = waitReply(t, pending)
+			th.WaitChan(t, blk.Cancelled, "the handler on A to be cancelled by the notification sent to B")
+			th.WaitChan(t, blk.Finished, "the handler to return")
+			r = th.WaitReply(t, pending)
 			if r.Status != http.StatusOK {
 				t.Fatalf("cancelled call: %s", r)
 			}
@@ -205,8 +206,8 @@ func TestRedisCancel_OtherReplica(t *testing.T) {
 	}
 	// A cancellation of a request no replica runs (finished already) is
 	// accepted and changes nothing.
-	if r := b.post(t, sid, rpc(nil, "notifications/cancelled", map[string]any{"requestId": 99})); r.Status != http.StatusAccepted {
+	if r := b.Post(t, sid, th.RPC(nil, "notifications/cancelled", map[string]any{"requestId": 99})); r.Status != http.StatusAccepted {
 		t.Fatalf("cancel of a finished request: %s", r)
 	}
-	a.toolsListOK(t, sid)
+	a.ToolsListOK(t, sid)
 }

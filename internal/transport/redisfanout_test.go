@@ -9,20 +9,21 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // quiet asserts that c carries no event (keep-alives aside) for d: a
 // duplicate would show up here.
-func quiet(t *testing.T, c *sseConn, d time.Duration) {
+func quiet(t *testing.T, c *th.SSEConn, d time.Duration) {
 	t.Helper()
 	deadline := time.After(d)
 	for {
 		select {
-		case ev := <-c.frames:
-			if !ev.isComment() {
+		case ev := <-c.Frames:
+			if !ev.IsComment() {
 				t.Fatalf("unexpected event %+v", ev)
 			}
-		case <-c.done:
+		case <-c.Done:
 			return
 		case <-deadline:
 			return
@@ -32,12 +33,12 @@ func quiet(t *testing.T, c *sseConn, d time.Duration) {
 
 // wantUpdates reads the next events of c and checks their ids and URIs,
 // in order.
-func wantUpdates(t *testing.T, c *sseConn, firstSeq int, uris ...string) {
+func wantUpdates(t *testing.T, c *th.SSEConn, firstSeq int, uris ...string) {
 	t.Helper()
 	for i, uri := range uris {
-		ev, m := c.nextMessage(t)
-		if want := fmt.Sprintf("g-%d", firstSeq+i); ev.ID != want || resourceUpdatedURI(t, m) != uri {
-			t.Fatalf("event %d: id %s uri %s, want %s %s", i, ev.ID, resourceUpdatedURI(t, m), want, uri)
+		ev, m := c.NextMessage(t)
+		if want := fmt.Sprintf("g-%d", firstSeq+i); ev.ID != want || th.ResourceUpdatedURI(t, m) != uri {
+			t.Fatalf("event %d: id %s uri %s, want %s %s", i, ev.ID, th.ResourceUpdatedURI(t, m), want, uri)
 		}
 	}
 }
@@ -57,11 +58,11 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	a, b, c := replica(t, rdbA, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
 
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	uris := []string{"test://1", "test://2", "test://3", "test://4", "test://5"}
-	a.subscribe(t, sid, uris...)
-	g := a.openGET(t, sid)
-	if ev := g.next(t); !ev.priming() {
+	a.Subscribe(t, sid, uris...)
+	g := a.OpenGET(t, sid)
+	if ev := g.Next(t); !ev.Priming() {
 		t.Fatalf("first frame %+v, want the priming event", ev)
 	}
 	// Live, across replicas: mutation on B, stream on A.
@@ -69,9 +70,9 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	wantUpdates(t, g, 1, uris[0])
 
 	// A crashes.
-	a.ts.CloseClientConnections()
+	a.TS.CloseClientConnections()
 	_ = rdbA.Close()
-	g.close()
+	g.Close()
 
 	publish(t, uris[1], b)
 	publish(t, uris[2], b) // one origin's updates are logged in order
@@ -79,13 +80,13 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	publish(t, uris[3], c) // another origin, same log
 	logged(t, rdb, prefix, sid, 4)
 
-	r := c.openGET(t, sid, "Last-Event-ID", "g-1")
+	r := c.OpenGET(t, sid, "Last-Event-ID", "g-1")
 	wantUpdates(t, r, 2, uris[1:4]...)
-	quiet(t, r, waitShort)
+	quiet(t, r, th.WaitShort)
 	publish(t, uris[4], b) // live again, now to C
 	wantUpdates(t, r, 5, uris[4])
-	quiet(t, r, waitShort)
-	testutil.Eventually(t, waitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
+	quiet(t, r, th.WaitShort)
+	testutil.Eventually(t, th.WaitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
 		st := b.tr.RedisStats()
 		return st.Updates == 4 && st.Notified == 4 && st.Dropped == 0
 	})
@@ -102,15 +103,15 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	reps := []*harness{replica(t, rdb, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)}
 	const uri = "test://y"
-	onA, onB := reps[0].initialize(t), reps[1].initialize(t)
-	offline, other := reps[2].initialize(t), reps[2].initialize(t)
+	onA, onB := reps[0].Initialize(t), reps[1].Initialize(t)
+	offline, other := reps[2].Initialize(t), reps[2].Initialize(t)
 	for _, sid := range []string{onA, onB, offline} {
-		reps[2].subscribe(t, sid, uri) // subscribed through C, streamed elsewhere
+		reps[2].Subscribe(t, sid, uri) // subscribed through C, streamed elsewhere
 	}
-	reps[0].subscribe(t, other, "test://other")
-	streams := map[string]*sseConn{onA: reps[0].openGET(t, onA), onB: reps[1].openGET(t, onB), other: reps[2].openGET(t, other)}
+	reps[0].Subscribe(t, other, "test://other")
+	streams := map[string]*th.SSEConn{onA: reps[0].OpenGET(t, onA), onB: reps[1].OpenGET(t, onB), other: reps[2].OpenGET(t, other)}
 	for _, s := range streams {
-		if ev := s.next(t); !ev.priming() {
+		if ev := s.Next(t); !ev.Priming() {
 			t.Fatalf("first frame %+v, want the priming event", ev)
 		}
 	}
@@ -124,8 +125,8 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 			wantUpdates(t, streams[onA], i+1, uri)
 			wantUpdates(t, streams[onB], i+1, uri)
 			logged(t, rdb, prefix, offline, i+1)
-			quiet(t, streams[onA], waitShort)
-			quiet(t, streams[onB], waitShort)
+			quiet(t, streams[onA], th.WaitShort)
+			quiet(t, streams[onB], th.WaitShort)
 			quiet(t, streams[other], 0)
 		})
 	}
@@ -144,10 +145,10 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	if got := members(); len(got) != 3 {
 		t.Fatalf("reverse index %v, want the 3 subscribers", got)
 	}
-	if r := reps[0].post(t, onB, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+	if r := reps[0].Post(t, onB, th.RPC("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 		t.Fatalf("unsubscribe: %s", r)
 	}
-	if res := reps[1].send(t, http.MethodDelete, offline, nil); res.Status != http.StatusNoContent {
+	if res := reps[1].Send(t, http.MethodDelete, offline, nil); res.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", res)
 	}
 	if got := members(); len(got) != 1 || got[0] != onA {
@@ -158,8 +159,8 @@ func TestRedisFanout_Subscribers(t *testing.T) {
 	mustRedis(t, rdb.SAdd(context.Background(), set, "bG9zdC1zZXNzaW9uLWlk"))
 	publish(t, uri, reps[1])
 	wantUpdates(t, streams[onA], 4, uri)
-	quiet(t, streams[onB], waitShort)
-	testutil.Eventually(t, waitLong, "the stale member to go", func() bool { return len(members()) == 1 })
+	quiet(t, streams[onB], th.WaitShort)
+	testutil.Eventually(t, th.WaitLong, "the stale member to go", func() bool { return len(members()) == 1 })
 	if ttl := pttl(t, rdb, set); ttl <= 0 {
 		t.Fatalf("reverse index set without a TTL (%v)", ttl)
 	}
@@ -172,20 +173,20 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid) // B has a copy too
-	g := b.openGET(t, sid)
-	g.next(t) // priming
-	testutil.Eventually(t, waitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid) // B has a copy too
+	g := b.OpenGET(t, sid)
+	g.Next(t) // priming
+	testutil.Eventually(t, th.WaitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
 	for _, h := range []*harness{a, b} {
 		if _, err := h.tr.ToolsListChanged(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ev, m := g.nextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
+	if ev, m := g.NextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v %+v, want tools/list_changed as g-1", ev, m)
 	}
-	quiet(t, g, waitShort)
+	quiet(t, g, th.WaitShort)
 }
 
 // TestRedisFanout_ToolsListChangedHomeDead: the session's home replica
@@ -198,9 +199,9 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	rdbA := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b, c := replica(t, rdbA, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid) // B and C have copies, as replicas the client used
-	c.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid) // B and C have copies, as replicas the client used
+	c.ToolsListOK(t, sid)
 	hash := redisKeys(prefix).session(sid)
 	homeA := a.shared().self
 	if home := hget(t, rdb, hash, "home"); home != homeA {
@@ -208,9 +209,9 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	}
 
 	// A crashes: no goodbye, its liveness key runs out.
-	a.ts.CloseClientConnections()
+	a.TS.CloseClientConnections()
 	_ = rdbA.Close()
-	testutil.Eventually(t, waitLong, "A's liveness key to expire", func() bool {
+	testutil.Eventually(t, th.WaitLong, "A's liveness key to expire", func() bool {
 		return !exists(t, rdb, a.shared().replicaKey(homeA))
 	})
 	listChanged := func() {
@@ -223,19 +224,19 @@ func TestRedisFanout_ToolsListChangedHomeDead(t *testing.T) {
 	}
 	listChanged()
 	logged(t, rdb, prefix, sid, 1)
-	r := c.openGET(t, sid, "Last-Event-ID", "g-0")
-	if ev, m := r.nextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
+	r := c.OpenGET(t, sid, "Last-Event-ID", "g-0")
+	if ev, m := r.NextMessage(t); ev.ID != "g-1" || m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v %+v, want tools/list_changed as g-1", ev, m)
 	}
-	quiet(t, r, waitShort)
+	quiet(t, r, th.WaitShort)
 	if home := hget(t, rdb, hash, "home"); home == homeA {
 		t.Fatal("the dead replica is still home")
 	}
 	listChanged() // once again, by the new home
-	if ev, m := r.nextMessage(t); ev.ID != "g-2" || m.Method != "notifications/tools/list_changed" {
+	if ev, m := r.NextMessage(t); ev.ID != "g-2" || m.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v %+v, want tools/list_changed as g-2", ev, m)
 	}
-	quiet(t, r, waitShort)
+	quiet(t, r, th.WaitShort)
 	if n := hgetInt(t, rdb, hash, "gseq"); n != 2 {
 		t.Fatalf("%d events logged after two tools/list_changed", n)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // postStreamOnA starts a streamed tools/call of tool ("block" or
@@ -22,19 +23,19 @@ import (
 // network broke. It returns the stream's name.
 func postStreamOnA(t *testing.T, a *harness, sid, tool, key string) string {
 	t.Helper()
-	blk := a.fx.block(key)
-	ps := a.postSSE(t, sid, toolCall(31, tool, map[string]any{"key": key}, "pt"))
-	prime := ps.next(t)
-	if !prime.priming() {
+	blk := a.Fx.Block(key)
+	ps := a.PostSSE(t, sid, th.ToolCall(31, tool, map[string]any{"key": key}, "pt"))
+	prime := ps.Next(t)
+	if !prime.Priming() {
 		t.Fatalf("first event %+v, want priming", prime)
 	}
-	name, _ := splitEventID(t, prime.ID)
-	if ev, m := ps.nextMessage(t); ev.ID != name+"-1" || progressOf(t, m).Message != "started" {
+	name, _ := th.SplitEventID(t, prime.ID)
+	if ev, m := ps.NextMessage(t); ev.ID != name+"-1" || th.ProgressOf(t, m).Message != "started" {
 		t.Fatalf("got %+v %+v, want the started progress as %s-1", ev, m, name)
 	}
-	blk.waitStarted(t)
+	blk.WaitStarted(t)
 	st := a.session(t, sid).stream(name)
-	ps.close()
+	ps.Close()
 	waitDetached(t, st)
 	return name
 }
@@ -42,20 +43,20 @@ func postStreamOnA(t *testing.T, a *harness, sid, tool, key string) string {
 // wantRestOfBlock reads, from r, the events of a block tool's stream after
 // <name>-1 — the "released" progress and the result — once each, and the
 // end of the stream.
-func wantRestOfBlock(t *testing.T, r *sseConn, name, key string) {
+func wantRestOfBlock(t *testing.T, r *th.SSEConn, name, key string) {
 	t.Helper()
-	ev, m := r.nextMessage(t)
-	if ev.ID != name+"-2" || progressOf(t, m).Message != "released" {
+	ev, m := r.NextMessage(t)
+	if ev.ID != name+"-2" || th.ProgressOf(t, m).Message != "released" {
 		t.Fatalf("got %+v %+v, want the released progress as %s-2", ev, m, name)
 	}
-	ev, _ = r.nextMessage(t)
+	ev, _ = r.NextMessage(t)
 	if ev.ID != name+"-3" {
 		t.Fatalf("response event id %q, want %s-3", ev.ID, name)
 	}
-	if text, _ := toolText(t, resultFromMessage(t, []byte(ev.Data), "31")); text != "released "+key {
+	if text, _ := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "31")); text != "released "+key {
 		t.Fatalf("resumed response %q", text)
 	}
-	r.waitEnd(t)
+	r.WaitEnd(t)
 }
 
 // TestRedisPostStream_ResumeElsewhere
@@ -68,21 +69,21 @@ func TestRedisPostStream_ResumeElsewhere(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
 
 	for _, tool := range []string{"block", "block_long"} {
 		t.Run(tool+", handler finished", func(t *testing.T) {
 			key := "finished-" + tool
 			name := postStreamOnA(t, a, sid, tool, key)
-			blk := a.fx.block(key)
+			blk := a.Fx.Block(key)
 			blk.Release()
-			waitChan(t, blk.finished, "the handler to finish")
-			r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
+			th.WaitChan(t, blk.Finished, "the handler to finish")
+			r := b.OpenGET(t, sid, "Last-Event-ID", name+"-1")
 			wantRestOfBlock(t, r, name, key)
 			// From the priming event: the whole stream, once.
-			r = b.openGET(t, sid, "Last-Event-ID", name+"-0")
-			if ev, m := r.nextMessage(t); ev.ID != name+"-1" || progressOf(t, m).Message != "started" {
+			r = b.OpenGET(t, sid, "Last-Event-ID", name+"-0")
+			if ev, m := r.NextMessage(t); ev.ID != name+"-1" || th.ProgressOf(t, m).Message != "started" {
 				t.Fatalf("got %+v %+v, want the started progress as %s-1", ev, m, name)
 			}
 			wantRestOfBlock(t, r, name, key)
@@ -90,16 +91,16 @@ func TestRedisPostStream_ResumeElsewhere(t *testing.T) {
 		t.Run(tool+", handler still running", func(t *testing.T) {
 			key := "running-" + tool
 			name := postStreamOnA(t, a, sid, tool, key)
-			r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
-			quiet(t, r, waitShort) // nothing after -1 yet
-			a.fx.block(key).Release()
+			r := b.OpenGET(t, sid, "Last-Event-ID", name+"-1")
+			quiet(t, r, th.WaitShort) // nothing after -1 yet
+			a.Fx.Block(key).Release()
 			wantRestOfBlock(t, r, name, key) // live, from A through Redis
 		})
 	}
 
-	r := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p99-1")
-	wantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
-	b.toolsListOK(t, sid)
+	r := b.Send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "p99-1")
+	th.WantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
+	b.ToolsListOK(t, sid)
 }
 
 // TestRedisPostStream_JSONTouchesNoRedis: a tools/call answered with plain
@@ -109,7 +110,7 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a := replica(t, rdb, prefix)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	ctx := context.Background()
 	keys := func() []string {
 		k := keysMatching(t, rdb, redisKeys(prefix).all())
@@ -119,12 +120,12 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 	hash := redisKeys(prefix).session(sid)
 	beforeKeys, beforeHash := keys(), hgetAll(t, rdb, hash)
 
-	for i, accept := range []string{acceptBoth, "application/json"} {
+	for i, accept := range []string{th.AcceptBoth, "application/json"} {
 		for _, call := range [][]byte{
-			toolCall(fmt.Sprintf("%d-e", i), "echo", map[string]any{"text": "hi"}, nil),
-			toolCall(fmt.Sprintf("%d-p", i), "progress", map[string]any{"n": 3}, nil), // no token: no message
+			th.ToolCall(fmt.Sprintf("%d-e", i), "echo", map[string]any{"text": "hi"}, nil),
+			th.ToolCall(fmt.Sprintf("%d-p", i), "progress", map[string]any{"n": 3}, nil), // no token: no message
 		} {
-			r := a.post(t, sid, call, "Accept", accept)
+			r := a.Post(t, sid, call, "Accept", accept)
 			if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("tools/call: %s, want 200 application/json", r)
 			}
@@ -142,14 +143,14 @@ func TestRedisPostStream_JSONTouchesNoRedis(t *testing.T) {
 
 	// Control: a response that streams gets its log, with its TTL, and
 	// the response is in it by the time the client has it (write-ahead).
-	ps := a.postSSE(t, sid, toolCall("s", "progress", map[string]any{"n": 2}, "pt"))
+	ps := a.PostSSE(t, sid, th.ToolCall("s", "progress", map[string]any{"n": 2}, "pt"))
 	var last string
-	for _, ev := range ps.rest(t) {
+	for _, ev := range ps.Rest(t) {
 		if ev.HasID {
 			last = ev.ID
 		}
 	}
-	name, seq := splitEventID(t, last)
+	name, seq := th.SplitEventID(t, last)
 	if seq != 3 {
 		t.Fatalf("last event %q, want two progress notifications and the response", last)
 	}
@@ -176,12 +177,12 @@ func TestRedisPostStream_RedisDown(t *testing.T) {
 	prefix := testPrefix(t, direct)
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	proxy.Cut()
 	for _, tool := range []string{"progress", "progress_long"} {
-		ps := a.postSSE(t, sid, toolCall(tool, tool, map[string]any{"n": 2}, "pt"))
+		ps := a.PostSSE(t, sid, th.ToolCall(tool, tool, map[string]any{"n": 2}, "pt"))
 		var got []string
-		for _, ev := range ps.rest(t) {
+		for _, ev := range ps.Rest(t) {
 			if ev.Data != "" {
 				got = append(got, ev.ID)
 			}
@@ -233,16 +234,16 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 	a, b := replica(t, rdbA, prefix), replica(t, rdbB, prefix)
 	reads := &keyReads{cmd: "exists", key: a.shared().replicaKey(a.shared().self)}
 	rdbB.AddHook(reads)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
 
 	name := postStreamOnA(t, a, sid, "block", "orphan")
-	r := b.openGET(t, sid, "Last-Event-ID", name+"-1")
+	r := b.OpenGET(t, sid, "Last-Event-ID", name+"-1")
 	// A lives, its handler silent: 1 s is 4 heartbeats (tests' 250 ms),
 	// more than A's key would take to expire, and 20 keep-alives.
 	quiet(t, r, time.Second)
 	select {
-	case <-r.done:
+	case <-r.Done:
 		t.Fatal("the resumed stream ended while the replica running the handler lived")
 	default:
 	}
@@ -252,29 +253,29 @@ func TestRedisPostStream_OriginDied(t *testing.T) {
 
 	// A crashes: connections cut, its Redis client gone, nothing more
 	// written by it; its liveness key expires.
-	a.ts.CloseClientConnections()
+	a.TS.CloseClientConnections()
 	_ = rdbA.Close()
-	wantOrphaned := func(r *sseConn) {
+	wantOrphaned := func(r *th.SSEConn) {
 		t.Helper()
-		ev, m := r.nextMessage(t)
+		ev, m := r.NextMessage(t)
 		if ev.ID != name+"-2" {
 			t.Fatalf("event %+v after the origin died, want the error response as %s-2", ev, name)
 		}
-		msg, err := checkRPCError([]byte(ev.Data), "31", protocol.CodeInternalError)
+		msg, err := th.CheckRPCError([]byte(ev.Data), "31", protocol.CodeInternalError)
 		if err != nil || m.Result != nil {
 			t.Fatalf("event %q after the origin died: %v, want a -32603 error response for id 31", ev.Data, err)
 		}
 		if !strings.Contains(msg, "stopped") {
 			t.Fatalf("error message %q does not say the server handling the request stopped", msg)
 		}
-		r.waitEnd(t)
+		r.WaitEnd(t)
 	}
 	wantOrphaned(r)
 	// The end is in Redis: a resume from before it gets it once more, a
 	// resume from it ends at once, on any replica.
 	c := replica(t, rdb, prefix)
-	wantOrphaned(c.openGET(t, sid, "Last-Event-ID", name+"-1"))
-	b.openGET(t, sid, "Last-Event-ID", name+"-2").waitEnd(t)
+	wantOrphaned(c.OpenGET(t, sid, "Last-Event-ID", name+"-1"))
+	b.OpenGET(t, sid, "Last-Event-ID", name+"-2").WaitEnd(t)
 	// Had A been alive after all (a partition longer than its key's TTL),
 	// its response would come after the end: refused, so no client ever
 	// gets two answers to one request.

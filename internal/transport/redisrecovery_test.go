@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // TestRecoveryKeepsOtherReplicasChanges
@@ -46,23 +47,23 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			}
 			a := replica(t, testRedis(t, proxy.Addr()), prefix, idle)
 			b := replica(t, direct, prefix, idle)
-			sid := b.initialize(t)
-			a.toolsListOK(t, sid)
+			sid := b.Initialize(t)
+			a.ToolsListOK(t, sid)
 
 			proxy.Cut()
 			if tc.subscribeOnA {
-				a.subscribe(t, sid, "test://a")
+				a.Subscribe(t, sid, "test://a")
 			} else {
-				a.toolsListOK(t, sid)
+				a.ToolsListOK(t, sid)
 			}
-			b.subscribe(t, sid, "test://b")
-			if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+			b.Subscribe(t, sid, "test://b")
+			if r := b.Post(t, sid, th.RPC("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
 				t.Fatalf("setLevel on B: %s", r)
 			}
 			// A's sweeps run while Redis is skipped: one found it could
 			// not refresh the copy the client used there.
 			sa, sb := a.session(t, sid), b.session(t, sid)
-			testutil.Eventually(t, waitLong, "a sweep on A to find redis unreachable", func() bool {
+			testutil.Eventually(t, th.WaitLong, "a sweep on A to find redis unreachable", func() bool {
 				_, _, due := sharedCopy(sa).syncState()
 				return due
 			})
@@ -70,7 +71,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 
 			ctx := context.Background()
 			key := redisKeys(prefix).session(sid)
-			testutil.Eventually(t, waitLong, "A to have written back what it owed redis", func() bool {
+			testutil.Eventually(t, th.WaitLong, "A to have written back what it owed redis", func() bool {
 				if tc.subscribeOnA {
 					if v := hget(t, direct, key, "s:test://a"); v != "1" {
 						return false
@@ -93,10 +94,10 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
 			}
 			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
-				if !holds(waitLong, func() bool { return s.subscribed("test://b") && s.LogLevel() == "error" }) {
+				if !holds(th.WaitLong, func() bool { return s.subscribed("test://b") && s.LogLevel() == "error" }) {
 					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, s.subscribed("test://b"), s.LogLevel())
 				}
-				if tc.subscribeOnA && !holds(waitLong, func() bool { return s.subscribed("test://a") }) {
+				if tc.subscribeOnA && !holds(th.WaitLong, func() bool { return s.subscribed("test://a") }) {
 					t.Errorf("%s's copy lacks the subscription acknowledged on A during the outage", name)
 				}
 			}
@@ -141,11 +142,11 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			prefix := testPrefix(t, rdb)
 			idle := func(o *Options) { o.SessionIdleTimeout = tc.idle }
 			a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
-			sid := a.initialize(t) // A is home
+			sid := a.Initialize(t) // A is home
 			key := redisKeys(prefix).session(sid)
 			tc.expire(t, rdb, a, key, sid)
 			for name, h := range map[string]*harness{"A (home)": a, "B": b} {
-				if r := h.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+				if r := h.Post(t, sid, th.RPC(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 					t.Errorf("tools/list on %s after the idle timeout: %s, want 404", name, r)
 				}
 			}
@@ -156,7 +157,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			if exists(t, rdb, key) {
 				t.Fatal("the expired session was written back to redis")
 			}
-			if r := b.post(t, sid, rpc(2, "tools/list", nil)); r.Status != http.StatusNotFound {
+			if r := b.Post(t, sid, th.RPC(2, "tools/list", nil)); r.Status != http.StatusNotFound {
 				t.Fatalf("tools/list on B later: %s, want 404", r)
 			}
 		})
@@ -176,7 +177,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
 	b := replica(t, direct, prefix)
-	live := a.initialize(t)
+	live := a.Initialize(t)
 	never, err := newSessionID() // looks like one of ours; never created
 	if err != nil {
 		t.Fatal(err)
@@ -187,24 +188,24 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	keys := keysMatching(t, direct, redisKeys(prefix).all())
 	mustRedis(t, direct.Del(ctx, keys...)) // Redis "restarted" empty
 	for _, sid := range []string{live, never} {
-		r := b.post(t, sid, rpc(1, "ping", nil))
+		r := b.Post(t, sid, th.RPC(1, "ping", nil))
 		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("session %s on B right after redis lost its data: %s, want 503 with Retry-After", sid, r)
 		}
 	}
 	b.waitBeats(t, 1) // B's heartbeat writes a new epoch meanwhile
 	proxy.Restore()
-	testutil.Eventually(t, waitLong, "the live session to be served on B", func() bool {
-		r := b.post(t, live, rpc(2, "ping", nil))
+	testutil.Eventually(t, th.WaitLong, "the live session to be served on B", func() bool {
+		r := b.Post(t, live, th.RPC(2, "ping", nil))
 		if r.Status == http.StatusNotFound {
 			t.Fatalf("the live session got 404 on B after redis lost its data")
 		}
 		return r.Status == http.StatusOK
 	})
-	testutil.Eventually(t, waitLong, "a session nobody holds to be 404 after the grace", func() bool {
-		return b.post(t, never, rpc(3, "ping", nil)).Status == http.StatusNotFound
+	testutil.Eventually(t, th.WaitLong, "a session nobody holds to be 404 after the grace", func() bool {
+		return b.Post(t, never, th.RPC(3, "ping", nil)).Status == http.StatusNotFound
 	})
-	a.toolsListOK(t, live)
+	a.ToolsListOK(t, live)
 }
 
 // TestAppendHealsSeqBehindLog
@@ -220,8 +221,8 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			rdb := testRedis(t, testRedisAddr)
 			prefix := testPrefix(t, rdb)
 			a := replica(t, rdb, prefix)
-			sid := a.initialize(t)
-			a.subscribe(t, sid, "test://seq")
+			sid := a.Initialize(t)
+			a.Subscribe(t, sid, "test://seq")
 			for range 3 {
 				publish(t, "test://seq", a)
 			}
@@ -230,8 +231,8 @@ func TestAppendHealsSeqBehindLog(t *testing.T) {
 			mustRedis(t, rdb.HSet(context.Background(), key, "gseq", gseq))
 			publish(t, "test://seq", a)
 			logged(t, rdb, prefix, sid, 4)
-			g := a.openGET(t, sid, "Last-Event-ID", "g-3")
-			if ev, m := g.nextMessage(t); ev.ID != "g-4" || resourceUpdatedURI(t, m) != "test://seq" {
+			g := a.OpenGET(t, sid, "Last-Event-ID", "g-3")
+			if ev, m := g.NextMessage(t); ev.ID != "g-4" || th.ResourceUpdatedURI(t, m) != "test://seq" {
 				t.Fatalf("the update after gseq fell behind: got %+v, want g-4", ev)
 			}
 			if n := hgetInt(t, rdb, key, "gseq"); n != 4 {
@@ -263,7 +264,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	s := a.session(t, sid)
 	key := redisKeys(prefix).session(sid)
 	s.lastSeen.Store(0) // the client left long ago
@@ -276,7 +277,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	if !s.Ended() {
 		t.Fatal("the copy of a session idle past the timeout lives on")
 	}
-	if r := a.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+	if r := a.Post(t, sid, th.RPC(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 		t.Fatalf("tools/list after the idle timeout: %s, want 404", r)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 const testRedisAddr = "127.0.0.1:6379"
@@ -84,7 +85,7 @@ func publish(t *testing.T, uri string, origin *harness) {
 func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	t.Helper()
 	key := redisKeys(prefix).session(sid)
-	testutil.Eventually(t, waitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
+	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
 		n := hgetInt(t, rdb, key, "gseq")
 		return n >= seq
 	})
@@ -101,16 +102,16 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid) // materialised on B from Redis
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid) // materialised on B from Redis
 
 	// Point 1: state changed on B holds on A, without a request there.
-	if r := b.post(t, sid, rpc("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+	if r := b.Post(t, sid, th.RPC("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
 		t.Fatalf("setLevel on B: %s", r)
 	}
-	b.subscribe(t, sid, "test://x")
+	b.Subscribe(t, sid, "test://x")
 	sa := a.session(t, sid)
-	testutil.Eventually(t, waitLong, "A to see B's log level and subscription", func() bool {
+	testutil.Eventually(t, th.WaitLong, "A to see B's log level and subscription", func() bool {
 		return sa.LogLevel() == "error" && sa.subscribed("test://x")
 	})
 
@@ -121,40 +122,40 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	logged(t, rdb, prefix, sid, 3)
 
 	// A fresh GET on B gets the three events nobody was given yet.
-	g := b.openGET(t, sid)
-	if ev := g.next(t); !ev.priming() || ev.ID != "g-0" {
+	g := b.OpenGET(t, sid)
+	if ev := g.Next(t); !ev.Priming() || ev.ID != "g-0" {
 		t.Fatalf("first frame %+v, want the priming event g-0", ev)
 	}
 	for i := 1; i <= 2; i++ {
-		if ev, m := g.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) || resourceUpdatedURI(t, m) != "test://x" {
+		if ev, m := g.NextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) || th.ResourceUpdatedURI(t, m) != "test://x" {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
 	}
-	g.close() // the client processed g-1 and g-2 only
+	g.Close() // the client processed g-1 and g-2 only
 
 	// B held the GET stream, so B is now home (for tools/list_changed).
-	testutil.Eventually(t, waitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
+	testutil.Eventually(t, th.WaitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
 	for i := 4; i <= 5; i++ {
 		publish(t, "test://x", []*harness{a, b}[i%2])
 	}
 	logged(t, rdb, prefix, sid, 5)
 
 	// Point 3: resume on the other replica, exactly once each.
-	r := a.openGET(t, sid, "Last-Event-ID", "g-2")
+	r := a.OpenGET(t, sid, "Last-Event-ID", "g-2")
 	for i := 3; i <= 5; i++ {
-		if ev := r.next(t); ev.ID != fmt.Sprintf("g-%d", i) || ev.Data == "" {
+		if ev := r.Next(t); ev.ID != fmt.Sprintf("g-%d", i) || ev.Data == "" {
 			t.Fatalf("resumed event %+v, want g-%d", ev, i)
 		}
 	}
 	// A live update from B reaches the stream on A.
 	publish(t, "test://x", b)
-	if ev := r.next(t); ev.ID != "g-6" {
+	if ev := r.Next(t); ev.ID != "g-6" {
 		t.Fatalf("after the replay got %+v, want g-6", ev)
 	}
 	// One more from B, which B's appender logs after anything it queued
 	// before: once it is on the stream, a double would have been logged.
 	publish(t, "test://x", b)
-	if ev := r.next(t); ev.ID != "g-7" {
+	if ev := r.Next(t); ev.ID != "g-7" {
 		t.Fatalf("after the replay got %+v, want g-7", ev)
 	}
 	if n := hgetInt(t, rdb, redisKeys(prefix).session(sid), "gseq"); n != 7 {
@@ -163,17 +164,17 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 
 	// Point 5: DELETE on A ends it on B (whose copy goes at once, by
 	// pub/sub) and everywhere.
-	if res := a.send(t, http.MethodDelete, sid, nil); res.Status != http.StatusNoContent {
+	if res := a.Send(t, http.MethodDelete, sid, nil); res.Status != http.StatusNoContent {
 		t.Fatalf("DELETE on A: %s", res)
 	}
-	r.waitEnd(t)
-	testutil.Eventually(t, waitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
+	r.WaitEnd(t)
+	testutil.Eventually(t, th.WaitLong, "B to drop its copy", func() bool { return b.tr.Sessions().Len() == 0 })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
-		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
+		if res := h.Post(t, sid, th.RPC(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after DELETE: %s, want 404", name, res)
 		}
 	}
-	if res := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream"); res.Status != http.StatusNotFound {
+	if res := b.Send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream"); res.Status != http.StatusNotFound {
 		t.Fatalf("GET on B after DELETE: %s, want 404", res)
 	}
 }
@@ -184,9 +185,9 @@ func TestRedisSessions_Lookup(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	live := a.initialize(t)
-	deleted := a.initialize(t)
-	if res := a.send(t, http.MethodDelete, deleted, nil); res.Status != http.StatusNoContent {
+	live := a.Initialize(t)
+	deleted := a.Initialize(t)
+	if res := a.Send(t, http.MethodDelete, deleted, nil); res.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", res)
 	}
 	cases := []struct {
@@ -200,7 +201,7 @@ func TestRedisSessions_Lookup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if res := b.post(t, tc.sid, rpc(1, "tools/list", nil)); res.Status != tc.want {
+			if res := b.Post(t, tc.sid, th.RPC(1, "tools/list", nil)); res.Status != tc.want {
 				t.Fatalf("tools/list on B: %s, want %d", res, tc.want)
 			}
 		})
@@ -215,17 +216,17 @@ func TestRedisSessions_IdleTimeout(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	idle := func(o *Options) { o.SessionIdleTimeout = 400 * time.Millisecond }
 	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
 	for range 8 { // 800 ms of use on B alone, twice the idle timeout
 		time.Sleep(100 * time.Millisecond)
-		b.toolsListOK(t, sid)
+		b.ToolsListOK(t, sid)
 	}
-	a.toolsListOK(t, sid) // kept alive by B's use
+	a.ToolsListOK(t, sid) // kept alive by B's use
 	// Nobody uses it now: it expires in Redis (no request may poll it).
-	testutil.Eventually(t, waitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
+	testutil.Eventually(t, th.WaitLong, "the session to expire in redis", func() bool { return !exists(t, rdb, redisKeys(prefix).session(sid)) })
 	for name, h := range map[string]*harness{"A": a, "B": b} {
-		if res := h.post(t, sid, rpc(1, "tools/list", nil)); res.Status != http.StatusNotFound {
+		if res := h.Post(t, sid, th.RPC(1, "tools/list", nil)); res.Status != http.StatusNotFound {
 			t.Fatalf("tools/list on %s after the idle timeout: %s, want 404", name, res)
 		}
 	}
@@ -242,8 +243,8 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
 	b := replica(t, direct, prefix)
-	known := a.initialize(t)
-	unknown := b.initialize(t)
+	known := a.Initialize(t)
+	unknown := b.Initialize(t)
 
 	proxy.Cut()
 	cases := []struct {
@@ -253,16 +254,16 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 		want       int
 		retryAfter bool
 	}{
-		{"known session", known, rpc(1, "tools/list", nil), http.StatusOK, false},
-		{"known session subscribes", known, rpc(2, "resources/subscribe", map[string]any{"uri": "test://down"}), http.StatusOK, false},
-		{"unknown session", unknown, rpc(3, "tools/list", nil), http.StatusServiceUnavailable, true},
-		{"unknown session again, Redis skipped", unknown, rpc(4, "tools/list", nil), http.StatusServiceUnavailable, true},
+		{"known session", known, th.RPC(1, "tools/list", nil), http.StatusOK, false},
+		{"known session subscribes", known, th.RPC(2, "resources/subscribe", map[string]any{"uri": "test://down"}), http.StatusOK, false},
+		{"unknown session", unknown, th.RPC(3, "tools/list", nil), http.StatusServiceUnavailable, true},
+		{"unknown session again, Redis skipped", unknown, th.RPC(4, "tools/list", nil), http.StatusServiceUnavailable, true},
 		// Created here alone, written back later (TestRedisSessions_CreatedInAnOutage).
-		{"initialize", "", initBody("2025-11-25", nil), http.StatusOK, false},
+		{"initialize", "", th.InitBody("2025-11-25", nil), http.StatusOK, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := a.post(t, tc.sid, tc.body)
+			res := a.Post(t, tc.sid, tc.body)
 			if res.Status != tc.want {
 				t.Fatalf("got %s, want %d", res, tc.want)
 			}
@@ -273,14 +274,14 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 	}
 
 	proxy.Restore()
-	testutil.Eventually(t, waitLong, "the unknown session to resolve once redis is back", func() bool {
-		return a.post(t, unknown, rpc(5, "tools/list", nil)).Status == http.StatusOK
+	testutil.Eventually(t, th.WaitLong, "the unknown session to resolve once redis is back", func() bool {
+		return a.Post(t, unknown, th.RPC(5, "tools/list", nil)).Status == http.StatusOK
 	})
-	testutil.Eventually(t, waitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
+	testutil.Eventually(t, th.WaitLong, "the subscription acknowledged during the outage to reach redis", func() bool {
 		v := hget(t, direct, redisKeys(prefix).session(known), "s:test://down")
 		return v == "1"
 	})
-	b.toolsListOK(t, known)
+	b.ToolsListOK(t, known)
 	if !b.session(t, known).subscribed("test://down") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
 	}
@@ -302,7 +303,7 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	a := replica(t, direct, prefix, func(o *Options) { o.RedisConn = conn })
 	m := a.tr.sessions.(*redisSessions)
 	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
-	if sid := a.initialize(t); len(sid) != sessionIDLen {
+	if sid := a.Initialize(t); len(sid) != sessionIDLen {
 		t.Fatalf("after one failure the session %q was created without Redis; want it created in Redis", sid)
 	}
 	for range 10 {
@@ -310,7 +311,7 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	}
 	// A run of failures opens the breaker: the next session is created
 	// here alone, without waiting on Redis (TestRedisSessions_CreatedInAnOutage).
-	if sid := a.initialize(t); len(sid) != offlineSessionIDLen {
+	if sid := a.Initialize(t); len(sid) != offlineSessionIDLen {
 		t.Fatalf("after a run of failures the session %q was created in Redis; want it created here without waiting", sid)
 	}
 }
@@ -342,7 +343,7 @@ func TestRedisSessions_CreatedAfterOneFailureIsWrittenBackAtOnce(t *testing.T) {
 	rdb.AddHook(&hook)
 	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Hour }) // rounds a minute apart
 	hook.armed.Store(true)
-	r := a.post(t, "", initBody(protocol.LatestVersion, nil))
+	r := a.Post(t, "", th.InitBody(protocol.LatestVersion, nil))
 	sid := r.Header.Get("Mcp-Session-Id")
 	if r.Status != http.StatusOK {
 		t.Fatalf("initialize: %s", r)
@@ -375,13 +376,13 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 		a.shared().failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
 	}
 
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	if _, ok := offlineSince(sid); !ok {
 		t.Fatalf("session %q: want an id that says it was created without Redis", sid)
 	}
-	a.toolsListOK(t, sid)
-	a.subscribe(t, sid, "test://outage")
-	if r := b.post(t, sid, rpc(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+	a.ToolsListOK(t, sid)
+	a.Subscribe(t, sid, "test://outage")
+	if r := b.Post(t, sid, th.RPC(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("B, before the session is written back: %s; want 503 with Retry-After", r)
 	}
 	if exists(t, direct, redisKeys(prefix).session(sid)) {
@@ -392,7 +393,7 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 	testutil.Eventually(t, testutil.Wait, "A to write the session back", func() bool {
 		return exists(t, direct, redisKeys(prefix).session(sid))
 	})
-	b.toolsListOK(t, sid)
+	b.ToolsListOK(t, sid)
 	if !b.session(t, sid).subscribed("test://outage") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
 	}
@@ -403,7 +404,7 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := b.post(t, old, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+	if r := b.Post(t, old, th.RPC(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 		t.Fatalf("an old offline id: %s; want 404", r)
 	}
 	// A forged one dated in the future is not a session being written
@@ -412,7 +413,7 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := b.post(t, forged, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+	if r := b.Post(t, forged, th.RPC(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 		t.Fatalf("an offline id dated in the future: %s; want 404", r)
 	}
 }
@@ -438,13 +439,13 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	// session expire under load.
 	idle := func(o *Options) { o.SessionIdleTimeout, o.redisTune.sweep = 800*time.Millisecond, 20*time.Millisecond }
 	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
-	sid, _ := a.initializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
-	b.toolsListOK(t, sid)
+	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	b.ToolsListOK(t, sid)
 	const busy = 1600 * time.Millisecond // two idle timeouts
 	useOnA := func(t *testing.T) {
 		for range 12 {
 			time.Sleep(busy / 12)
-			a.toolsListOK(t, sid)
+			a.ToolsListOK(t, sid)
 		}
 	}
 	stillHeld := func(t *testing.T) {
@@ -456,18 +457,18 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		wait func(t *testing.T, blk *blockState)
+		wait func(t *testing.T, blk *th.BlockState)
 	}{
-		{"client busy on the other replica", func(t *testing.T, blk *blockState) {
+		{"client busy on the other replica", func(t *testing.T, blk *th.BlockState) {
 			useOnA(t)
 			select {
-			case <-blk.cancelled:
+			case <-blk.Cancelled:
 				t.Fatal("the handler on B was cancelled while the client used the session on A")
 			default:
 			}
 		}},
-		{"client quiet", func(t *testing.T, blk *blockState) {
-			notWithin(t, blk.cancelled, busy, "the handler's cancellation")
+		{"client quiet", func(t *testing.T, blk *th.BlockState) {
+			th.NotWithin(t, blk.Cancelled, busy, "the handler's cancellation")
 			if !exists(t, rdb, redisKeys(prefix).session(sid)) {
 				t.Fatal("the session expired in redis under a running handler")
 			}
@@ -476,37 +477,37 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := strings.ReplaceAll(tc.name, " ", "-")
 			name := postStreamOnA(t, b, sid, "block_long", key)
-			blk := b.fx.block(key)
+			blk := b.Fx.Block(key)
 			tc.wait(t, blk)
 			stillHeld(t)
 			blk.Release()
-			waitChan(t, blk.finished, "the handler to finish")
-			wantRestOfBlock(t, a.openGET(t, sid, "Last-Event-ID", name+"-1"), name, key)
+			th.WaitChan(t, blk.Finished, "the handler to finish")
+			wantRestOfBlock(t, a.OpenGET(t, sid, "Last-Event-ID", name+"-1"), name, key)
 		})
 	}
 
 	t.Run("waiting for a sampling answer", func(t *testing.T) {
-		ps := b.postSSE(t, sid, toolCall(41, "sample_long", map[string]any{"prompt": "hi"}, nil))
-		ev, m := ps.nextMessage(t)
+		ps := b.PostSSE(t, sid, th.ToolCall(41, "sample_long", map[string]any{"prompt": "hi"}, nil))
+		ev, m := ps.NextMessage(t)
 		if m.Method != protocol.MethodSamplingCreateMessage {
 			t.Fatalf("want a sampling request, got %+v", m)
 		}
-		name, _ := splitEventID(t, ev.ID)
+		name, _ := th.SplitEventID(t, ev.ID)
 		st := b.session(t, sid).stream(name)
-		ps.close()
+		ps.Close()
 		waitDetached(t, st)
 		useOnA(t)
 		stillHeld(t)
 		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"late reply"},"model":"m"}}`, m.ID)
-		if r := a.post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
+		if r := a.Post(t, sid, []byte(answer)); r.Status != http.StatusAccepted {
 			t.Fatalf("POST of the answer on A: %s", r)
 		}
-		r := a.openGET(t, sid, "Last-Event-ID", ev.ID)
-		ev, _ = r.nextMessage(t)
-		if text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "41")); isErr || !strings.Contains(text, "late reply") {
+		r := a.OpenGET(t, sid, "Last-Event-ID", ev.ID)
+		ev, _ = r.NextMessage(t)
+		if text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "41")); isErr || !strings.Contains(text, "late reply") {
 			t.Fatalf("tool result %q isError=%v, want the client's late answer", text, isErr)
 		}
-		r.waitEnd(t)
+		r.WaitEnd(t)
 	})
 }
 
@@ -557,14 +558,14 @@ func TestRedisSessions_WriteBackRetakesPlace(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a := replica(t, rdb, prefix, func(o *Options) { o.MaxSessionsPerPrincipal, o.redisTune.sweep = 1, 20*time.Millisecond })
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	if err := rdb.Del(context.Background(), keysMatching(t, rdb, redisKeys(prefix).all())...).Err(); err != nil {
 		t.Fatal(err) // Redis lost everything, epoch included
 	}
-	a.toolsListOK(t, sid) // the client goes on using its session here
-	testutil.Eventually(t, waitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
+	a.ToolsListOK(t, sid) // the client goes on using its session here
+	testutil.Eventually(t, th.WaitLong, "the session to be written back", func() bool { return exists(t, rdb, redisKeys(prefix).session(sid)) })
 	a.waitSweeps(t, 1)
-	if r := a.post(t, "", initBody(protocol.LatestVersion, nil)); r.Status != http.StatusTooManyRequests {
+	if r := a.Post(t, "", th.InitBody(protocol.LatestVersion, nil)); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second session of a principal whose cap is 1: %s", r)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // TestUnsubscribeOnStaleCopyReachesRedis: a subscription change made on
@@ -29,13 +30,13 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 
 	// Deterministic: the subscription is in Redis, but its announcement
 	// has not reached B (written behind the channel's back).
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
 	const uri = "test://r1/stale"
 	index := redisKeys(prefix).subs("default", uri)
 	mustRedis(t, rdb.HSet(ctx, redisKeys(prefix).session(sid), "s:"+uri, "1"))
 	mustRedis(t, rdb.SAdd(ctx, index, sid))
-	if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+	if r := b.Post(t, sid, th.RPC("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
 	if v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri); v != "" {
@@ -49,19 +50,19 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 	lost := 0
 	const rounds = 20
 	for i := range rounds {
-		sid := a.initialize(t)
-		b.toolsListOK(t, sid) // B has a copy, kept coherent by the channel
+		sid := a.Initialize(t)
+		b.ToolsListOK(t, sid) // B has a copy, kept coherent by the channel
 		uri := fmt.Sprintf("test://r1/%d", i)
-		if r := a.post(t, sid, rpc("s", "resources/subscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+		if r := a.Post(t, sid, th.RPC("s", "resources/subscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 			t.Fatal(r)
 		}
-		if r := b.post(t, sid, rpc("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
+		if r := b.Post(t, sid, th.RPC("u", "resources/unsubscribe", map[string]any{"uri": uri})); r.Status != http.StatusOK {
 			t.Fatal(r)
 		}
 		// Both changes have come back on the channel to both copies:
 		// nothing about them is still on its way to Redis.
 		sa, sb := a.session(t, sid), b.session(t, sid)
-		testutil.Eventually(t, waitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
+		testutil.Eventually(t, th.WaitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
 		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
@@ -87,42 +88,42 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 	a := replica(t, direct, prefix)
 	b := replica(t, testRedis(t, proxy.Addr()), prefix)
 
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid) // B knows the session
-	a.subscribe(t, sid, "test://r2")
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid) // B knows the session
+	a.Subscribe(t, sid, "test://r2")
 	for range 3 {
 		publish(t, "test://r2", a)
 	}
 	logged(t, direct, prefix, sid, 3)
-	g := a.openGET(t, sid)
-	g.next(t) // priming
+	g := a.OpenGET(t, sid)
+	g.Next(t) // priming
 	for i := 1; i <= 3; i++ {
-		if ev, _ := g.nextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) {
+		if ev, _ := g.NextMessage(t); ev.ID != fmt.Sprintf("g-%d", i) {
 			t.Fatalf("got %+v", ev)
 		}
 	}
-	g.close() // the client has g-1..g-3
+	g.Close() // the client has g-1..g-3
 
 	proxy.Cut()
 	// The GET lands on B during the blip: B cannot read the stream's
 	// position, so it must not guess one (503, the client retries).
-	res := b.send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "g-3")
+	res := b.Send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", "g-3")
 	if res.Status != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("GET during a redis blip: want 503 with Retry-After, got %v", res)
 	}
 	proxy.Restore()
 	// The client retries as told; once B reads the position, it resumes
 	// after g-3: nothing the client had comes again.
-	var r *sseConn
-	testutil.Eventually(t, waitLong, "the GET on B to be served once redis answers", func() bool {
+	var r *th.SSEConn
+	testutil.Eventually(t, th.WaitLong, "the GET on B to be served once redis answers", func() bool {
 		r = tryGET(t, b, sid, "Last-Event-ID", "g-3")
 		return r != nil
 	})
 	deadline := time.After(time.Second)
 	for {
 		select {
-		case ev := <-r.frames:
-			if !ev.isComment() {
+		case ev := <-r.Frames:
+			if !ev.IsComment() {
 				t.Fatalf("resumed after g-3, got %+v again (a duplicate)", ev)
 			}
 		case <-deadline:
@@ -133,10 +134,10 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 
 // tryGET opens a GET stream on h, or returns nil when h answers 503 with
 // Retry-After (Redis cannot say where the stream stands yet).
-func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *sseConn {
+func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *th.SSEConn {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := h.client.Do(h.newRequest(t, ctx, http.MethodGet, sid, nil, hdrs...))
+	res, err := h.Client.Do(h.NewRequest(t, ctx, http.MethodGet, sid, nil, hdrs...))
 	if err != nil {
 		cancel()
 		t.Fatalf("GET: %v", err)
@@ -151,8 +152,8 @@ func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *sseConn {
 		cancel()
 		t.Fatalf("GET: want 200 or 503, got %d", res.StatusCode)
 	}
-	c := newSSEConn(res, cancel)
-	t.Cleanup(c.close)
+	c := th.NewSSEConn(res, cancel)
+	t.Cleanup(c.Close)
 	return c
 }
 
@@ -167,13 +168,13 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	short := func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond }
 	a := replica(t, rdb, prefix, short)
-	sid := a.initialize(t)
-	g := a.openGET(t, sid)
-	g.next(t) // priming; A holds the stream and is home
+	sid := a.Initialize(t)
+	g := a.OpenGET(t, sid)
+	g.Next(t) // priming; A holds the stream and is home
 	key := redisKeys(prefix).session(sid)
 	// Redis loses the session (FLUSHALL / restart without persistence).
 	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
-	testutil.Eventually(t, waitLong, "the sweeper to write the session back", func() bool {
+	testutil.Eventually(t, th.WaitLong, "the sweeper to write the session back", func() bool {
 		v := hget(t, rdb, key, "v")
 		return v != ""
 	})
@@ -184,7 +185,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	if _, err := a.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := g.nextMessage(t); ev.ID != "g-1" {
+	if ev, _ := g.NextMessage(t); ev.ID != "g-1" {
 		t.Fatalf("tools/list_changed after the rewrite (home in redis: %q): got %+v", home, ev)
 	}
 
@@ -194,7 +195,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	if _, err := a.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := g.nextMessage(t); ev.ID != "g-2" {
+	if ev, _ := g.NextMessage(t); ev.ID != "g-2" {
 		t.Fatalf("tools/list_changed of a session with no home in redis: got %+v", ev)
 	}
 	if home := hget(t, rdb, key, "home"); home == "" {
@@ -216,10 +217,10 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	// A short idle timeout: the sweeper, which rewrites, runs every 200 ms.
 	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond })
-	sid := a.initialize(t)
-	a.subscribe(t, sid, "test://r4")
-	g := a.openGET(t, sid)
-	g.next(t) // priming
+	sid := a.Initialize(t)
+	a.Subscribe(t, sid, "test://r4")
+	g := a.OpenGET(t, sid)
+	g.Next(t) // priming
 
 	ctx := context.Background()
 	// A failover: the node this replica talks to is briefly a replica.
@@ -228,7 +229,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	}
 	publish(t, "test://r4", a)
 	publish(t, "test://r4", a)
-	if r := a.post(t, sid, rpc("l", "logging/setLevel", map[string]any{"level": "debug"})); r.Status != http.StatusOK {
+	if r := a.Post(t, sid, th.RPC("l", "logging/setLevel", map[string]any{"level": "debug"})); r.Status != http.StatusOK {
 		t.Fatal(r)
 	}
 	a.waitSweeps(t, 2) // sweeps try the rewrite meanwhile
@@ -240,8 +241,8 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	deadline := time.After(2 * time.Second)
 	for {
 		select {
-		case ev := <-g.frames:
-			if !ev.isComment() {
+		case ev := <-g.Frames:
+			if !ev.IsComment() {
 				got++
 				t.Logf("event %s", ev.ID)
 			}
@@ -253,7 +254,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	if got != 3 {
 		t.Fatalf("3 updates acknowledged, %d delivered: the ones refused with READONLY were dropped, not retried", got)
 	}
-	testutil.Eventually(t, waitLong, "the log level set during the failover to reach redis", func() bool {
+	testutil.Eventually(t, th.WaitLong, "the log level set during the failover to reach redis", func() bool {
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "level")
 		return v == "debug"
 	})
@@ -268,16 +269,16 @@ func TestCloseFlushesQueuedEvents(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	b := replica(t, rdb, prefix)
 	a := replica(t, rdb, prefix)
-	sid := b.initialize(t)
-	b.subscribe(t, sid, "test://r5")
-	a.toolsListOK(t, sid)
+	sid := b.Initialize(t)
+	b.Subscribe(t, sid, "test://r5")
+	a.ToolsListOK(t, sid)
 	const n = 3000
 	for range n {
 		if _, err := a.tr.ResourceUpdated("", "test://r5"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a.close() // graceful shutdown of the origin replica
+	a.Close() // graceful shutdown of the origin replica
 	got := hgetInt(t, rdb, redisKeys(prefix).session(sid), "gseq")
 	st := a.tr.RedisStats()
 	t.Logf("queued %d, dropped %d, logged %d", st.Updates, st.Dropped, got)
@@ -296,15 +297,15 @@ func TestGETOnAnotherReplicaSupersedesFirst(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	a.subscribe(t, sid, "test://r6")
-	ga := a.openGET(t, sid)
-	ga.next(t)
-	gb := b.openGET(t, sid) // the client reconnected; A's TCP conn not yet noticed dead
-	gb.next(t)
+	sid := a.Initialize(t)
+	a.Subscribe(t, sid, "test://r6")
+	ga := a.OpenGET(t, sid)
+	ga.Next(t)
+	gb := b.OpenGET(t, sid) // the client reconnected; A's TCP conn not yet noticed dead
+	gb.Next(t)
 	wantSuperseded(t, ga)
 	publish(t, "test://r6", a)
-	if ev, _ := gb.nextMessage(t); ev.ID != "g-1" {
+	if ev, _ := gb.NextMessage(t); ev.ID != "g-1" {
 		t.Fatalf("B's stream: got %+v", ev)
 	}
 }
@@ -318,11 +319,11 @@ func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	hash := redisKeys(prefix).session(sid)
 	before := hgetInt(t, rdb, hash, "hv")
-	g := b.openGET(t, sid)
-	g.next(t) // priming: B's claim is in Redis
+	g := b.OpenGET(t, sid)
+	g.Next(t) // priming: B's claim is in Redis
 	if hv := hgetInt(t, rdb, hash, "hv"); hv != before+1 {
 		t.Fatalf("home version %d after B's claim, want %d", hv, before+1)
 	}
@@ -333,7 +334,7 @@ func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
 		mustRedis(t, rdb.Publish(context.Background(), b.shared().channel, msg))
 	}
 	claim(before) // A's, from before B's, delivered late
-	quiet(t, g, waitShort)
+	quiet(t, g, th.WaitShort)
 	if !b.session(t, sid).isHome() {
 		t.Fatal("a stale claim took the home from B")
 	}
@@ -343,22 +344,22 @@ func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
 
 // wantSuperseded waits for the GET stream g to close, as a superseded
 // one does: no message on it meanwhile, and a retry hint.
-func wantSuperseded(t *testing.T, g *sseConn) {
+func wantSuperseded(t *testing.T, g *th.SSEConn) {
 	t.Helper()
 	retry := false
-	deadline := time.After(waitLong)
+	deadline := time.After(th.WaitLong)
 	for {
 		select {
-		case ev := <-g.frames:
+		case ev := <-g.Frames:
 			if ev.Retry != "" {
 				retry = true
 			}
-			if !ev.isComment() && ev.HasData {
+			if !ev.IsComment() && ev.HasData {
 				t.Fatalf("the superseded stream got %+v", ev)
 			}
-		case <-g.done:
-			for len(g.frames) > 0 { // read before the end was seen
-				if ev := <-g.frames; ev.Retry != "" {
+		case <-g.Done:
+			for len(g.Frames) > 0 { // read before the end was seen
+				if ev := <-g.Frames; ev.Retry != "" {
 					retry = true
 				}
 			}
@@ -384,9 +385,9 @@ func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a := replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	ga := a.openGET(t, sid)
-	ga.next(t) // priming: A holds the stream, and is home
+	sid := a.Initialize(t)
+	ga := a.OpenGET(t, sid)
+	ga.Next(t) // priming: A holds the stream, and is home
 	// The claim of a replica B, written behind A's channel.
 	if err := rdb.HSet(context.Background(), redisKeys(prefix).session(sid), "home", "replica-b").Err(); err != nil {
 		t.Fatal(err)
@@ -410,7 +411,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
 	mem := newHarness(t)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	proxy.Cut()
 	defer proxy.Restore()
 	ids := []string{
@@ -424,7 +425,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	}
 	for _, id := range ids {
 		for name, h := range map[string]*harness{"redis": a, "memory": mem} {
-			if r := h.post(t, id, rpc(1, "tools/list", nil)); r.Status != http.StatusNotFound {
+			if r := h.Post(t, id, th.RPC(1, "tools/list", nil)); r.Status != http.StatusNotFound {
 				t.Errorf("%s store, session id %q: want 404, got %v", name, id, r)
 			}
 		}
@@ -434,7 +435,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := a.post(t, unknown, rpc(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable {
+	if r := a.Post(t, unknown, th.RPC(1, "tools/list", nil)); r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("possible session id while redis is down: want 503, got %v", r)
 	}
 }
@@ -447,16 +448,16 @@ func TestSessionLoadsAreBounded(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	for range cap(b.shared().loads) { // every slot taken
 		b.shared().loads <- struct{}{}
 	}
-	r := b.post(t, sid, rpc(1, "tools/list", nil))
+	r := b.Post(t, sid, th.RPC(1, "tools/list", nil))
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a load over the bound: want 503 with Retry-After, got %v", r)
 	}
 	<-b.shared().loads
-	b.toolsListOK(t, sid)
+	b.ToolsListOK(t, sid)
 }
 
 // TestSessionLoadOutlivesFirstCaller: the load of a session this replica
@@ -467,7 +468,7 @@ func TestSessionLoadOutlivesFirstCaller(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
+	sid := a.Initialize(t)
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	// The first caller, whose client has left, begins the load; the
@@ -507,8 +508,8 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := a.initialize(t)
-	b.toolsListOK(t, sid)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
 	m := b.shared()
 	s := b.session(t, sid)
 	s.lastSeen.Store(0) // idle here for ever: the sweeper's to let go
@@ -521,7 +522,7 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	if s.Ended() {
 		t.Fatal("the sweeper ended the copy a request had just been given")
 	}
-	b.toolsListOK(t, sid)
+	b.ToolsListOK(t, sid)
 
 	// Idle for real, it goes; the session lives on in Redis.
 	s.lastSeen.Store(0)
@@ -529,5 +530,5 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	if !s.Ended() {
 		t.Fatal("an idle copy was not let go")
 	}
-	b.toolsListOK(t, sid)
+	b.ToolsListOK(t, sid)
 }

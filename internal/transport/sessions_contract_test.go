@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // The contract every session store and its replicator keep, whether
@@ -168,38 +169,38 @@ var sessionContract = []struct {
 	}},
 	{"a resource update reaches the subscriber's stream", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t)
-		sid := h.initialize(t)
+		sid := h.Initialize(t)
 		const uri = "test://contract-update"
-		h.subscribe(t, sid, uri)
-		c := h.openGET(t, sid)
-		defer c.close()
+		h.Subscribe(t, sid, uri)
+		c := h.OpenGET(t, sid)
+		defer c.Close()
 		if _, err := h.tr.ResourceUpdated("", uri); err != nil {
 			t.Fatal(err)
 		}
-		if _, m := c.nextMessage(t); m.Method != protocol.NotificationResourcesUpdated {
+		if _, m := c.NextMessage(t); m.Method != protocol.NotificationResourcesUpdated {
 			t.Fatalf("GET stream got %q, want %s", m.Method, protocol.NotificationResourcesUpdated)
 		}
 	}},
 	{"a list change reaches every session once", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t)
-		sid := h.initialize(t)
-		c := h.openGET(t, sid)
-		defer c.close()
+		sid := h.Initialize(t)
+		c := h.OpenGET(t, sid)
+		defer c.Close()
 		if n, err := h.tr.ToolsListChanged(); err != nil || n != 1 {
 			t.Fatalf("ToolsListChanged: %d, %v; want 1 session told", n, err)
 		}
-		if _, m := c.nextMessage(t); m.Method != protocol.NotificationToolsListChanged {
+		if _, m := c.NextMessage(t); m.Method != protocol.NotificationToolsListChanged {
 			t.Fatalf("GET stream got %q, want %s", m.Method, protocol.NotificationToolsListChanged)
 		}
 	}},
 	{"a response or cancellation nothing waits for is accepted", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t)
-		sid := h.initialize(t)
+		sid := h.Initialize(t)
 		for _, body := range [][]byte{
 			[]byte(`{"jsonrpc":"2.0","id":"s12345","result":{}}`),
-			rpc(nil, protocol.NotificationCancelled, map[string]any{"requestId": 99}),
+			th.RPC(nil, protocol.NotificationCancelled, map[string]any{"requestId": 99}),
 		} {
-			if r := h.post(t, sid, body); r.Status != http.StatusAccepted {
+			if r := h.Post(t, sid, body); r.Status != http.StatusAccepted {
 				t.Fatalf("POST %s: %s", body, r)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // ---------------------------------------------------------------------------
@@ -19,45 +20,45 @@ import (
 
 func TestSession_MissingAndUnknownID(t *testing.T) {
 	h := newHarness(t)
-	h.initialize(t)
+	h.Initialize(t)
 	for _, tc := range []struct {
 		name, method, sid string
 		body              []byte
 		want              int
 		id                string
 	}{
-		{"POST without id", http.MethodPost, "", rpc(3, "tools/list", nil), http.StatusBadRequest, "3"},
+		{"POST without id", http.MethodPost, "", th.RPC(3, "tools/list", nil), http.StatusBadRequest, "3"},
 		{"GET without id", http.MethodGet, "", nil, http.StatusBadRequest, "null"},
 		{"DELETE without id", http.MethodDelete, "", nil, http.StatusBadRequest, "null"},
-		{"POST notification without id", http.MethodPost, "", rpc(nil, "notifications/initialized", nil), http.StatusBadRequest, "null"},
-		{"POST with unknown id", http.MethodPost, "no-such-session", rpc(4, "tools/list", nil), http.StatusNotFound, "4"},
+		{"POST notification without id", http.MethodPost, "", th.RPC(nil, "notifications/initialized", nil), http.StatusBadRequest, "null"},
+		{"POST with unknown id", http.MethodPost, "no-such-session", th.RPC(4, "tools/list", nil), http.StatusNotFound, "4"},
 		{"GET with unknown id", http.MethodGet, "no-such-session", nil, http.StatusNotFound, "null"},
 		{"DELETE with unknown id", http.MethodDelete, "no-such-session", nil, http.StatusNotFound, "null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := h.send(t, tc.method, tc.sid, tc.body)
-			wantRPCError(t, r, tc.want, tc.id, protocol.CodeInvalidRequest)
+			r := h.Send(t, tc.method, tc.sid, tc.body)
+			th.WantRPCError(t, r, tc.want, tc.id, protocol.CodeInvalidRequest)
 		})
 	}
 }
 
 func TestSession_DeleteThen404(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
-	other := h.initialize(t)
-	get := h.openGET(t, sid)
-	get.next(t) // priming: attached
-	if r := h.send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent || len(r.Body) != 0 {
+	sid := h.Initialize(t)
+	other := h.Initialize(t)
+	get := h.OpenGET(t, sid)
+	get.Next(t) // priming: attached
+	if r := h.Send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent || len(r.Body) != 0 {
 		t.Fatalf("DELETE: %s, want 204 with no body", r)
 	}
 	// Ending the session ends its open GET stream.
-	get.waitEnd(t)
-	wantRPCError(t, h.post(t, sid, rpc(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
-	wantRPCError(t, h.post(t, sid, rpc(nil, "notifications/initialized", nil)), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
-	wantRPCError(t, h.send(t, http.MethodGet, sid, nil), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
-	wantRPCError(t, h.send(t, http.MethodDelete, sid, nil), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
+	get.WaitEnd(t)
+	th.WantRPCError(t, h.Post(t, sid, th.RPC(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
+	th.WantRPCError(t, h.Post(t, sid, th.RPC(nil, "notifications/initialized", nil)), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
+	th.WantRPCError(t, h.Send(t, http.MethodGet, sid, nil), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
+	th.WantRPCError(t, h.Send(t, http.MethodDelete, sid, nil), http.StatusNotFound, "null", protocol.CodeInvalidRequest)
 	// Other sessions are untouched.
-	h.toolsListOK(t, other)
+	h.ToolsListOK(t, other)
 	if n := h.tr.Sessions().Len(); n != 1 {
 		t.Errorf("sessions = %d, want 1", n)
 	}
@@ -68,7 +69,7 @@ func TestSession_IDsAndLimit(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxSessions = n }))
 	seen := make(map[string]bool, n)
 	for i := 0; i < n; i++ {
-		r := h.post(t, "", initBody(protocol.LatestVersion, nil))
+		r := h.Post(t, "", th.InitBody(protocol.LatestVersion, nil))
 		if r.Status != http.StatusOK {
 			t.Fatalf("initialize %d: %s", i, r)
 		}
@@ -90,8 +91,8 @@ func TestSession_IDsAndLimit(t *testing.T) {
 		t.Fatalf("sessions = %d, want %d", got, n)
 	}
 	// The limit: 503 with Retry-After and a JSON-RPC error for the request.
-	r := h.post(t, "", initBody(protocol.LatestVersion, nil))
-	wantRPCError(t, r, http.StatusServiceUnavailable, "0", protocol.CodeInternalError)
+	r := h.Post(t, "", th.InitBody(protocol.LatestVersion, nil))
+	th.WantRPCError(t, r, http.StatusServiceUnavailable, "0", protocol.CodeInternalError)
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}
@@ -104,33 +105,33 @@ func TestSession_IDsAndLimit(t *testing.T) {
 		some = sid
 		break
 	}
-	h.toolsListOK(t, some)
-	if r := h.send(t, http.MethodDelete, some, nil); r.Status != http.StatusNoContent {
+	h.ToolsListOK(t, some)
+	if r := h.Send(t, http.MethodDelete, some, nil); r.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: %s", r)
 	}
-	h.initialize(t)
+	h.Initialize(t)
 }
 
 func TestSession_IdleTimeout(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.SessionIdleTimeout = 100 * time.Millisecond }))
-	idle := h.initialize(t)
-	streaming := h.initialize(t)
-	busy := h.initialize(t)
+	idle := h.Initialize(t)
+	streaming := h.Initialize(t)
+	busy := h.Initialize(t)
 
-	get := h.openGET(t, streaming)
-	get.next(t) // priming event: the stream is attached
+	get := h.OpenGET(t, streaming)
+	get.Next(t) // priming event: the stream is attached
 	// A request in flight keeps its session too.
-	blk := h.fx.block("idle-busy")
-	pending := h.postAsync(t, context.Background(), busy, toolCall(1, "block", map[string]any{"key": "idle-busy"}, nil), "Accept", "application/json")
-	blk.waitStarted(t)
+	blk := h.Fx.Block("idle-busy")
+	pending := h.PostAsync(t, context.Background(), busy, th.ToolCall(1, "block", map[string]any{"key": "idle-busy"}, nil), "Accept", "application/json")
+	blk.WaitStarted(t)
 
 	// Poll the store, not the server: a request would count as activity.
 	gone := func(sid string) bool {
 		_, err := h.tr.Sessions().Get(context.Background(), sid)
 		return errors.Is(err, ErrSessionNotFound)
 	}
-	testutil.Eventually(t, waitLong, "the idle session to be ended", func() bool { return gone(idle) })
-	wantRPCError(t, h.post(t, idle, rpc(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
+	testutil.Eventually(t, th.WaitLong, "the idle session to be ended", func() bool { return gone(idle) })
+	th.WantRPCError(t, h.Post(t, idle, th.RPC(1, "tools/list", nil)), http.StatusNotFound, "1", protocol.CodeInvalidRequest)
 
 	// Sweeps past their idle timeout leave the other two there.
 	h.waitSweeps(t, 4)
@@ -145,13 +146,13 @@ func TestSession_IdleTimeout(t *testing.T) {
 	}
 
 	// Once the stream closes and the request ends, they are reaped as well.
-	get.close()
+	get.Close()
 	blk.Release()
-	if r := waitReply(t, pending); r.Status != http.StatusOK {
+	if r := th.WaitReply(t, pending); r.Status != http.StatusOK {
 		t.Fatalf("blocked call: %s", r)
 	}
-	testutil.Eventually(t, waitLong, "the formerly streaming session to be ended", func() bool { return gone(streaming) })
-	testutil.Eventually(t, waitLong, "the formerly busy session to be ended", func() bool { return gone(busy) })
+	testutil.Eventually(t, th.WaitLong, "the formerly streaming session to be ended", func() bool { return gone(streaming) })
+	testutil.Eventually(t, th.WaitLong, "the formerly busy session to be ended", func() bool { return gone(busy) })
 	if n := h.tr.Sessions().Len(); n != 0 {
 		t.Errorf("sessions = %d, want 0", n)
 	}
@@ -174,12 +175,12 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 
 	// Controls: a client on its GET stream, and one whose sampling request
 	// is still unanswered on its open POST stream.
-	streaming := h.initialize(t)
-	get := h.openGET(t, streaming)
-	get.next(t)
-	waiting, _ := h.initializeWith(t, protocol.LatestVersion, sampling)
-	live := h.postSSE(t, waiting, toolCall(1, "sample", map[string]any{"prompt": "still here"}, nil))
-	_, ask := live.nextMessage(t)
+	streaming := h.Initialize(t)
+	get := h.OpenGET(t, streaming)
+	get.Next(t)
+	waiting, _ := h.InitializeWith(t, protocol.LatestVersion, sampling)
+	live := h.PostSSE(t, waiting, th.ToolCall(1, "sample", map[string]any{"prompt": "still here"}, nil))
+	_, ask := live.NextMessage(t)
 	if ask.Method != protocol.MethodSamplingCreateMessage {
 		t.Fatalf("want a sampling request, got %+v", ask)
 	}
@@ -187,32 +188,32 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 	type vanished struct {
 		name string
 		sess *ClientSession
-		blk  *blockState // nil for sampling
+		blk  *th.BlockState // nil for sampling
 	}
 	var all []vanished
 	for _, tool := range []string{"sample", "sample_long", "block", "block_long"} {
-		sid, _ := h.initializeWith(t, protocol.LatestVersion, sampling)
+		sid, _ := h.InitializeWith(t, protocol.LatestVersion, sampling)
 		v := vanished{name: tool, sess: h.session(t, sid)}
 		args := map[string]any{"prompt": "anyone?"}
 		var token any
 		if strings.HasPrefix(tool, "block") {
-			v.blk = h.fx.block("vanish-" + tool)
+			v.blk = h.Fx.Block("vanish-" + tool)
 			args, token = map[string]any{"key": "vanish-" + tool}, "pt"
 		}
-		ps := h.postSSE(t, sid, toolCall(1, tool, args, token))
-		ev, _ := ps.nextMessage(t) // the sampling request, or the progress notification
-		name, _ := splitEventID(t, ev.ID)
+		ps := h.PostSSE(t, sid, th.ToolCall(1, tool, args, token))
+		ev, _ := ps.NextMessage(t) // the sampling request, or the progress notification
+		name, _ := th.SplitEventID(t, ev.ID)
 		st := v.sess.stream(name)
-		ps.close()
+		ps.Close()
 		waitDetached(t, st)
 		all = append(all, v)
 	}
 	for _, v := range all {
-		testutil.Eventually(t, waitLong, v.name+": the vanished client's session to be ended", func() bool { return gone(v.sess.id) })
-		waitChan(t, v.sess.ctx.Done(), v.name+": the handler's context to be cancelled")
+		testutil.Eventually(t, th.WaitLong, v.name+": the vanished client's session to be ended", func() bool { return gone(v.sess.id) })
+		th.WaitChan(t, v.sess.ctx.Done(), v.name+": the handler's context to be cancelled")
 		if v.blk != nil {
-			waitChan(t, v.blk.cancelled, v.name+": the handler to see its context end")
-			waitChan(t, v.blk.finished, v.name+": the handler to return")
+			th.WaitChan(t, v.blk.Cancelled, v.name+": the handler to see its context end")
+			th.WaitChan(t, v.blk.Finished, v.name+": the handler to return")
 		}
 	}
 
@@ -225,11 +226,11 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 		t.Fatal("a session whose client waits on its POST stream was reaped")
 	}
 	answer := []byte(`{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"here"},"model":"m"}}`)
-	if r := h.post(t, waiting, answer); r.Status != http.StatusAccepted {
+	if r := h.Post(t, waiting, answer); r.Status != http.StatusAccepted {
 		t.Fatalf("answer: %s", r)
 	}
-	ev, _ := live.nextMessage(t)
-	if text, isErr := toolText(t, resultFromMessage(t, []byte(ev.Data), "1")); isErr || !strings.Contains(text, "here") {
+	ev, _ := live.NextMessage(t)
+	if text, isErr := th.ToolText(t, th.ResultFromMessage(t, []byte(ev.Data), "1")); isErr || !strings.Contains(text, "here") {
 		t.Fatalf("waiting control: result %q isError=%v", text, isErr)
 	}
 }
@@ -265,26 +266,26 @@ func TestSession_EndedDuringLookupIs404(t *testing.T) {
 		body   []byte
 		accept string
 	}{
-		{"tools/list", rpc(1, "tools/list", nil), acceptBoth},
-		{"tools/call, JSON only", toolCall(1, "echo", map[string]any{"text": "x"}, nil), "application/json"},
-		{"tools/call, streamed", toolCall(1, "progress", map[string]any{"n": 2}, "pt"), acceptBoth},
-		{"tools/call, LongRunning", toolCall(1, "echo_long", map[string]any{"text": "x"}, nil), acceptBoth},
+		{"tools/list", th.RPC(1, "tools/list", nil), th.AcceptBoth},
+		{"tools/call, JSON only", th.ToolCall(1, "echo", map[string]any{"text": "x"}, nil), "application/json"},
+		{"tools/call, streamed", th.ToolCall(1, "progress", map[string]any{"n": 2}, "pt"), th.AcceptBoth},
+		{"tools/call, LongRunning", th.ToolCall(1, "echo_long", map[string]any{"text": "x"}, nil), th.AcceptBoth},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sid := h.initialize(t)
+			sid := h.Initialize(t)
 			store.armed.Store(true)
-			r := h.post(t, sid, tc.body, "Accept", tc.accept)
+			r := h.Post(t, sid, tc.body, "Accept", tc.accept)
 			store.armed.Store(false)
-			wantRPCError(t, r, http.StatusNotFound, "1", protocol.CodeInvalidRequest)
-			wantRPCError(t, h.post(t, sid, rpc(2, "tools/list", nil)), http.StatusNotFound, "2", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, r, http.StatusNotFound, "1", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, h.Post(t, sid, th.RPC(2, "tools/list", nil)), http.StatusNotFound, "2", protocol.CodeInvalidRequest)
 		})
 	}
 	t.Run("GET", func(t *testing.T) {
-		sid := h.initialize(t)
+		sid := h.Initialize(t)
 		store.armed.Store(true)
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		ctx, cancel := context.WithTimeout(context.Background(), th.WaitLong)
 		defer cancel()
-		res, err := h.client.Do(h.newRequest(t, ctx, http.MethodGet, sid, nil))
+		res, err := h.Client.Do(h.NewRequest(t, ctx, http.MethodGet, sid, nil))
 		store.armed.Store(false)
 		if err != nil {
 			t.Fatal(err)
@@ -305,19 +306,19 @@ func TestSession_EndedDuringLookupIs404(t *testing.T) {
 // another is dropped, is fine. Patterns (stale://memory.*) are accepted.
 func TestSubscriptions_Bounded(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for i, uri := range []string{
 		"relative/path",
 		"/absolute/path",
 		"test://x/" + strings.Repeat("a", 2048),
 	} {
-		r := h.post(t, sid, rpc(i, "resources/subscribe", map[string]any{"uri": uri}))
-		wantRPCError(t, r, http.StatusOK, fmt.Sprint(i), protocol.CodeInvalidParams)
+		r := h.Post(t, sid, th.RPC(i, "resources/subscribe", map[string]any{"uri": uri}))
+		th.WantRPCError(t, r, http.StatusOK, fmt.Sprint(i), protocol.CodeInvalidParams)
 		if h.session(t, sid).subscribed(uri) {
 			t.Errorf("refused uri %.40q… is subscribed", uri)
 		}
 	}
-	h.subscribe(t, sid, "stale://memory.*")
+	h.Subscribe(t, sid, "stale://memory.*")
 	if !h.session(t, sid).subscribed("stale://memory.*") {
 		t.Fatal("pattern subscription not held")
 	}
@@ -330,15 +331,15 @@ func TestSubscriptions_Bounded(t *testing.T) {
 			t.Fatalf("subscription %d: %v", i+1, err)
 		}
 	}
-	h.subscribe(t, sid, resURI(maxSubscriptions-1))
+	h.Subscribe(t, sid, resURI(maxSubscriptions-1))
 	over := resURI(maxSubscriptions)
-	wantRPCError(t, h.post(t, sid, rpc("over", "resources/subscribe", map[string]any{"uri": over})), http.StatusOK, `"over"`, protocol.CodeInvalidParams)
+	th.WantRPCError(t, h.Post(t, sid, th.RPC("over", "resources/subscribe", map[string]any{"uri": over})), http.StatusOK, `"over"`, protocol.CodeInvalidParams)
 	if sess.subscribed(over) {
 		t.Fatal("the subscription past the cap is held")
 	}
-	h.subscribe(t, sid, resURI(1)) // held already: no new entry
-	resultOf(t, h.post(t, sid, rpc("un", "resources/unsubscribe", map[string]any{"uri": resURI(1)})), `"un"`)
-	h.subscribe(t, sid, over)
+	h.Subscribe(t, sid, resURI(1)) // held already: no new entry
+	th.ResultOf(t, h.Post(t, sid, th.RPC("un", "resources/unsubscribe", map[string]any{"uri": resURI(1)})), `"un"`)
+	h.Subscribe(t, sid, over)
 }
 
 // ---------------------------------------------------------------------------
@@ -355,7 +356,7 @@ func TestVersion_Negotiation(t *testing.T) {
 		{"garbage", "2025-11-25"},
 	} {
 		t.Run(tc.ask, func(t *testing.T) {
-			if _, got := h.initializeWith(t, tc.ask, nil); got != tc.want {
+			if _, got := h.InitializeWith(t, tc.ask, nil); got != tc.want {
 				t.Errorf("negotiated %q, want %q", got, tc.want)
 			}
 		})
@@ -364,7 +365,7 @@ func TestVersion_Negotiation(t *testing.T) {
 
 func TestVersion_Header(t *testing.T) {
 	h := newHarness(t)
-	sid, _ := h.initializeWith(t, "2025-06-18", nil)
+	sid, _ := h.InitializeWith(t, "2025-06-18", nil)
 	for _, tc := range []struct {
 		name, header string
 		want         int
@@ -383,16 +384,16 @@ func TestVersion_Header(t *testing.T) {
 			if tc.header != "" {
 				hdr = []string{"MCP-Protocol-Version", tc.header}
 			}
-			r := h.post(t, sid, rpc(5, "tools/list", nil), hdr...)
+			r := h.Post(t, sid, th.RPC(5, "tools/list", nil), hdr...)
 			if tc.want == http.StatusOK {
-				resultOf(t, r, "5")
+				th.ResultOf(t, r, "5")
 				return
 			}
-			wantRPCError(t, r, tc.want, "5", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, r, tc.want, "5", protocol.CodeInvalidRequest)
 			// GET and DELETE check the header as well.
-			wantRPCError(t, h.send(t, http.MethodGet, sid, nil, hdr...), tc.want, "null", protocol.CodeInvalidRequest)
-			wantRPCError(t, h.send(t, http.MethodDelete, sid, nil, hdr...), tc.want, "null", protocol.CodeInvalidRequest)
-			h.toolsListOK(t, sid) // a refused DELETE did not end the session
+			th.WantRPCError(t, h.Send(t, http.MethodGet, sid, nil, hdr...), tc.want, "null", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, h.Send(t, http.MethodDelete, sid, nil, hdr...), tc.want, "null", protocol.CodeInvalidRequest)
+			h.ToolsListOK(t, sid) // a refused DELETE did not end the session
 		})
 	}
 }
@@ -446,15 +447,15 @@ func TestOriginAndHost(t *testing.T) {
 			if tc.host != "" {
 				hdr = append(hdr, "Host", tc.host)
 			}
-			r := h.post(t, "", initBody(protocol.LatestVersion, nil), hdr...)
+			r := h.Post(t, "", th.InitBody(protocol.LatestVersion, nil), hdr...)
 			if tc.want == http.StatusOK {
 				if r.Status != http.StatusOK {
 					t.Fatalf("initialize: %s, want 200", r)
 				}
-				resultOf(t, r, "0")
+				th.ResultOf(t, r, "0")
 				return
 			}
-			wantRPCError(t, r, tc.want, "null", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, r, tc.want, "null", protocol.CodeInvalidRequest)
 			if n := h.tr.Sessions().Len(); n != 0 {
 				t.Errorf("a forbidden initialize opened a session")
 			}
@@ -466,12 +467,12 @@ func TestOriginAndHost(t *testing.T) {
 // happens to the session.
 func TestOrigin_AllMethods(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	evil := []string{"Origin", "https://evil.example.com"}
-	wantRPCError(t, h.send(t, http.MethodGet, sid, nil, evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
-	wantRPCError(t, h.send(t, http.MethodDelete, sid, nil, evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
-	wantRPCError(t, h.post(t, sid, rpc(1, "tools/list", nil), evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
-	h.toolsListOK(t, sid)
+	th.WantRPCError(t, h.Send(t, http.MethodGet, sid, nil, evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
+	th.WantRPCError(t, h.Send(t, http.MethodDelete, sid, nil, evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
+	th.WantRPCError(t, h.Post(t, sid, th.RPC(1, "tools/list", nil), evil...), http.StatusForbidden, "null", protocol.CodeInvalidRequest)
+	h.ToolsListOK(t, sid)
 }
 
 // Browser clients on an allowed origin can use the endpoint: the CORS
@@ -496,7 +497,7 @@ func TestCORS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, withOpts(func(o *Options) { o.AllowedOrigins = tc.allowed }))
 			for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-				pre := h.send(t, http.MethodOptions, "", nil, "Origin", tc.origin,
+				pre := h.Send(t, http.MethodOptions, "", nil, "Origin", tc.origin,
 					"Access-Control-Request-Method", method, "Access-Control-Request-Headers", reqHeaders)
 				acao := pre.Header.Get("Access-Control-Allow-Origin")
 				if !tc.ok {
@@ -518,15 +519,15 @@ func TestCORS(t *testing.T) {
 					}
 				}
 			}
-			r := h.post(t, "", initBody(protocol.LatestVersion, nil), "Origin", tc.origin)
+			r := h.Post(t, "", th.InitBody(protocol.LatestVersion, nil), "Origin", tc.origin)
 			if !tc.ok {
-				wantRPCError(t, r, http.StatusForbidden, "null", protocol.CodeInvalidRequest)
+				th.WantRPCError(t, r, http.StatusForbidden, "null", protocol.CodeInvalidRequest)
 				if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != "" {
 					t.Errorf("refused POST: Access-Control-Allow-Origin %q, want none", acao)
 				}
 				return
 			}
-			resultOf(t, r, "0")
+			th.ResultOf(t, r, "0")
 			if acao := r.Header.Get("Access-Control-Allow-Origin"); acao != tc.origin {
 				t.Errorf("POST: Access-Control-Allow-Origin %q, want %s", acao, tc.origin)
 			}
@@ -577,7 +578,7 @@ func TestOrigin_MalformedAllowList(t *testing.T) {
 
 func TestContentNegotiation(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -586,17 +587,17 @@ func TestContentNegotiation(t *testing.T) {
 		want   int
 		id     string
 	}{
-		{"Content-Type text/plain", http.MethodPost, rpc(1, "tools/list", nil), []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType, "null"},
-		{"Content-Type form", http.MethodPost, rpc(1, "tools/list", nil), []string{"Content-Type", "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType, "null"},
-		{"Accept text/html", http.MethodPost, rpc(1, "tools/list", nil), []string{"Accept", "text/html"}, http.StatusNotAcceptable, "null"},
+		{"Content-Type text/plain", http.MethodPost, th.RPC(1, "tools/list", nil), []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType, "null"},
+		{"Content-Type form", http.MethodPost, th.RPC(1, "tools/list", nil), []string{"Content-Type", "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType, "null"},
+		{"Accept text/html", http.MethodPost, th.RPC(1, "tools/list", nil), []string{"Accept", "text/html"}, http.StatusNotAcceptable, "null"},
 		{"GET Accept application/json", http.MethodGet, nil, []string{"Accept", "application/json"}, http.StatusNotAcceptable, "null"},
 		{"GET without Accept", http.MethodGet, nil, []string{"Accept", ""}, http.StatusNotAcceptable, "null"},
-		{"PUT", http.MethodPut, rpc(1, "tools/list", nil), nil, http.StatusMethodNotAllowed, "null"},
-		{"PATCH", http.MethodPatch, rpc(1, "tools/list", nil), nil, http.StatusMethodNotAllowed, "null"},
+		{"PUT", http.MethodPut, th.RPC(1, "tools/list", nil), nil, http.StatusMethodNotAllowed, "null"},
+		{"PATCH", http.MethodPatch, th.RPC(1, "tools/list", nil), nil, http.StatusMethodNotAllowed, "null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := h.send(t, tc.method, sid, tc.body, tc.hdr...)
-			wantRPCError(t, r, tc.want, tc.id, protocol.CodeInvalidRequest)
+			r := h.Send(t, tc.method, sid, tc.body, tc.hdr...)
+			th.WantRPCError(t, r, tc.want, tc.id, protocol.CodeInvalidRequest)
 			if tc.want == http.StatusMethodNotAllowed {
 				allow := r.Header.Get("Allow")
 				for _, m := range []string{"GET", "POST", "DELETE"} {
@@ -605,26 +606,26 @@ func TestContentNegotiation(t *testing.T) {
 					}
 				}
 			}
-			h.toolsListOK(t, sid)
+			h.ToolsListOK(t, sid)
 		})
 	}
 
 	t.Run("Content-Type with charset", func(t *testing.T) {
-		resultOf(t, h.post(t, sid, rpc(2, "tools/list", nil), "Content-Type", "application/json; charset=utf-8"), "2")
+		th.ResultOf(t, h.Post(t, sid, th.RPC(2, "tools/list", nil), "Content-Type", "application/json; charset=utf-8"), "2")
 	})
 	t.Run("Accept */*", func(t *testing.T) {
-		resultOf(t, h.post(t, sid, rpc(2, "tools/list", nil), "Accept", "*/*"), "2")
+		th.ResultOf(t, h.Post(t, sid, th.RPC(2, "tools/list", nil), "Accept", "*/*"), "2")
 	})
 	t.Run("notifications and responses get 202 with no body", func(t *testing.T) {
 		for _, body := range [][]byte{
-			rpc(nil, "notifications/initialized", nil),
-			rpc(nil, "notifications/roots/list_changed", nil),
-			rpc(nil, "notifications/no-such-notification", map[string]any{"x": 1}),
-			rpc(nil, "notifications/cancelled", map[string]any{"requestId": 999}),
+			th.RPC(nil, "notifications/initialized", nil),
+			th.RPC(nil, "notifications/roots/list_changed", nil),
+			th.RPC(nil, "notifications/no-such-notification", map[string]any{"x": 1}),
+			th.RPC(nil, "notifications/cancelled", map[string]any{"requestId": 999}),
 			[]byte(`{"jsonrpc":"2.0","id":"s404","result":{}}`),
 			[]byte(`{"jsonrpc":"2.0","id":17,"error":{"code":-1,"message":"no"}}`),
 		} {
-			r := h.post(t, sid, body)
+			r := h.Post(t, sid, body)
 			if r.Status != http.StatusAccepted || len(r.Body) != 0 {
 				t.Errorf("%s: %s, want 202 with an empty body", body, r)
 			}
@@ -636,18 +637,18 @@ func TestContentNegotiation(t *testing.T) {
 // with application/json, and its progress goes to the GET stream.
 func TestContentNegotiation_JSONOnlyProgressGoesToGET(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
-	get := h.openGET(t, sid)
-	if ev := get.next(t); !ev.priming() {
+	sid := h.Initialize(t)
+	get := h.OpenGET(t, sid)
+	if ev := get.Next(t); !ev.Priming() {
 		t.Fatalf("first GET event = %+v, want a priming event", ev)
 	}
-	r := h.post(t, sid, toolCall(9, "progress", map[string]any{"n": 3}, "tok"), "Accept", "application/json")
-	if text, isErr := toolText(t, resultOf(t, r, "9")); text != "done 3" || isErr {
+	r := h.Post(t, sid, th.ToolCall(9, "progress", map[string]any{"n": 3}, "tok"), "Accept", "application/json")
+	if text, isErr := th.ToolText(t, th.ResultOf(t, r, "9")); text != "done 3" || isErr {
 		t.Fatalf("result %q isError=%v", text, isErr)
 	}
 	for i := 1; i <= 3; i++ {
-		_, m := get.nextMessage(t)
-		p := progressOf(t, m)
+		_, m := get.NextMessage(t)
+		p := th.ProgressOf(t, m)
 		if p.Token != `"tok"` || p.Progress != float64(i) {
 			t.Fatalf("GET event %d = %+v, want progress %d for token \"tok\"", i, p, i)
 		}
@@ -661,7 +662,7 @@ func TestContentNegotiation_JSONOnlyProgressGoesToGET(t *testing.T) {
 // read as acceptance.
 func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 	h := newHarness(t)
-	sid := h.initialize(t)
+	sid := h.Initialize(t)
 	for i, tc := range []struct {
 		accept string
 		want   string // "json", "sse" or "406"
@@ -675,11 +676,11 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 		{"application/json;q=0, text/event-stream;q=0", "406"},
 	} {
 		t.Run("POST "+tc.accept, func(t *testing.T) {
-			r := h.post(t, sid, toolCall(i, "progress", map[string]any{"n": 2}, "pt"), "Accept", tc.accept)
+			r := h.Post(t, sid, th.ToolCall(i, "progress", map[string]any{"n": 2}, "pt"), "Accept", tc.accept)
 			ct := r.Header.Get("Content-Type")
 			switch tc.want {
 			case "406":
-				wantRPCError(t, r, http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
+				th.WantRPCError(t, r, http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
 				return
 			case "json":
 				if !strings.HasPrefix(ct, "application/json") {
@@ -690,23 +691,23 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 					t.Fatalf("%s, want text/event-stream", r)
 				}
 			}
-			if text, _ := toolText(t, resultOf(t, r, fmt.Sprint(i))); text != "done 2" {
+			if text, _ := th.ToolText(t, th.ResultOf(t, r, fmt.Sprint(i))); text != "done 2" {
 				t.Fatalf("result %q", text)
 			}
 		})
 	}
 	for _, accept := range []string{"text/event-stream;q=0", "text/event-stream; q=0, application/json", "text/*;q=0"} {
 		t.Run("GET "+accept, func(t *testing.T) {
-			wantRPCError(t, h.send(t, http.MethodGet, sid, nil, "Accept", accept), http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
+			th.WantRPCError(t, h.Send(t, http.MethodGet, sid, nil, "Accept", accept), http.StatusNotAcceptable, "null", protocol.CodeInvalidRequest)
 		})
 	}
 	t.Run("GET text/event-stream;q=0.5", func(t *testing.T) {
-		if ev := h.openGET(t, sid, "Accept", "text/event-stream;q=0.5").next(t); !ev.priming() {
+		if ev := h.OpenGET(t, sid, "Accept", "text/event-stream;q=0.5").Next(t); !ev.Priming() {
 			t.Fatalf("first event %+v, want the priming event", ev)
 		}
 	})
 	t.Run("explicit refusal beats a wildcard", func(t *testing.T) {
-		r := h.post(t, sid, toolCall(99, "progress", map[string]any{"n": 2}, "pt"), "Accept", "text/event-stream;q=0, */*")
+		r := h.Post(t, sid, th.ToolCall(99, "progress", map[string]any{"n": 2}, "pt"), "Accept", "text/event-stream;q=0, */*")
 		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Fatalf("%s, want application/json", r)
 		}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
 // TestToolsListChanged: every client session gets the notification on its
@@ -11,20 +12,20 @@ import (
 // the stream's log.
 func TestToolsListChanged(t *testing.T) {
 	h := newHarness(t)
-	live, later := h.initialize(t), h.initialize(t)
-	sub := subscribeR(t, h.rClient(live))
-	if ev := sub.next(t); ev.ID != "g-0" {
+	live, later := h.Initialize(t), h.Initialize(t)
+	sub := th.SubscribeR(t, h.RClient(live))
+	if ev := sub.Next(t); ev.ID != "g-0" {
 		t.Fatalf("first event %+v, want the priming event", ev)
 	}
 	n, err := h.tr.ToolsListChanged()
 	if err != nil || n != 2 {
 		t.Fatalf("ToolsListChanged = %d, %v; want 2 sessions", n, err)
 	}
-	for name, s := range map[string]*rSub{"connected": sub, "connecting later": subscribeR(t, h.rClient(later))} {
+	for name, s := range map[string]*th.RSub{"connected": sub, "connecting later": th.SubscribeR(t, h.RClient(later))} {
 		if name == "connecting later" {
-			s.next(t) // its priming event
+			s.Next(t) // its priming event
 		}
-		_, m := s.nextMessage(t)
+		_, m := s.NextMessage(t)
 		if m.Method != protocol.NotificationToolsListChanged {
 			t.Fatalf("%s session got %s, want %s", name, m.Method, protocol.NotificationToolsListChanged)
 		}
