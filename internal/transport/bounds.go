@@ -26,14 +26,15 @@ const (
 	// A client's answer to sampling carries one model message, which may
 	// be an image or audio as base64; elicitation a form's fields;
 	// roots/list a list of URIs. 1 MiB holds a sizeable image, and is the
-	// most a mailbox of a pending request holds in Redis (redisanswer.go).
+	// most a shared store hands on to the replica whose request waits
+	// (Replicator.ForwardAnswer).
 	DefaultMaxClientResponseBytes = 1 << 20
 )
 
 // checkInitialize refuses initialize params whose clientInfo or
 // capabilities are larger or deeper than the client session may keep:
-// both are held for the session's life, in memory and in the Redis
-// session hash, so their size must not be the client's to choose.
+// both are held for the session's life, in memory and in a shared
+// store, so their size must not be the client's to choose.
 // Refused, nothing of the request is kept. Malformed params pass:
 // srv.Initialize says what is wrong with them.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,11 +56,11 @@ type ClientSession struct {
 
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 
-	// mu guards what follows. Lock order: a shared copy's write lock
-	// (redisCopy.wmu) and the shared store's mu come before it; while
-	// it is held the session may take its streams' mu, the subscription
-	// index's mu and its shared copy's smu, and none of those is ever
-	// held when mu is taken.
+	// mu guards what follows. Lock order: a shared store's locks come
+	// before it, but for the leaf lock its copy may take in ResetState's
+	// pending; while it is held the session may take its streams' mu and
+	// the subscription index's mu, and none of those is ever held when mu
+	// is taken.
 	mu          sync.Mutex
 	ended       bool
 	logLevel    protocol.LoggingLevel
@@ -67,15 +68,15 @@ type ClientSession struct {
 	inflight    map[string]inflightRequest
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
-	standalone  *stream
-	streams     map[string]*stream // POST streams kept for resumption
+	standalone  *Stream
+	streams     map[string]*Stream // POST streams kept for resumption
 	streamOrder []string
 	nextStream  int
 
 	// rep links the session to the other replicas serving it
-	// (replica.go): localReplica in memory, set before the session is
-	// used and never changed.
-	rep replicator
+	// (replica.go): localReplica in memory, another set by Share before
+	// the session is used, and never changed.
+	rep Replicator
 }
 
 // SessionInit is what initialize establishes for a new client session.
@@ -98,7 +99,10 @@ type SessionInit struct {
 	index *subscriptions
 }
 
-func newClientSession(parent context.Context, id string, in SessionInit, now time.Time) *ClientSession {
+// NewClientSession returns a new client session, as a SessionStore
+// creates one: it ends when parent does, and was last seen at now. A
+// store that shares it with other replicas then calls Share.
+func NewClientSession(parent context.Context, id string, in SessionInit, now time.Time) *ClientSession {
 	ctx, cancel := context.WithCancel(parent)
 	if in.Tenant == "" {
 		in.Tenant = tenant.Default
@@ -115,15 +119,29 @@ func newClientSession(parent context.Context, id string, in SessionInit, now tim
 		inflight:   map[string]inflightRequest{},
 		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
-		streams:    map[string]*stream{},
+		streams:    map[string]*Stream{},
 		rep:        localReplica{},
 	}
-	s.touch(now)
+	s.Touch(now)
 	// The end of the session, however it comes (terminate, or the
 	// transport's context), cancels every handler running for it: their
 	// contexts are the requests', which the session's does not reach.
 	context.AfterFunc(ctx, s.cancelInflight)
 	return s
+}
+
+// Share makes s a copy of a session other replicas serve too: rep links
+// it to them, and getLog keeps the events of its GET stream. The ids the
+// session hands out (POST streams, server-to-client requests) start at a
+// random base, so that those of two replicas never collide: a
+// Last-Event-ID or a response meant for another replica's stream or
+// request is then unknown here, never misdelivered. It is called once,
+// before s is used.
+func (s *ClientSession) Share(rep Replicator, getLog EventLog) {
+	s.rep = rep
+	s.nextOutID = mrand.Int64N(1<<40) << 16
+	s.nextStream = int(mrand.Int64N(1<<40) << 16)
+	s.standalone.log = getLog
 }
 
 // cancelInflight cancels the handlers of the session's requests in
@@ -142,6 +160,13 @@ func (s *ClientSession) cancelInflight() {
 
 // ID implements handlers.Session.
 func (s *ClientSession) ID() string { return s.id }
+
+// Tenant is the tenant the session belongs to.
+func (s *ClientSession) Tenant() string { return s.tenant }
+
+// Principal is the ID of the principal that created the session; only it
+// may use the session.
+func (s *ClientSession) Principal() string { return s.principal }
 
 // ProtocolVersion implements handlers.Session.
 func (s *ClientSession) ProtocolVersion() string { return s.version }
@@ -164,7 +189,7 @@ func (s *ClientSession) SetLogLevel(l protocol.LoggingLevel) {
 	s.mu.Lock()
 	s.logLevel = l
 	s.mu.Unlock()
-	s.rep.changed(clientChange{kind: changeLevel, level: l})
+	s.rep.Changed(ClientChange{Kind: ChangeLevel, Level: l})
 }
 
 // Subscribe implements handlers.Session.
@@ -188,7 +213,7 @@ func (s *ClientSession) Subscribe(uri string) error {
 		s.addSub(uri)
 	}
 	s.mu.Unlock()
-	s.rep.changed(clientChange{kind: changeSub, uri: uri})
+	s.rep.Changed(ClientChange{Kind: ChangeSubscribe, URI: uri})
 	return nil
 }
 
@@ -200,7 +225,7 @@ func (s *ClientSession) Unsubscribe(uri string) {
 	s.mu.Lock()
 	s.removeSub(uri)
 	s.mu.Unlock()
-	s.rep.changed(clientChange{kind: changeUnsub, uri: uri})
+	s.rep.Changed(ClientChange{Kind: ChangeUnsubscribe, URI: uri})
 }
 
 // addSub and removeSub change the subscription set; s.mu must be held.
@@ -208,7 +233,7 @@ func (s *ClientSession) Unsubscribe(uri string) {
 // found through the shared store's, which every replica sees.
 func (s *ClientSession) addSub(uri string) {
 	s.subs[uri] = struct{}{}
-	if s.rep.indexesLocally() {
+	if s.rep.IndexesLocally() {
 		s.index.add(s.tenant, uri, s)
 	}
 }
@@ -216,16 +241,16 @@ func (s *ClientSession) addSub(uri string) {
 func (s *ClientSession) removeSub(uri string) {
 	if _, ok := s.subs[uri]; ok {
 		delete(s.subs, uri)
-		if s.rep.indexesLocally() {
+		if s.rep.IndexesLocally() {
 			s.index.remove(s.tenant, uri, s)
 		}
 	}
 }
 
-// applyChange takes a change the client made on another replica (or
+// ApplyChange takes a change the client made on another replica (or
 // this one), in the order the shared store saw it, without writing it
 // back.
-func (s *ClientSession) applyChange(c clientChange) {
+func (s *ClientSession) ApplyChange(c ClientChange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
@@ -233,58 +258,94 @@ func (s *ClientSession) applyChange(c clientChange) {
 	}
 }
 
-// clientChange is a change the client made to the state its session
+// ClientChange is a change the client made to the state its session
 // shares with the other replicas: the log level, or a subscription.
-type clientChange struct {
-	kind  changeKind
-	level protocol.LoggingLevel // changeLevel
-	uri   string                // changeSub, changeUnsub
+type ClientChange struct {
+	Kind  ChangeKind
+	Level protocol.LoggingLevel // ChangeLevel
+	URI   string                // ChangeSubscribe, ChangeUnsubscribe
 }
 
-type changeKind uint8
+// ChangeKind says what a ClientChange changes.
+type ChangeKind uint8
 
+// The kinds of ClientChange.
 const (
-	changeLevel changeKind = iota + 1
-	changeSub
-	changeUnsub
+	ChangeLevel ChangeKind = iota + 1
+	ChangeSubscribe
+	ChangeUnsubscribe
 )
 
 // applyClientChange takes a change the client made; s.mu must be held.
-func (s *ClientSession) applyClientChange(c clientChange) {
-	switch c.kind {
-	case changeLevel:
-		s.logLevel = c.level
-	case changeSub:
+func (s *ClientSession) applyClientChange(c ClientChange) {
+	switch c.Kind {
+	case ChangeLevel:
+		s.logLevel = c.Level
+	case ChangeSubscribe:
 		if len(s.subs) < maxSubscriptions {
-			s.addSub(c.uri)
+			s.addSub(c.URI)
 		}
-	case changeUnsub:
-		s.removeSub(c.uri)
+	case ChangeUnsubscribe:
+		s.removeSub(c.URI)
 	}
 }
-
-// isHome reports whether this replica tells the session of the
-// broadcasts every replica sees (tools/list_changed).
-func (s *ClientSession) isHome() bool { return s.rep.isHome() }
 
 // broadcast logs on the GET stream an event every replica produces by
 // itself (tools/list_changed) and reports whether this replica believes
 // it tells the session. In memory it is an append; a shared session's
-// copies each offer it, and one of them logs it (redislog.go).
+// copies each offer it, and one of them logs it (Replicator.Broadcast).
 func (s *ClientSession) broadcast(data []byte) bool {
-	return s.rep.broadcast(s.standalone, data)
+	return s.rep.Broadcast(s.standalone, data)
 }
 
-// subscriptions returns the URIs the session is subscribed to.
-func (s *ClientSession) subscriptions() []string {
+// ClientState returns what the client changed in its session, read
+// together: the log level and the URIs it is subscribed to.
+func (s *ClientSession) ClientState() (protocol.LoggingLevel, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uris := make([]string, 0, len(s.subs))
 	for uri := range s.subs {
 		uris = append(uris, uri)
 	}
-	return uris
+	return s.logLevel, uris
 }
+
+// ResetState replaces what the client changed in its session with what a
+// shared store holds, as one step: the log level (none: unchanged) and
+// the subscriptions (past maxSubscriptions, the rest is dropped), then
+// the changes pending returns on top, the client's changes the store has
+// not taken yet. pending runs with the session's lock held: it may take
+// only a leaf lock of its own, and must not call s.
+func (s *ClientSession) ResetState(level protocol.LoggingLevel, subs []string, pending func() []ClientChange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if level != "" {
+		s.logLevel = level
+	}
+	keep := make(map[string]bool, len(subs))
+	for _, uri := range subs {
+		keep[uri] = true
+	}
+	for uri := range s.subs {
+		if !keep[uri] {
+			s.removeSub(uri)
+		}
+	}
+	for _, uri := range subs {
+		if len(s.subs) < maxSubscriptions {
+			s.addSub(uri)
+		}
+	}
+	for _, c := range pending() {
+		s.applyClientChange(c)
+	}
+}
+
+// Supersede closes the GET stream's connection on this replica, with a
+// retry hint in case it is in fact the client's live one: the client
+// opened the session's stream on another replica, and a message must not
+// go out on two streams (basic/transports).
+func (s *ClientSession) Supersede() { s.standalone.closeConn(supersededRetryMs) }
 
 func (s *ClientSession) subscribed(uri string) bool {
 	s.mu.Lock()
@@ -293,19 +354,20 @@ func (s *ClientSession) subscribed(uri string) bool {
 	return ok
 }
 
-func (s *ClientSession) touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
+// Touch records that the client showed a sign of life at now.
+func (s *ClientSession) Touch(now time.Time) { s.lastSeen.Store(now.UnixNano()) }
 
-// idleSince reports whether the client has shown no sign of life since
+// IdleSince reports whether the client has shown no sign of life since
 // t: no request, no connected stream, and no request in flight whose HTTP
 // request is still open. A handler waiting on a client that went away
 // (for a sampling answer, say) does not keep the session alive.
-func (s *ClientSession) idleSince(t time.Time) bool {
+func (s *ClientSession) IdleSince(t time.Time) bool {
 	if s.lastSeen.Load() >= t.UnixNano() {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.standalone.attached() {
+	if s.standalone.Attached() {
 		return false
 	}
 	for _, in := range s.inflight {
@@ -314,22 +376,22 @@ func (s *ClientSession) idleSince(t time.Time) bool {
 		}
 	}
 	for _, st := range s.streams {
-		if st.attached() {
+		if st.Attached() {
 			return false
 		}
 	}
 	return true
 }
 
-// busy reports whether work of the session runs on this replica: a
+// Busy reports whether work of the session runs on this replica: a
 // request in flight, whether or not its HTTP connection is still open (a
 // detached long-running tool, a handler waiting on sampling or
 // elicitation), or a server-to-client request awaiting its answer. For a
-// shared session idleSince is not enough to let such a copy go: the
+// shared session IdleSince is not enough to let such a copy go: the
 // client may be busy on other replicas, which never touch this copy, or
 // be about to answer or resume there, so evicting it would cancel a
 // handler of a session that is alive.
-func (s *ClientSession) busy() bool {
+func (s *ClientSession) Busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.inflight) > 0 || len(s.pending) > 0
@@ -366,8 +428,10 @@ func (s *ClientSession) end(id protocol.ID) {
 	delete(s.inflight, id.String())
 }
 
-// cancelRequest handles notifications/cancelled.
-func (s *ClientSession) cancelRequest(id protocol.ID) bool {
+// CancelRequest cancels the handler of request id, as
+// notifications/cancelled asks (its context ends with
+// errCancelledByClient), and reports whether one ran here.
+func (s *ClientSession) CancelRequest(id protocol.ID) bool {
 	s.mu.Lock()
 	cancel := s.inflight[id.String()].cancel
 	s.mu.Unlock()
@@ -393,7 +457,7 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	ch := make(chan *protocol.Message, 1)
 	s.pending[string(id)] = ch
 	s.mu.Unlock()
-	s.rep.awaitAnswer(id)
+	s.rep.AwaitAnswer(id)
 	return id, ch, nil
 }
 
@@ -401,12 +465,12 @@ func (s *ClientSession) forget(id protocol.ID) {
 	s.mu.Lock()
 	delete(s.pending, string(id))
 	s.mu.Unlock()
-	s.rep.forgetAnswer(id)
+	s.rep.ForgetAnswer(id)
 }
 
-// deliver hands a client's response to the server-to-client request waiting
-// for it; false when nothing waits for that id.
-func (s *ClientSession) deliver(m *protocol.Message) bool {
+// Deliver hands a client's response to the server-to-client request
+// waiting for it; false when nothing waits for that id.
+func (s *ClientSession) Deliver(m *protocol.Message) bool {
 	s.mu.Lock()
 	ch := s.pending[string(m.ID)]
 	delete(s.pending, string(m.ID))
@@ -424,12 +488,21 @@ func (s *ClientSession) deliver(m *protocol.Message) bool {
 // replica can answer it with an error if this one dies first. Only a
 // response that streams gets here: one answered with JSON is not
 // mirrored.
-func (s *ClientSession) newPostStream(id protocol.ID) *stream {
+func (s *ClientSession) newPostStream(id protocol.ID) *Stream {
 	s.mu.Lock()
 	s.nextStream++
 	st := newStream("p"+strconv.Itoa(s.nextStream), s.logLimit)
 	s.mu.Unlock()
-	s.rep.mirror(st, id)
+	st.log = s.rep.Mirror(st, id)
+	return s.retain(st)
+}
+
+// RetainStream returns the session's stream name, made with the log
+// getLog gives it when the session holds none, and kept for resumption: a
+// shared store resumes here a stream another replica serves.
+func (s *ClientSession) RetainStream(name string, getLog func(*Stream) EventLog) *Stream {
+	st := newStream(name, s.logLimit)
+	st.log = getLog(st)
 	return s.retain(st)
 }
 
@@ -437,7 +510,7 @@ func (s *ClientSession) newPostStream(id protocol.ID) *stream {
 // name the session holds already. Past maxRetainedStreams the oldest
 // finished, unattached stream is dropped; a stream still in use never is
 // (their number is bounded by maxInflight).
-func (s *ClientSession) retain(st *stream) *stream {
+func (s *ClientSession) retain(st *Stream) *Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if have := s.streams[st.id]; have != nil {
@@ -461,7 +534,7 @@ func (s *ClientSession) retain(st *stream) *stream {
 // this replica: its GET streams and its POST responses being streamed.
 func (s *ClientSession) openStreams() int {
 	s.mu.Lock()
-	all := make([]*stream, 0, len(s.streams)+1)
+	all := make([]*Stream, 0, len(s.streams)+1)
 	all = append(all, s.standalone)
 	for _, st := range s.streams {
 		all = append(all, st)
@@ -469,15 +542,29 @@ func (s *ClientSession) openStreams() int {
 	s.mu.Unlock()
 	n := 0
 	for _, st := range all {
-		if st.attached() {
+		if st.Attached() {
 			n++
 		}
 	}
 	return n
 }
 
-// stream finds a stream by name for resumption.
-func (s *ClientSession) stream(name string) *stream {
+// Standalone is the session's GET stream.
+func (s *ClientSession) Standalone() *Stream { return s.standalone }
+
+// Streams returns the POST streams the session keeps for resumption.
+func (s *ClientSession) Streams() []*Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := make([]*Stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		all = append(all, st)
+	}
+	return all
+}
+
+// Stream finds a stream by name for resumption.
+func (s *ClientSession) Stream(name string) *Stream {
 	if name == standaloneStreamName {
 		return s.standalone
 	}
@@ -488,7 +575,7 @@ func (s *ClientSession) stream(name string) *stream {
 
 // release drops a POST stream once its response has been written and
 // flushed. One whose last write failed stays, so the client can resume it.
-func (s *ClientSession) release(st *stream) {
+func (s *ClientSession) release(st *Stream) {
 	if st == s.standalone || !st.delivered() {
 		return
 	}
@@ -503,16 +590,16 @@ func (s *ClientSession) release(st *stream) {
 	}
 }
 
-// terminate ends the session: handlers are cancelled, waiting
+// Terminate ends the session: handlers are cancelled, waiting
 // server-to-client requests fail, and every stream connection closes.
-func (s *ClientSession) terminate() {
+func (s *ClientSession) Terminate() {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
 		return
 	}
 	s.ended = true
-	streams := make([]*stream, 0, len(s.streams)+1)
+	streams := make([]*Stream, 0, len(s.streams)+1)
 	streams = append(streams, s.standalone)
 	for _, st := range s.streams {
 		streams = append(streams, st)

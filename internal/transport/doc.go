@@ -30,7 +30,7 @@
 //
 // The state of a client session is owned by one type, ClientSession, and
 // sessions are found through the SessionStore interface so that a shared
-// (Redis-backed) store can replace the in-memory one (DESIGN.md, Scale-out).
+// store can replace the in-memory one (DESIGN.md, Scale-out).
 //
 // # Session sharing
 //
@@ -39,14 +39,14 @@
 // three interfaces it declares, each with an in-memory implementation
 // that does nothing or keeps everything here:
 //
-//   - replicator (replica.go), one per session: write-through of the
+//   - Replicator (replica.go), one per session: write-through of the
 //     client's changes, the mailboxes of server-to-client requests,
 //     forwarding of answers and cancellations, the home claim when a GET
 //     stream opens, broadcasts, and the mirror and resumption of POST
 //     streams; localReplica in memory.
-//   - eventLog (stream.go), one per stream: where its events live beside
+//   - EventLog (stream.go), one per stream: where its events live beside
 //     or instead of the ring; localLog in memory.
-//   - fanout (replica.go), one per transport: resource updates and their
+//   - Fanout (replica.go), one per transport: resource updates and their
 //     subscribers; localFanout, the subscription index, in memory.
 //
 // The Redis implementations are the redis*.go files (redisCopy,

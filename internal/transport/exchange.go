@@ -29,7 +29,7 @@ type exchange struct {
 	id       protocol.ID   // the request's, for an early answer
 
 	mu    sync.Mutex
-	st    *stream       // the response stream, once the handler sent a message
+	st    *Stream       // the response stream, once the handler sent a message
 	final []byte        // the response, when it came before any message
 	ready chan struct{} // closed when st or final is set, whichever is first
 }
@@ -39,7 +39,7 @@ func newExchange(t *Transport, w http.ResponseWriter, r *http.Request, sess *Cli
 }
 
 // startStream creates the response stream; ex.mu must be held.
-func (ex *exchange) startStream() *stream {
+func (ex *exchange) startStream() *Stream {
 	st := ex.sess.newPostStream(ex.id)
 	ex.st = st
 	close(ex.ready)
@@ -144,7 +144,7 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 	defer ex.sess.forget(id)
 	ex.send(protocol.AppendRequest(nil, id, method, p))
 	var poll <-chan time.Time
-	if every := ex.sess.rep.answerPoll(); every > 0 {
+	if every := ex.sess.rep.AnswerPoll(); every > 0 {
 		// A response another replica took while it could not hand it
 		// on waits where awaitAnswer reads it: read it every poll.
 		tick := time.NewTicker(every)
@@ -163,7 +163,7 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for %s answer: %w", method, ctx.Err())
 		case <-poll:
-			ex.sess.rep.awaitAnswer(id)
+			ex.sess.rep.AwaitAnswer(id)
 		}
 	}
 }
@@ -211,7 +211,7 @@ func (ex *exchange) CloseStream(retryMs int) {
 }
 
 // stream returns the response stream, if the handler started one.
-func (ex *exchange) stream() *stream {
+func (ex *exchange) stream() *Stream {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.st

@@ -39,12 +39,12 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	st, resume, prime := sess.standalone, int64(-1), protocol.HasPrimingEvents(sess.version)
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		name, seq, ok := parseEventID(last)
-		resumed := sess.stream(name)
+		resumed := sess.Stream(name)
 		if ok && isPostStreamName(name) && (resumed == nil || resumed.follower()) {
 			// Another replica's POST stream, or a delivered one of this
 			// replica's: a shared session's log outlives it here.
 			var err error
-			if resumed, err = sess.rep.resume(r.Context(), name, resumed); err != nil {
+			if resumed, err = sess.rep.Resume(r.Context(), name, resumed); err != nil {
 				// The shared log cannot say: never a 400 that would make
 				// the client give up a response that may be there.
 				retryLater(w, "cannot resume %q now: %v", last, err)
@@ -66,13 +66,13 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if st == sess.standalone {
-		if err := sess.rep.openStandalone(r.Context(), st); err != nil {
+		if err := sess.rep.OpenStandalone(r.Context(), st); err != nil {
 			// The session lives: the client retries.
 			retryLater(w, "cannot open the stream now: %v", err)
 			return
 		}
 	}
-	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.attached() && sess.openStreams() >= limit {
+	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.Attached() && sess.openStreams() >= limit {
 		// A GET that would open one more stream than the session may hold
 		// (so one client cannot hold connections without bound); one that
 		// reconnects a stream supersedes its old connection and opens
@@ -88,7 +88,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	t.serveStream(r.Context(), w, st, c, cursor, prime)
 	st.detach(c)
 	sess.release(st)
-	sess.touch(t.now())
+	sess.Touch(t.now())
 }
 
 // handleDelete ends a client session (basic/transports, "Session

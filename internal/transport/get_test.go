@@ -22,7 +22,7 @@ import (
 func resURI(i int) string { return fmt.Sprintf("test://res/%d", i) }
 
 // standalone returns the session's GET stream (white-box).
-func (h *harness) standalone(t testing.TB, sid string) *stream {
+func (h *harness) standalone(t testing.TB, sid string) *Stream {
 	t.Helper()
 	return h.session(t, sid).standalone
 }
@@ -120,7 +120,7 @@ func TestGET_FreshStreamGetsOnlyUnwritten(t *testing.T) {
 		}
 	}
 	get.Close()
-	waitDetached(t, h.standalone(t, sid))
+	th.WaitDetached(t, h.standalone(t, sid))
 	h.updated(t, "test://a", "test://a", "test://a")
 
 	get2 := h.OpenGET(t, sid)
@@ -222,7 +222,7 @@ func TestGET_ResumeAfterFailedWrite(t *testing.T) {
 				}
 			}
 			name, _ := th.SplitEventID(t, last)
-			if h.session(t, sid).stream(name) == nil {
+			if h.session(t, sid).Stream(name) == nil {
 				t.Fatalf("stream %s was released although its last write failed (client has %q)", name, got)
 			}
 			res := h.OpenGET(t, sid, "Last-Event-ID", last)
@@ -288,9 +288,9 @@ func resumePostStream(t *testing.T, h *harness, tool string) {
 		t.Fatalf("want the started progress, got %+v", m)
 	}
 	blk.WaitStarted(t)
-	st := h.session(t, sid).stream(name)
+	st := h.session(t, sid).Stream(name)
 	ps.Close()
-	waitDetached(t, st)
+	th.WaitDetached(t, st)
 	blk.Release()
 	th.WaitChan(t, blk.Finished, "the handler to finish")
 
@@ -319,7 +319,7 @@ func resumePostStream(t *testing.T, h *harness, tool string) {
 
 	// Delivered once: the stream is gone, and resuming it again is refused
 	// rather than answered with a stream that would never carry a response.
-	testutil.Eventually(t, th.WaitLong, "the delivered stream to be released", func() bool { return h.session(t, sid).stream(name) == nil })
+	testutil.Eventually(t, th.WaitLong, "the delivered stream to be released", func() bool { return h.session(t, sid).Stream(name) == nil })
 	r := h.Send(t, http.MethodGet, sid, nil, "Accept", "text/event-stream", "Last-Event-ID", prime.ID)
 	th.WantRPCError(t, r, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
 	// The standalone stream's earlier event was never written, so a fresh
@@ -350,7 +350,7 @@ func TestGET_UnknownLastEventID(t *testing.T) {
 				t.Fatalf("event id %q, want g-%d", ev.ID, i+1)
 			}
 			get.Close()
-			waitDetached(t, h.standalone(t, sid))
+			th.WaitDetached(t, h.standalone(t, sid))
 		})
 	}
 	h.ToolsListOK(t, sid)
@@ -370,7 +370,7 @@ func TestGET_BoundedLog(t *testing.T) {
 		t.Fatalf("first event id %q", first.ID)
 	}
 	get.Close()
-	waitDetached(t, h.standalone(t, sid))
+	th.WaitDetached(t, h.standalone(t, sid))
 	for i := 0; i < 100; i++ {
 		h.updated(t, "test://bulk")
 	}
@@ -643,7 +643,7 @@ func (h *harness) rawGET(t testing.TB, sid string) net.Conn {
 
 // caughtUp reports whether every event in the log has been flushed to a
 // connection (white-box).
-func (s *stream) caughtUp() bool {
+func (s *Stream) caughtUp() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.flushed == s.nextSeq-1
@@ -664,13 +664,13 @@ func TestGET_ClientThatStopsReadingIsDropped(t *testing.T) {
 	}
 	st := h.standalone(t, sid)
 	h.rawGET(t, sid)
-	testutil.Eventually(t, th.WaitLong, "the raw GET to attach", st.attached)
+	testutil.Eventually(t, th.WaitLong, "the raw GET to attach", st.Attached)
 	start := time.Now()
 	pushed := 0
 	// Push whenever the writer has caught up, until a write blocks for
 	// good and the deadline ends the connection.
 	testutil.Eventually(t, 2*th.WaitLong, "the stream of a client that stopped reading to be detached", func() bool {
-		if !st.attached() {
+		if !st.Attached() {
 			return true
 		}
 		if st.caughtUp() {
@@ -761,8 +761,8 @@ func TestGET_StreamsPerSessionCap(t *testing.T) {
 
 	blocks[1].Release()
 	posts[1].Rest(t) // its response delivered, the stream closed
-	if st := h.session(t, sid).stream(names[1]); st != nil {
-		waitDetached(t, st)
+	if st := h.session(t, sid).Stream(names[1]); st != nil {
+		th.WaitDetached(t, st)
 	}
 	first := h.OpenGET(t, sid)
 	if ev := first.Next(t); !ev.Priming() {

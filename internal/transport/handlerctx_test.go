@@ -41,7 +41,7 @@ func TestObservedStatusIsWhatWasWritten(t *testing.T) {
 	sid := h.Initialize(t)
 	<-seen // initialize's
 	<-seen // notifications/initialized's
-	unknown, err := newSessionID()
+	unknown, err := NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}

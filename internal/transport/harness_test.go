@@ -97,10 +97,3 @@ func (h *harness) session(t testing.TB, sid string) *ClientSession {
 	}
 	return s
 }
-
-// waitDetached waits until no connection serves the stream: the server has
-// noticed that the client went away.
-func waitDetached(t testing.TB, st *stream) {
-	t.Helper()
-	testutil.Eventually(t, th.WaitLong, "stream "+st.id+" to be detached", func() bool { return !st.attached() })
-}

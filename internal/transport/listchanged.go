@@ -29,13 +29,13 @@ func (t *Transport) ListChanged(notification string) (int, error) {
 }
 
 // Subscribers returns the ids of tenantID's client sessions subscribed
-// to uri: in this process's index, or, with shared sessions, in Redis's
-// reverse index, which every replica writes (redisfanout.go), so a
-// subscription made or dropped on another replica counts. The index may
-// still name a session that expired, until an update finds it gone.
+// to uri: in this process's index, or, with shared sessions, in the
+// shared store's, which every replica writes (SharedStore), so a
+// subscription made or dropped on another replica counts. A shared index
+// may still name a session that expired, until an update finds it gone.
 func (t *Transport) Subscribers(ctx context.Context, tenantID, uri string) ([]string, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	return t.fanout.subscribers(ctx, tenantID, uri)
+	return t.fanout.Subscribers(ctx, tenantID, uri)
 }

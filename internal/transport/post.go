@@ -74,7 +74,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.session = sess.id
-	sess.touch(start)
+	sess.Touch(start)
 	switch msg.Kind {
 	case protocol.KindNotification:
 		if err := t.notification(r.Context(), sess, msg); err != nil {
@@ -172,11 +172,11 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 		if !errors.Is(err, ErrSessionNotFound) {
 			status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "1")
-			// A session Redis may be about to get back is no fault here,
-			// and anyone may name one (an offline id is easy to forge):
-			// not an error line per request.
+			// A session a shared store may be about to get back is no
+			// fault here, and anyone may name one: not an error line per
+			// request.
 			lvl := zerolog.ErrorLevel
-			if errors.Is(err, errRedisLost) {
+			if errors.Is(err, ErrSessionPending) {
 				lvl = zerolog.DebugLevel
 			}
 			t.log.WithLevel(lvl).Err(err).Msg("look up client session")
@@ -232,7 +232,7 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 	}
 	out, err := protocol.Marshal(result)
 	if err != nil {
-		sess.terminate()
+		sess.Terminate()
 		writeError(w, http.StatusInternalServerError, msg.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		return
 	}
@@ -275,14 +275,14 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
 			return nil
 		}
-		if !sess.cancelRequest(p.RequestID) && len(p.RequestID) <= maxForwardedCancelID {
+		if !sess.CancelRequest(p.RequestID) && len(p.RequestID) <= maxForwardedCancelID {
 			// The request may run on another replica: without this, a
 			// cancellation landing elsewhere than its request would be
 			// accepted and ignored. Each one may reach every replica, so
 			// its size is bounded: an id longer than any client sends is
 			// not forwarded (cancellation is advisory,
 			// basic/utilities/cancellation).
-			return sess.rep.forwardCancel(ctx, p.RequestID)
+			return sess.rep.ForwardCancel(ctx, p.RequestID)
 		}
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
@@ -316,9 +316,9 @@ func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess 
 		body = protocol.AppendError(nil, msg.ID, refused)
 	}
 	var err error
-	if !sess.deliver(msg) {
+	if !sess.Deliver(msg) {
 		var routed bool
-		if routed, err = sess.rep.forwardAnswer(r.Context(), msg, body); !routed && err == nil {
+		if routed, err = sess.rep.ForwardAnswer(r.Context(), msg, body); !routed && err == nil {
 			t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
 		}
 	}
@@ -449,8 +449,8 @@ func (t *Transport) writeNow(w http.ResponseWriter, final []byte) {
 }
 
 // streamResponse serves a POST response stream to its end.
-func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *stream) {
-	st.log.open() // a shared log has the stream before the client learns its name
+func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess *ClientSession, st *Stream) {
+	st.log.Open() // a shared log has the stream before the client learns its name
 	c, cursor := st.attach(0)
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))

@@ -132,7 +132,7 @@ func TestPostSSE_ConcurrentStreamsAreNeverEvicted(t *testing.T) {
 			}
 			sess := h.session(t, sid)
 			for i, name := range names {
-				if sess.stream(name) == nil {
+				if sess.Stream(name) == nil {
 					t.Fatalf("call %d: its stream %s was dropped while its handler runs (%d calls in flight)", i, name, n)
 				}
 			}
@@ -403,13 +403,13 @@ func disconnectSSE(t *testing.T, h *harness, tool string) {
 		t.Fatalf("first message %+v", m)
 	}
 	name, _ := th.SplitEventID(t, ev.ID)
-	st := h.session(t, sid).stream(name)
+	st := h.session(t, sid).Stream(name)
 	if st == nil {
 		t.Fatalf("no stream %q", name)
 	}
 	blk.WaitStarted(t)
 	ps.Close()
-	waitDetached(t, st) // the server has seen the disconnect
+	th.WaitDetached(t, st) // the server has seen the disconnect
 	th.NotWithin(t, blk.Cancelled, th.WaitShort, "cancellation of the handler on client disconnect")
 	// Explicit cancellation: end the session.
 	if r := h.Send(t, http.MethodDelete, sid, nil); r.Status != http.StatusNoContent {
@@ -471,9 +471,9 @@ func TestRequestLog_ClientLeavesEarly(t *testing.T) {
 	ps := h.PostSSE(t, sid, th.ToolCall(1, "block_long", map[string]any{"key": "log-race"}, "pt"))
 	ev, _ := ps.NextMessage(t)
 	name, _ := th.SplitEventID(t, ev.ID)
-	st := h.session(t, sid).stream(name)
+	st := h.session(t, sid).Stream(name)
 	ps.Close()
-	waitDetached(t, st)
+	th.WaitDetached(t, st)
 	blk.Release()
 	th.WaitChan(t, blk.Finished, "the handler to finish")
 	var line string

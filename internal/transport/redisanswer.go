@@ -76,7 +76,7 @@ func isOutgoingID(id protocol.ID) bool {
 // stored in the request's mailbox and published, if the mailbox waits;
 // otherwise nothing is done. An error means Redis could not say: the
 // client must send it again.
-func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg *protocol.Message, body []byte) error {
+func (m *redisSessions) forwardAnswer(ctx context.Context, c *redisCopy, msg *protocol.Message, body []byte) error {
 	if !isOutgoingID(msg.ID) {
 		return nil // not one of ours: no replica waits for it
 	}
@@ -85,12 +85,12 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 	}
 	// The wake message is sessionChange with Msg, the response, last:
 	// its JSON up to that member is the head, "}" the tail.
-	head, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opAnswer})
+	head, err := json.Marshal(sessionChange{Origin: m.self, ID: c.id, Op: opAnswer})
 	if err != nil {
 		return fmt.Errorf("encode client response %s: %w", msg.ID, err)
 	}
 	head = append(head[:len(head)-1], `,"m":`...)
-	key := m.answerKey(s.id, msg.ID)
+	key := m.answerKey(c.id, msg.ID)
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	// First ask whether a mailbox waits, so that a response nothing
@@ -106,7 +106,7 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 	}
 	m.ok()
 	if n != 1 {
-		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
+		m.log.Debug().Str("session", c.id).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
 	}
 	return nil
 }
@@ -118,13 +118,13 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, s *ClientSession, msg
 // failure is only recorded: the next poll writes the slot again, and
 // meanwhile a response still reaches this replica directly, or through
 // the channel.
-func (m *redisSessions) awaitAnswer(s *ClientSession, id protocol.ID) {
+func (m *redisSessions) awaitAnswer(c *redisCopy, id protocol.ID) {
 	if m.skipping() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
-	v, err := m.lua.awaitAnswer(ctx, m.rdb, m.answerKey(s.id, id), m.ttlMs()).Text()
+	v, err := m.lua.awaitAnswer(ctx, m.rdb, m.answerKey(c.id, id), m.ttlMs()).Text()
 	if err != nil {
 		m.failed(err)
 		return
@@ -135,23 +135,23 @@ func (m *redisSessions) awaitAnswer(s *ClientSession, id protocol.ID) {
 	}
 	msg, _, perr := protocol.Decode([]byte(v))
 	if perr != nil || msg.Kind != protocol.KindResponse || string(msg.ID) != string(id) {
-		m.log.Debug().Str("session", s.id).Msg("transport: skipping a malformed stored client response")
+		m.log.Debug().Str("session", c.id).Msg("transport: skipping a malformed stored client response")
 		return
 	}
-	if s.deliver(msg) {
-		m.log.Debug().Str("session", s.id).Str("id", msg.ID.String()).Msg("transport: client response from another replica read from redis")
+	if c.s.Deliver(msg) {
+		m.log.Debug().Str("session", c.id).Str("id", msg.ID.String()).Msg("transport: client response from another replica read from redis")
 	}
 }
 
 // forgetAnswer deletes the mailbox of a request no handler waits for any
 // more; one left behind (Redis unreachable, the replica gone) expires.
-func (m *redisSessions) forgetAnswer(s *ClientSession, id protocol.ID) {
+func (m *redisSessions) forgetAnswer(c *redisCopy, id protocol.ID) {
 	if m.skipping() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout)
 	defer cancel()
-	if err := m.rdb.Del(ctx, m.answerKey(s.id, id)).Err(); err != nil {
+	if err := m.rdb.Del(ctx, m.answerKey(c.id, id)).Err(); err != nil {
 		m.failed(err)
 		return
 	}
@@ -165,9 +165,9 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 		return // this replica found nothing waiting before forwarding it
 	}
 	m.mu.RLock()
-	s := m.byID[c.ID]
+	sc := m.byID[c.ID]
 	m.mu.RUnlock()
-	if s == nil {
+	if sc == nil {
 		return
 	}
 	msg, _, perr := protocol.Decode(c.Msg)
@@ -175,7 +175,7 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 		m.log.Debug().Str("session", c.ID).Msg("transport: skipping a malformed forwarded client response")
 		return
 	}
-	if s.deliver(msg) {
+	if sc.s.Deliver(msg) {
 		m.log.Debug().Str("session", c.ID).Str("id", msg.ID.String()).Msg("transport: client response from another replica delivered")
 	}
 }
@@ -193,11 +193,11 @@ const opCancel = "cancel"
 // request ended, or while the running replica's subscription is down,
 // changes nothing (basic/utilities/cancellation allows for that). An
 // error means Redis did not take it: the client must send it again.
-func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id protocol.ID) error {
+func (m *redisSessions) forwardCancel(ctx context.Context, c *redisCopy, id protocol.ID) error {
 	if err := m.skipping(); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opCancel, Req: id.String()})
+	payload, err := json.Marshal(sessionChange{Origin: m.self, ID: c.id, Op: opCancel, Req: id.String()})
 	if err != nil {
 		return fmt.Errorf("encode cancellation: %w", err)
 	}
@@ -213,16 +213,16 @@ func (m *redisSessions) forwardCancel(ctx context.Context, s *ClientSession, id 
 
 // onCancel cancels the request another replica's client asked to cancel,
 // if it runs here, as a local notifications/cancelled does: the handler's
-// context ends with errCancelledByClient, so no response is sent where
+// context ends as the client asked, so no response is sent where
 // SSE allows it.
 func (m *redisSessions) onCancel(c sessionChange) {
 	if c.Origin == m.self || len(c.Req) == 0 {
 		return // this replica found nothing to cancel before forwarding it
 	}
 	m.mu.RLock()
-	s := m.byID[c.ID]
+	sc := m.byID[c.ID]
 	m.mu.RUnlock()
-	if s != nil && s.cancelRequest(protocol.ID(c.Req)) {
+	if sc != nil && sc.s.CancelRequest(protocol.ID(c.Req)) {
 		m.log.Debug().Str("session", c.ID).Str("id", logging.Field(c.Req)).Msg("transport: request cancelled from another replica")
 	}
 }

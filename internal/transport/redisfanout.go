@@ -69,12 +69,12 @@ func (m *redisSessions) touchSubs(ctx context.Context, p redis.Pipeliner, tenant
 	}
 }
 
-// resourceUpdated queues the notification of uri's update for every
+// ResourceUpdated queues the notification of uri's update for every
 // shared session of tenant subscribed to it, and reports 0: it returns at
 // once, without a Redis round trip, so it cannot know the count;
-// RedisStats counts the outcome. It never blocks: a full queue drops the
-// update, counted (RedisStats.Dropped) and logged once per episode.
-func (m *redisSessions) resourceUpdated(tenant, uri string) (int, error) {
+// Stats counts the outcome. It never blocks: a full queue drops the
+// update, counted (SharingStats.Dropped) and logged once per episode.
+func (m *redisSessions) ResourceUpdated(tenant, uri string) (int, error) {
 	data, err := protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
 	if err != nil {
 		return 0, fmt.Errorf("encode resource update: %w", err)
@@ -93,9 +93,9 @@ func (m *redisSessions) resourceUpdated(tenant, uri string) (int, error) {
 	return 0, nil
 }
 
-// subscribers reads Redis's reverse index, which every replica writes, so
+// Subscribers reads Redis's reverse index, which every replica writes, so
 // a subscription made or dropped on another replica counts.
-func (m *redisSessions) subscribers(ctx context.Context, tenant, uri string) ([]string, error) {
+func (m *redisSessions) Subscribers(ctx context.Context, tenant, uri string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	ids, err := m.rdb.SMembers(ctx, m.subsKey(tenant, uri)).Result()
@@ -170,21 +170,7 @@ func (m *redisSessions) dropStale(ctx context.Context, stale []staleMember) {
 	}
 }
 
-// RedisStats counts what the shared client sessions' log appender did.
-type RedisStats struct {
-	// Updates: resource updates queued for the subscribers' logs.
-	Updates int64
-	// Notified: notifications appended to subscribers' logs.
-	Notified int64
-	// Dropped: log writes (resource updates and other GET-stream
-	// messages) dropped on a full queue.
-	Dropped int64
-}
-
-// RedisStats returns the counters of the shared client sessions; zero
-// without Redis. Each is read atomically, the set is not one snapshot.
-func (t *Transport) RedisStats() RedisStats { return t.fanout.stats() }
-
-func (m *redisSessions) stats() RedisStats {
-	return RedisStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
+// Stats counts what the store's log appender did.
+func (m *redisSessions) Stats() SharingStats {
+	return SharingStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
 }

@@ -87,7 +87,7 @@ func TestRedisFanout_HomeKilled(t *testing.T) {
 	wantUpdates(t, r, 5, uris[4])
 	quiet(t, r, th.WaitShort)
 	testutil.Eventually(t, th.WaitLong, "B's stats to count 4 updates queued and logged, none dropped", func() bool {
-		st := b.tr.RedisStats()
+		st := b.tr.SharingStats()
 		return st.Updates == 4 && st.Notified == 4 && st.Dropped == 0
 	})
 }
@@ -177,7 +177,7 @@ func TestRedisFanout_ToolsListChanged(t *testing.T) {
 	b.ToolsListOK(t, sid) // B has a copy too
 	g := b.OpenGET(t, sid)
 	g.Next(t) // priming
-	testutil.Eventually(t, th.WaitLong, "B to become home", func() bool { return b.session(t, sid).isHome() && !a.session(t, sid).isHome() })
+	testutil.Eventually(t, th.WaitLong, "B to become home", func() bool { return b.copyOf(t, sid).IsHome() && !a.copyOf(t, sid).IsHome() })
 	for _, h := range []*harness{a, b} {
 		if _, err := h.tr.ToolsListChanged(); err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestRedisFanout_QueueFull(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("queuing %d updates took %v", n, d)
 	}
-	st := h.tr.RedisStats()
+	st := h.tr.SharingStats()
 	if st.Updates+st.Dropped != int64(n) || st.Dropped < int64(n/2-128) {
 		t.Fatalf("stats %+v after %d updates with redis down: want about half dropped, all counted", st, n)
 	}

@@ -31,7 +31,7 @@ import (
 // outage is therefore: no event is logged twice, and none queued is lost
 // while the replica runs and the queue has room. Lost, and said so, are:
 // what a full queue (4096 operations, an outage long enough to fill it)
-// drops (RedisStats.Dropped, logged once per episode); what Redis has not
+// drops (SharingStats.Dropped, logged once per episode); what Redis has not
 // taken when Close's drain bound runs out (logged); and events trimmed
 // from a log longer than EventLogSize before a client read them (the
 // client is told, as in memory).
@@ -66,7 +66,7 @@ type redisLog struct {
 // connection flushed through.
 type logOp struct {
 	log     *redisLog
-	st      *stream
+	st      *Stream
 	data    []byte
 	flushed uint64
 	tok     uint64 // assigned by the appender, in the queue's order
@@ -89,14 +89,14 @@ type logOp struct {
 
 // append queues data for the log; a full queue (Redis down for long)
 // drops it, logged once per outage.
-func (l *redisLog) append(st *stream, data []byte) {
+func (l *redisLog) append(st *Stream, data []byte) {
 	l.queue(logOp{log: l, st: st, data: data})
 }
 
 // broadcast queues data, an event every replica produces, to be logged
 // if this replica is the session's home, or home (the home as this copy
 // knows it) is dead and this replica is the first to take over.
-func (l *redisLog) broadcast(st *stream, data []byte, home string) {
+func (l *redisLog) broadcast(st *Stream, data []byte, home string) {
 	l.queue(logOp{log: l, st: st, data: data, broadcast: true, home: home})
 }
 
@@ -111,8 +111,8 @@ func (l *redisLog) queue(op logOp) {
 	}
 }
 
-// markFlushed queues the record that a connection flushed through seq.
-func (l *redisLog) markFlushed(seq uint64) {
+// MarkFlushed queues the record that a connection flushed through seq.
+func (l *redisLog) MarkFlushed(seq uint64) {
 	for {
 		old := l.flushed.Load()
 		if seq <= old {
@@ -136,7 +136,7 @@ func (l *redisLog) markFlushed(seq uint64) {
 // stream), and attaching with it would replay events the client already
 // has; the caller answers 503 with Retry-After instead, and the session
 // lives on (docs/adr/0023-get-needs-redis-position.md).
-func (l *redisLog) sync(ctx context.Context, st *stream) error {
+func (l *redisLog) sync(ctx context.Context, st *Stream) error {
 	if err := l.m.skipping(); err != nil {
 		return err
 	}
@@ -148,11 +148,7 @@ func (l *redisLog) sync(ctx context.Context, st *stream) error {
 		return fmt.Errorf("read GET-stream position of client session %s: %w", l.id, err)
 	}
 	l.m.ok()
-	seq, flushed := hashUint(v[0]), hashUint(v[1])
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.nextSeq = max(st.nextSeq, seq+1)
-	st.flushed = max(st.flushed, flushed)
+	st.CatchUp(hashUint(v[0]), hashUint(v[1]))
 	return nil
 }
 
@@ -164,7 +160,7 @@ func hashUint(v any) uint64 {
 
 // next reads the events after cursor; see stream.next. A full page wakes
 // the connection again for the rest.
-func (l *redisLog) next(st *stream, cursor uint64, buf []event) ([]event, bool) {
+func (l *redisLog) next(st *Stream, cursor uint64, buf []Event) ([]Event, bool) {
 	if l.m.skipping() != nil {
 		return buf, false
 	}
@@ -184,16 +180,14 @@ func (l *redisLog) next(st *stream, cursor uint64, buf []event) ([]event, bool) 
 		if err != nil || seq <= cursor {
 			continue
 		}
-		buf = append(buf, event{seq: seq, data: []byte(data)})
+		buf = append(buf, Event{Seq: seq, Data: []byte(data)})
 	}
-	lost := len(buf) > first && buf[first].seq > cursor+1
+	lost := len(buf) > first && buf[first].Seq > cursor+1
 	if len(buf) > first {
-		st.mu.Lock()
-		st.nextSeq = max(st.nextSeq, buf[len(buf)-1].seq+1)
-		st.mu.Unlock()
+		st.CatchUp(buf[len(buf)-1].Seq, 0)
 	}
 	if int64(len(msgs)) == page {
-		st.notify()
+		st.Notify()
 	}
 	return buf, lost
 }
@@ -232,7 +226,7 @@ func (m *redisSessions) appender() {
 			// deliver from memory meanwhile (redispostlog.go).
 			for _, op := range batch {
 				if op.post != nil {
-					op.post.st.notify()
+					op.post.st.Notify()
 				}
 			}
 			if !m.sleep(backoff) {
@@ -374,10 +368,8 @@ func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
 			}
 		}
 		if st := op.st; st != nil {
-			st.mu.Lock()
-			st.nextSeq = max(st.nextSeq, uint64(max(seq, 0))+1) // the floor of a rewrite (redissync.go)
-			st.wake()
-			st.mu.Unlock()
+			st.CatchUp(uint64(max(seq, 0)), 0) // the floor of a rewrite (redissync.go)
+			st.Notify()
 		}
 	}
 	if len(stale) > 0 {
@@ -406,23 +398,29 @@ func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id st
 	})
 }
 
-// The eventLog of a shared session's GET stream: Redis holds the log,
+// The EventLog of a shared session's GET stream: Redis holds the log,
 // the ring stays empty.
 
-func (l *redisLog) take(st *stream, data []byte) bool {
+// Take queues data for the log.
+func (l *redisLog) Take(st *Stream, data []byte) bool {
 	l.append(st, data)
 	return true
 }
 
-func (l *redisLog) pushed(uint64, []byte, bool) {}
+// Pushed is never called: the ring stays empty.
+func (l *redisLog) Pushed(uint64, []byte, bool) {}
 
-func (l *redisLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+// Read reads the events after cursor from Redis.
+func (l *redisLog) Read(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool, bool) {
 	evs, lost := l.next(st, cursor, buf)
 	return evs, false, lost, true
 }
 
-func (l *redisLog) limit(st *stream) (uint64, bool) { return st.nextSeq - 1, true }
+// Limit: nothing in the ring is held back.
+func (l *redisLog) Limit(last uint64) (uint64, bool) { return last, true }
 
-func (l *redisLog) follower() bool { return false }
+// Follower: the log is the session's own.
+func (l *redisLog) Follower() bool { return false }
 
-func (l *redisLog) open() {}
+// Open: the log exists with the session.
+func (l *redisLog) Open() {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,14 +70,17 @@ import (
 // then refused as already written.
 type postLog struct {
 	m   *redisSessions
-	st  *stream
+	st  *Stream
 	sid string // the client session's id
 	key string
 	// origin: this replica runs the handler and writes the mirror;
 	// otherwise the stream is a follower reading it.
 	origin bool
 
-	// Guarded by st.mu.
+	// mu guards what follows. It is a leaf, taken under the stream's lock
+	// (Limit, Pushed) as well as without it, and never held while the
+	// stream's lock is taken.
+	mu        sync.Mutex
 	persisted uint64 // origin: the highest seq the appender confirmed in Redis
 	ended     bool   // origin: the end (response or f marker) is in Redis
 	// degraded (origin): the mirror missed a write (a full queue, a name
@@ -96,21 +100,14 @@ type postLog struct {
 
 func (m *redisSessions) postKey(id, stream string) string { return m.hashKey(id) + ":" + stream }
 
-// mirror makes st, the new stream of a POST response to request id on
-// this replica, an origin mirrored in Redis. Nothing is written until the
-// stream's writer opens it (open) and its events are appended.
-func (m *redisSessions) mirror(s *ClientSession, st *stream, id protocol.ID) {
-	st.log = &postLog{m: m, st: st, sid: s.id, key: m.postKey(s.id, st.id), origin: true, reqID: string(id)}
-}
-
-// open creates the Redis Stream before the first byte of the response,
+// Open creates the Redis Stream before the first byte of the response,
 // so that even the priming event names a stream every replica finds (a
 // LongRunning tool may close its stream before sending anything, and the
 // client resume elsewhere, SEP-1699). It never fails the response: if
 // Redis cannot take it, the stream is delivered from memory alone. It
 // does not depend on the client's connection: a client that left may
 // resume elsewhere.
-func (p *postLog) open() {
+func (p *postLog) Open() {
 	if p == nil || !p.origin {
 		return
 	}
@@ -132,16 +129,18 @@ func (p *postLog) open() {
 	if err == nil && n == 0 {
 		p.m.log.Warn().Str("stream", p.key).Msg("transport: POST stream name taken by another replica's stream; this one is resumable here only")
 	}
-	p.st.mu.Lock()
+	p.mu.Lock()
 	p.degraded = true
-	p.st.mu.Unlock()
+	p.mu.Unlock()
 }
 
 // queue hands the event seq (data nil: the end without a response) to the
-// appender; st.mu must be held, so that events are queued in the order
-// they were numbered. A full queue leaves the mirror incomplete: the
-// stream is then delivered from memory alone.
+// appender; the stream's lock must be held, so that events are queued in
+// the order they were numbered. A full queue leaves the mirror
+// incomplete: the stream is then delivered from memory alone.
 func (p *postLog) queue(seq uint64, data []byte, final bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.degraded {
 		return
 	}
@@ -156,20 +155,27 @@ func (p *postLog) queue(seq uint64, data []byte, final bool) {
 	}
 }
 
-// limit is the last seq the origin's connection may write, and whether it
-// may write the end; st.mu must be held. Unmirrored, everything.
-func (p *postLog) limit(st *stream) (uint64, bool) {
-	if p == nil || !p.origin || p.degraded || !p.m.conn.Available() {
-		return st.nextSeq - 1, true
+// Limit is the last seq the origin's connection may write, and whether it
+// may write the end; last is the last seq the stream gave out. Unmirrored,
+// everything.
+func (p *postLog) Limit(last uint64) (uint64, bool) {
+	if p == nil || !p.origin {
+		return last, true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.degraded || !p.m.conn.Available() {
+		return last, true
 	}
 	return p.persisted, p.ended
 }
 
-// confirmed records the appender's result for op; st.mu must not be
-// held.
+// confirmed records the appender's result for op, and wakes the
+// connection that waits for it.
 func (p *postLog) confirmed(op logOp, res int64, err error) {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
+	defer p.st.Notify()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	switch {
 	case err != nil || res < 0:
 		// Refused, or the session is gone from Redis (which the sweeper
@@ -182,7 +188,6 @@ func (p *postLog) confirmed(op logOp, res int64, err error) {
 			p.ended = true
 		}
 	}
-	p.st.wake()
 }
 
 // evalPostAppend queues op's append on pipeline p.
@@ -191,7 +196,7 @@ func (m *redisSessions) evalPostAppend(ctx context.Context, p redis.Pipeliner, o
 	return m.lua.appendPost(ctx, p, postAppendArgs{
 		hash: m.hashKey(id), log: op.post.key, ttlMs: m.ttlMs(), maxLen: m.logSize,
 		seq: op.seq, data: op.data, final: op.final,
-		channel: m.channel, wake: m.postWake(id, op.post.st.id), origin: m.self, reqID: op.post.reqID,
+		channel: m.channel, wake: m.postWake(id, op.post.st.Name()), origin: m.self, reqID: op.post.reqID,
 	})
 }
 
@@ -205,17 +210,17 @@ func (m *redisSessions) postWake(id, stream string) string {
 // name from Redis: have (a follower this replica made earlier), or a new
 // follower. nil, nil when Redis has no such stream (delivered long ago,
 // expired, or never ours); an error when Redis could not say.
-func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name string, have *stream) (*stream, error) {
+func (m *redisSessions) follow(ctx context.Context, c *redisCopy, name string, have *Stream) (*Stream, error) {
 	if err := m.skipping(); err != nil {
 		return nil, err
 	}
-	key := m.postKey(s.id, name)
+	key := m.postKey(c.id, name)
 	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
 	last, err := m.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
 	if err != nil {
 		m.failed(err)
-		return nil, fmt.Errorf("read POST stream %s of client session %s: %w", name, s.id, err)
+		return nil, fmt.Errorf("read POST stream %s of client session %s: %w", name, c.id, err)
 	}
 	m.ok()
 	if len(last) == 0 {
@@ -223,11 +228,11 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	}
 	st := have
 	if st == nil {
-		st = newStream(name, s.logLimit)
-		st.log = &postLog{m: m, st: st, sid: s.id, key: key}
-		st = s.retain(st)
+		st = c.s.RetainStream(name, func(st *Stream) EventLog {
+			return &postLog{m: m, st: st, sid: c.id, key: key}
+		})
 	}
-	p := st.log.(*postLog) // a follower: made here, or have
+	p := st.Log().(*postLog) // a follower: made here, or have
 	// The last seq issued, so that attach clamps an id from the future as
 	// in memory: the last event's, or the one before an f marker.
 	seq, _ := postSeq(last[0].ID)
@@ -237,18 +242,20 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 	_, final := last[0].Values["f"]
 	owner, _ := last[0].Values["o"].(string)
 	reqID, _ := last[0].Values["r"].(string)
-	st.mu.Lock()
-	st.nextSeq = max(st.nextSeq, seq+1)
+	st.CatchUp(seq, 0)
 	// Every entry names the origin and the request (1-0 included), so
 	// that the follower can watch the origin and end the log of one that
 	// died (orphaned).
+	p.mu.Lock()
 	if p.ownerID == "" {
 		p.ownerID, p.reqID = owner, reqID
 	}
-	// The end is in the log: a resume from it has nothing more to wait
-	// for (read).
-	st.done = st.done || final
-	st.mu.Unlock()
+	p.mu.Unlock()
+	if final {
+		// The end is in the log: a resume from it has nothing more to
+		// wait for (read).
+		st.MarkFinished()
+	}
 	return st, nil
 }
 
@@ -260,14 +267,14 @@ func (m *redisSessions) follow(ctx context.Context, s *ClientSession, name strin
 // origin's liveness key, first, so that the read has all the origin wrote
 // before its key expired: an origin found dead with no end in the log
 // gets one (orphaned), or a follower would wait for it for ever.
-func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool, bool) {
+func (p *postLog) readLog(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
 	}
 	ctx, cancel := context.WithTimeout(p.m.bg, p.m.timeout)
 	defer cancel()
 	page := int64(max(p.m.logSize, 16))
-	owner := p.watch(st)
+	owner := p.watch()
 	var alive *redis.IntCmd
 	var xr *redis.XMessageSliceCmd
 	_, err := p.m.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
@@ -290,24 +297,24 @@ func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool
 			continue
 		}
 		if data, ok := x.Values["d"].(string); ok {
-			buf = append(buf, event{seq: seq, data: []byte(data)})
+			buf = append(buf, Event{Seq: seq, Data: []byte(data)})
 		}
 		if _, ok := x.Values["f"]; ok {
 			done = true
 		}
 	}
-	lost := len(buf) > first && buf[first].seq > cursor+1
-	st.mu.Lock()
+	lost := len(buf) > first && buf[first].Seq > cursor+1
 	if len(buf) > first {
-		st.nextSeq = max(st.nextSeq, buf[len(buf)-1].seq+1)
+		st.CatchUp(buf[len(buf)-1].Seq, 0)
 	}
 	// The end seen before (by follow) and nothing after the cursor: the
 	// client resumed from the end itself, and nothing more will come.
-	ended := st.done
-	st.done = st.done || done
-	st.mu.Unlock()
+	ended := st.Finished()
+	if done {
+		st.MarkFinished()
+	}
 	if int64(len(msgs)) == page {
-		st.notify()
+		st.Notify()
 		return buf, done, lost
 	}
 	if !done && ended {
@@ -323,9 +330,9 @@ func (p *postLog) readLog(st *stream, cursor uint64, buf []event) ([]event, bool
 // check now, or "": the origin, at most once per heartbeat (its key
 // expires after three), never this replica, which is alive, and never
 // when the log did not name it.
-func (p *postLog) watch(st *stream) string {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (p *postLog) watch() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ownerID == "" || p.ownerID == p.m.self {
 		return ""
 	}
@@ -349,10 +356,12 @@ const orphanedMessage = "the server handling this request stopped before it answ
 // Written to the log, the end is the same for every resume on any
 // replica, and sent once; an origin that was in fact alive has its own
 // appends refused from then on.
-func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool) {
-	st.mu.Lock()
-	seq, reqID := st.nextSeq, p.reqID
-	st.mu.Unlock()
+func (p *postLog) orphaned(st *Stream, owner string, buf []Event) ([]Event, bool) {
+	last, _ := st.Position()
+	seq := last + 1
+	p.mu.Lock()
+	reqID := p.reqID
+	p.mu.Unlock()
 	var data []byte
 	if reqID != "" {
 		data = protocol.AppendError(nil, protocol.ID(reqID), protocol.Errorf(protocol.CodeInternalError, orphanedMessage))
@@ -361,7 +370,7 @@ func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool
 	defer cancel()
 	n, err := p.m.lua.orphanPost(ctx, p.m.rdb, postOrphanArgs{
 		hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), maxLen: p.m.logSize, seq: seq, data: data,
-		channel: p.m.channel, wake: p.m.postWake(p.sid, st.id), origin: owner, reqID: reqID,
+		channel: p.m.channel, wake: p.m.postWake(p.sid, st.Name()), origin: owner, reqID: reqID,
 	}).Int()
 	if err != nil {
 		p.m.failed(err)
@@ -371,26 +380,22 @@ func (p *postLog) orphaned(st *stream, owner string, buf []event) ([]event, bool
 	switch n {
 	case 0:
 		// The log grew meanwhile: read it again; the origin may live.
-		st.notify()
+		st.Notify()
 		return buf, false
 	case 2:
 		// The end is there already, after the cursor (the next read
 		// gets it) or at it (the next read ends).
-		st.mu.Lock()
-		st.done = true
-		st.mu.Unlock()
-		st.notify()
+		st.MarkFinished()
+		st.Notify()
 		return buf, false
 	}
 	// Written, or the session or the log is gone and nothing will come:
 	// the stream ends here, with the error if there is one.
 	if data != nil {
-		buf = append(buf, event{seq: seq, data: data})
+		buf = append(buf, Event{Seq: seq, Data: data})
 	}
-	st.mu.Lock()
-	st.nextSeq = max(st.nextSeq, seq+1)
-	st.done = true
-	st.mu.Unlock()
+	st.CatchUp(seq, 0)
+	st.MarkFinished()
 	return buf, true
 }
 
@@ -404,29 +409,31 @@ func postSeq(id string) (uint64, bool) {
 	return n, err == nil
 }
 
-// mirroredKeys returns the Redis keys of the POST streams whose handler
+// mirroredKeys returns the Redis keys of s's POST streams whose handler
 // runs here, for the sweeper to keep alive as long as the session: a
 // handler may stay silent for longer than the idle timeout.
-func (s *ClientSession) mirroredKeys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func mirroredKeys(s *ClientSession) []string {
 	var keys []string
-	for _, st := range s.streams {
-		if p, ok := st.log.(*postLog); ok && p.origin && !st.finished() {
+	for _, st := range s.Streams() {
+		if p, ok := st.Log().(*postLog); ok && p.origin && !st.Finished() {
 			keys = append(keys, p.key)
 		}
 	}
 	return keys
 }
 
-// The eventLog of a POST stream: the origin's ring mirrored into Redis,
+// The EventLog of a POST stream: the origin's ring mirrored into Redis,
 // or a follower reading the mirror.
 
-func (p *postLog) take(*stream, []byte) bool { return false }
+// Take: the ring takes every event.
+func (p *postLog) Take(*Stream, []byte) bool { return false }
 
-func (p *postLog) pushed(seq uint64, data []byte, final bool) { p.queue(seq, data, final) }
+// Pushed queues the event for the mirror (the origin's).
+func (p *postLog) Pushed(seq uint64, data []byte, final bool) { p.queue(seq, data, final) }
 
-func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, bool, bool) {
+// Read reads a follower's events from Redis; the origin's are in its
+// ring.
+func (p *postLog) Read(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool, bool) {
 	if p.origin {
 		return buf, false, false, false
 	}
@@ -434,6 +441,9 @@ func (p *postLog) read(st *stream, cursor uint64, buf []event) ([]event, bool, b
 	return evs, done, lost, true
 }
 
-func (p *postLog) markFlushed(uint64) {}
+// MarkFlushed: where a fresh connection starts matters for the GET
+// stream only.
+func (p *postLog) MarkFlushed(uint64) {}
 
-func (p *postLog) follower() bool { return !p.origin }
+// Follower reports whether the stream reads another replica's mirror.
+func (p *postLog) Follower() bool { return !p.origin }

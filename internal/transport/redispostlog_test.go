@@ -34,9 +34,9 @@ func postStreamOnA(t *testing.T, a *harness, sid, tool, key string) string {
 		t.Fatalf("got %+v %+v, want the started progress as %s-1", ev, m, name)
 	}
 	blk.WaitStarted(t)
-	st := a.session(t, sid).stream(name)
+	st := a.session(t, sid).Stream(name)
 	ps.Close()
-	waitDetached(t, st)
+	th.WaitDetached(t, st)
 	return name
 }
 

@@ -10,6 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// capLimits are the shares of client sessions one principal and one
+// tenant may hold across replicas (docs/adr/0027-session-caps.md); 0
+// means no cap.
+type capLimits struct{ perPrincipal, perTenant int }
+
 // capSet is one sorted set of sessions that has a cap: the principal's
 // or the tenant's.
 type capSet struct {
@@ -92,9 +97,9 @@ func (m *redisSessions) giveBack(sets []capSet, id string) {
 // there (ZADD XX): the refresh may be queued just as another replica
 // deletes the session, and adding it back would count a session that has
 // ended against its principal and tenant until the idle timeout.
-func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, s *ClientSession, now time.Time) {
-	for _, c := range m.capSets(s.principal, s.tenant) {
-		p.ZAddXX(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
+func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, sc *redisCopy, now time.Time) {
+	for _, c := range m.capSets(sc.s.Principal(), sc.s.Tenant()) {
+		p.ZAddXX(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: sc.id})
 		p.PExpire(ctx, c.key, m.idle)
 	}
 }
@@ -102,14 +107,14 @@ func (m *redisSessions) keepPlace(ctx context.Context, p redis.Pipeliner, s *Cli
 // retakePlaces puts back the places of sessions written back after Redis
 // lost its data, so that they count again; only once the rewrite took,
 // since a session it found deleted has none.
-func (m *redisSessions) retakePlaces(ctx context.Context, written []*ClientSession) {
-	if len(written) == 0 || (m.caps == sessionCaps{}) {
+func (m *redisSessions) retakePlaces(ctx context.Context, written []*redisCopy) {
+	if len(written) == 0 || (m.caps == capLimits{}) {
 		return
 	}
 	now := m.now()
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range written {
-			for _, c := range m.capSets(s.principal, s.tenant) {
+			for _, c := range m.capSets(s.s.Principal(), s.s.Tenant()) {
 				p.ZAdd(ctx, c.key, redis.Z{Score: float64(now.UnixMilli() + m.ttlMs()), Member: s.id})
 				p.PExpire(ctx, c.key, m.idle)
 			}
@@ -124,8 +129,8 @@ func (m *redisSessions) retakePlaces(ctx context.Context, written []*ClientSessi
 }
 
 // release gives up a session's places, queued with its DELETE.
-func (m *redisSessions) release(ctx context.Context, p redis.Pipeliner, s *ClientSession) {
-	for _, c := range m.capSets(s.principal, s.tenant) {
-		p.ZRem(ctx, c.key, s.id)
+func (m *redisSessions) release(ctx context.Context, p redis.Pipeliner, sc *redisCopy) {
+	for _, c := range m.capSets(sc.s.Principal(), sc.s.Tenant()) {
+		p.ZRem(ctx, c.key, sc.id)
 	}
 }

@@ -62,9 +62,10 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			}
 			// A's sweeps run while Redis is skipped: one found it could
 			// not refresh the copy the client used there.
-			sa, sb := a.session(t, sid), b.session(t, sid)
+			ca, sb := a.copyOf(t, sid), b.session(t, sid)
+			sa := ca.s
 			testutil.Eventually(t, th.WaitLong, "a sweep on A to find redis unreachable", func() bool {
-				_, _, due := sharedCopy(sa).syncState()
+				_, _, due := ca.syncState()
 				return due
 			})
 			proxy.Restore()
@@ -77,7 +78,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 						return false
 					}
 				}
-				return !sa.isDirty()
+				return !ca.isDirty()
 			})
 			a.waitSweeps(t, 2) // a wrong write-back would have happened by now
 			h, err := direct.HGetAll(ctx, key).Result()
@@ -94,10 +95,10 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
 			}
 			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
-				if !holds(th.WaitLong, func() bool { return s.subscribed("test://b") && s.LogLevel() == "error" }) {
-					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, s.subscribed("test://b"), s.LogLevel())
+				if !holds(th.WaitLong, func() bool { return subscribed(s, "test://b") && s.LogLevel() == "error" }) {
+					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, subscribed(s, "test://b"), s.LogLevel())
 				}
-				if tc.subscribeOnA && !holds(th.WaitLong, func() bool { return s.subscribed("test://a") }) {
+				if tc.subscribeOnA && !holds(th.WaitLong, func() bool { return subscribed(s, "test://a") }) {
 					t.Errorf("%s's copy lacks the subscription acknowledged on A during the outage", name)
 				}
 			}
@@ -124,7 +125,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 			name: "copy idle past the timeout, hash expired",
 			idle: time.Minute,
 			expire: func(t *testing.T, rdb *redis.Client, home *harness, key, sid string) {
-				home.session(t, sid).lastSeen.Store(0) // idle here for ever
+				home.session(t, sid).Touch(time.Unix(0, 0)) // idle here for ever
 				mustRedis(t, rdb.Del(context.Background(), key, key+":g"))
 			},
 		},
@@ -178,7 +179,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
 	b := replica(t, direct, prefix)
 	live := a.Initialize(t)
-	never, err := newSessionID() // looks like one of ours; never created
+	never, err := NewSessionID() // looks like one of ours; never created
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,12 +266,13 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
 	sid := a.Initialize(t)
-	s := a.session(t, sid)
+	c := a.copyOf(t, sid)
+	s := c.s
 	key := redisKeys(prefix).session(sid)
-	s.lastSeen.Store(0) // the client left long ago
+	s.Touch(time.Unix(0, 0)) // the client left long ago
 	mustRedis(t, rdb.Del(context.Background(), key, redisKeys(prefix).stream(sid, "g")))
-	sharedCopy(s).setLost() // as missing() leaves a copy its client used
-	a.waitSweeps(t, 2)      // a write-back would set a 1 s TTL: it would be there
+	c.setLost()        // as missing() leaves a copy its client used
+	a.waitSweeps(t, 2) // a write-back would set a 1 s TTL: it would be there
 	if exists(t, rdb, key) {
 		t.Fatal("a session idle past the timeout was written back to redis")
 	}
@@ -284,7 +286,7 @@ func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 
 // isDirty reports whether this copy holds anything Redis lacks: changes
 // to replay, or the whole session to write back.
-func (s *ClientSession) isDirty() bool {
-	lost, unsaved, _ := sharedCopy(s).syncState()
+func (c *redisCopy) isDirty() bool {
+	lost, unsaved, _ := c.syncState()
 	return lost || unsaved
 }

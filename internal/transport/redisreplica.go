@@ -17,11 +17,12 @@ import (
 // through it to the store, and it keeps what the store owes Redis for
 // the copy.
 //
-// Lock order: wmu, then the store's mu, then the session's mu, then smu.
-// smu is a leaf: no other lock is taken while it is held.
+// Lock order: wmu, then the store's mu, then the session's lock, then
+// smu. smu is a leaf: no other lock is taken while it is held.
 type redisCopy struct {
-	m *redisSessions
-	s *ClientSession
+	m  *redisSessions
+	s  *ClientSession
+	id string // the session's
 	// glog is the log of the session's GET stream.
 	glog *redisLog
 
@@ -68,40 +69,38 @@ type redisCopy struct {
 	refreshDue bool
 }
 
-// sharedCopy returns the store's side of s, a session the store shared.
-func sharedCopy(s *ClientSession) *redisCopy { return s.rep.(*redisCopy) }
-
-func (c *redisCopy) changed(ch clientChange) { _ = c.m.writeThrough(c.s, toWire(ch)) }
+// Changed writes the client's change through to Redis.
+func (c *redisCopy) Changed(ch ClientChange) { _ = c.m.writeThrough(c, toWire(ch)) }
 
 // toWire is the channel's form of a client's change.
-func toWire(c clientChange) sessionChange {
-	switch c.kind {
-	case changeLevel:
-		return sessionChange{Op: opLevel, Level: string(c.level)}
-	case changeSub:
-		return sessionChange{Op: opSub, URI: c.uri}
+func toWire(c ClientChange) sessionChange {
+	switch c.Kind {
+	case ChangeLevel:
+		return sessionChange{Op: opLevel, Level: string(c.Level)}
+	case ChangeSubscribe:
+		return sessionChange{Op: opSub, URI: c.URI}
 	default:
-		return sessionChange{Op: opUnsub, URI: c.uri}
+		return sessionChange{Op: opUnsub, URI: c.URI}
 	}
 }
 
 // fromWire is the client's change a channel message carries; false for
 // any other (a home claim, an end).
-func fromWire(ch sessionChange) (clientChange, bool) {
+func fromWire(ch sessionChange) (ClientChange, bool) {
 	switch ch.Op {
 	case opLevel:
-		return clientChange{kind: changeLevel, level: protocol.LoggingLevel(ch.Level)}, true
+		return ClientChange{Kind: ChangeLevel, Level: protocol.LoggingLevel(ch.Level)}, true
 	case opSub:
-		return clientChange{kind: changeSub, uri: ch.URI}, true
+		return ClientChange{Kind: ChangeSubscribe, URI: ch.URI}, true
 	case opUnsub:
-		return clientChange{kind: changeUnsub, uri: ch.URI}, true
+		return ClientChange{Kind: ChangeUnsubscribe, URI: ch.URI}, true
 	}
-	return clientChange{}, false
+	return ClientChange{}, false
 }
 
-// indexesLocally: a shared session is found through Redis's index
+// IndexesLocally: a shared session is found through Redis's index
 // (redisfanout.go), which every replica sees.
-func (c *redisCopy) indexesLocally() bool { return false }
+func (c *redisCopy) IndexesLocally() bool { return false }
 
 func (c *redisCopy) home() string {
 	c.smu.Lock()
@@ -109,7 +108,9 @@ func (c *redisCopy) home() string {
 	return c.homeID
 }
 
-func (c *redisCopy) isHome() bool { return c.home() == c.m.self }
+// IsHome reports whether Redis names this replica home, as far as this
+// copy knows.
+func (c *redisCopy) IsHome() bool { return c.home() == c.m.self }
 
 func (c *redisCopy) homeVersion() uint64 {
 	c.smu.Lock()
@@ -117,47 +118,61 @@ func (c *redisCopy) homeVersion() uint64 {
 	return c.homeVer
 }
 
-// broadcast queues the event on the GET stream's log: every copy of the
+// Broadcast queues the event on the GET stream's log: every copy of the
 // session queues it, and Redis keeps one (redislog.go): the home's, or,
 // when the home replica is dead, that of the first copy to take over as
 // home.
-func (c *redisCopy) broadcast(st *stream, data []byte) bool {
+func (c *redisCopy) Broadcast(st *Stream, data []byte) bool {
 	home := c.home()
 	c.glog.broadcast(st, data, home)
 	return home == c.m.self
 }
 
-func (c *redisCopy) awaitAnswer(id protocol.ID)  { c.m.awaitAnswer(c.s, id) }
-func (c *redisCopy) forgetAnswer(id protocol.ID) { c.m.forgetAnswer(c.s, id) }
+// AwaitAnswer and ForgetAnswer write and delete the mailbox of a
+// server-to-client request (redisanswer.go).
+func (c *redisCopy) AwaitAnswer(id protocol.ID)  { c.m.awaitAnswer(c, id) }
+func (c *redisCopy) ForgetAnswer(id protocol.ID) { c.m.forgetAnswer(c, id) }
 
-// answerPoll: a response that another replica took while this one's
+// AnswerPoll: a response that another replica took while this one's
 // subscription was down waits in Redis (redisanswer.go).
-func (c *redisCopy) answerPoll() time.Duration { return c.m.tune.poll }
+func (c *redisCopy) AnswerPoll() time.Duration { return c.m.tune.poll }
 
-func (c *redisCopy) forwardAnswer(ctx context.Context, msg *protocol.Message, body []byte) (bool, error) {
-	return true, c.m.forwardAnswer(ctx, c.s, msg, body)
+// ForwardAnswer hands the response on to the replica whose mailbox waits
+// for it (redisanswer.go).
+func (c *redisCopy) ForwardAnswer(ctx context.Context, msg *protocol.Message, body []byte) (bool, error) {
+	return true, c.m.forwardAnswer(ctx, c, msg, body)
 }
 
-func (c *redisCopy) forwardCancel(ctx context.Context, id protocol.ID) error {
-	return c.m.forwardCancel(ctx, c.s, id)
+// ForwardCancel publishes the cancellation for the replica running the
+// request (redisanswer.go).
+func (c *redisCopy) ForwardCancel(ctx context.Context, id protocol.ID) error {
+	return c.m.forwardCancel(ctx, c, id)
 }
 
-func (c *redisCopy) mirror(st *stream, id protocol.ID) { c.m.mirror(c.s, st, id) }
-
-func (c *redisCopy) resume(ctx context.Context, name string, have *stream) (*stream, error) {
-	return c.m.follow(ctx, c.s, name, have)
+// Mirror makes st, the new stream of a POST response to request id on
+// this replica, an origin mirrored in Redis (redispostlog.go). Nothing is
+// written until the stream's writer opens it (postLog.Open) and its
+// events are appended.
+func (c *redisCopy) Mirror(st *Stream, id protocol.ID) EventLog {
+	return &postLog{m: c.m, st: st, sid: c.id, key: c.m.postKey(c.id, st.Name()), origin: true, reqID: string(id)}
 }
 
-// openStandalone starts a new connection where the last one, on any
+// Resume follows another replica's POST stream in Redis
+// (redispostlog.go).
+func (c *redisCopy) Resume(ctx context.Context, name string, have *Stream) (*Stream, error) {
+	return c.m.follow(ctx, c, name, have)
+}
+
+// OpenStandalone starts a new connection where the last one, on any
 // replica, stopped, and makes this replica the one that logs
 // tools/list_changed for the session, since it holds the stream. Without
 // the position the stream would start from this copy's, possibly far
 // behind: the client would get again what it had.
-func (c *redisCopy) openStandalone(ctx context.Context, st *stream) error {
+func (c *redisCopy) OpenStandalone(ctx context.Context, st *Stream) error {
 	if err := c.glog.sync(ctx, st); err != nil {
 		return err
 	}
-	if !c.isHome() {
+	if !c.IsHome() {
 		c.claimHome()
 	}
 	return nil
@@ -177,7 +192,7 @@ func (c *redisCopy) claimHome() {
 	c.homeID = c.m.self
 	c.claims++
 	c.smu.Unlock()
-	hv := c.m.writeThrough(c.s, sessionChange{Op: opHome, Home: c.m.self})
+	hv := c.m.writeThrough(c, sessionChange{Op: opHome, Home: c.m.self})
 	c.smu.Lock()
 	c.claims--
 	c.homeVer = max(c.homeVer, hv)
@@ -199,11 +214,11 @@ func (c *redisCopy) claimHome() {
 func (c *redisCopy) apply(ch sessionChange) {
 	if ch.Op != opHome {
 		if cc, ok := fromWire(ch); ok {
-			c.s.applyChange(cc)
+			c.s.ApplyChange(cc)
 		}
 		return
 	}
-	ended := c.s.Ended() // smu is a leaf: the session's mu comes first
+	ended := c.s.Ended() // smu is a leaf: the session's lock comes first
 	c.smu.Lock()
 	if ch.HV != 0 && ch.HV <= c.homeVer {
 		c.smu.Unlock()
@@ -225,10 +240,10 @@ func (c *redisCopy) apply(ch sessionChange) {
 		// Another replica claimed the session because it opened its GET
 		// stream there (or took over from a dead home): the client
 		// reconnected, and a message must not go out on two streams
-		// (basic/transports). Close this replica's, as attach supersedes
-		// a connection in memory, with a retry hint in case it is in
-		// fact the client's live one.
-		c.s.standalone.closeConn(supersededRetryMs)
+		// (basic/transports). Close this replica's, as a new connection
+		// supersedes the old in memory, with a retry hint in case it is
+		// in fact the client's live one.
+		c.s.Supersede()
 	}
 }
 
@@ -242,36 +257,31 @@ func (c *redisCopy) apply(ch sessionChange) {
 // here is superseded, and closes as apply would have closed it, or the
 // client would get every event on two streams.
 func (c *redisCopy) reset(h map[string]string) {
-	s := c.s
-	if home := h["home"]; home != "" && home != c.m.self && c.isHome() {
-		defer s.standalone.closeConn(supersededRetryMs)
+	if home := h["home"]; home != "" && home != c.m.self && c.IsHome() {
+		defer c.s.Supersede()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := h["level"]; l != "" {
-		s.logLevel = protocol.LoggingLevel(l)
-	}
-	for uri := range s.subs {
-		if h["s:"+uri] == "" {
-			s.removeSub(uri)
+	var subs []string
+	for f, v := range h {
+		if uri, ok := strings.CutPrefix(f, "s:"); ok && v != "" {
+			subs = append(subs, uri)
 		}
 	}
-	for f := range h {
-		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
-			s.addSub(uri)
+	c.s.ResetState(protocol.LoggingLevel(h["level"]), subs, func() []ClientChange {
+		c.smu.Lock()
+		defer c.smu.Unlock()
+		c.homeID = h["home"]
+		// The hash's version, even if lower than the one known: a hash
+		// written back after Redis lost it starts again from the
+		// writer's.
+		c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
+		var pending []ClientChange
+		for _, ch := range c.unsaved {
+			if cc, ok := fromWire(ch); ok {
+				pending = append(pending, cc)
+			}
 		}
-	}
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	c.homeID = h["home"]
-	// The hash's version, even if lower than the one known: a hash
-	// written back after Redis lost it starts again from the writer's.
-	c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
-	for _, ch := range c.unsaved {
-		if cc, ok := fromWire(ch); ok {
-			s.applyClientChange(cc)
-		}
-	}
+		return pending
+	})
 }
 
 // keepUnsaved records ch, which Redis has not taken, for the sweeper to

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,8 +42,9 @@ import (
 //	                         them back (docs/adr/0026-redis-data-loss.md)
 //
 // (the braces keep a session's keys in one Cluster slot, for the
-// scripts), and every replica keeps a local ClientSession, built from the
-// hash the first time a request names the id (materialised), so a request
+// scripts), and every replica keeps a local copy of the session (a
+// ClientSession shared through its redisCopy), built from the hash the
+// first time a request names the id (materialised), so a request
 // for a session this replica knows costs no Redis round trip. Changes —
 // log level, subscriptions, home, end — are written through a script that
 // also PUBLISHes them on <prefix>sessions; every replica, the writer
@@ -69,7 +69,7 @@ type redisSessions struct {
 	limit   int
 	// caps bound one principal's and one tenant's sessions across
 	// replicas (redisprincipal.go).
-	caps    sessionCaps
+	caps    capLimits
 	logSize int
 	timeout time.Duration
 	now     func() time.Time
@@ -77,12 +77,9 @@ type redisSessions struct {
 	tune    redisTuning
 	// self names this replica in the home field and on the channel.
 	self string
-	// index is the transport's subscription index, which copies built
-	// here register in like those initialize creates.
-	index *subscriptions
 
 	mu      sync.RWMutex
-	byID    map[string]*ClientSession
+	byID    map[string]*redisCopy
 	loading map[string]*loadCall
 	closed  bool
 	// loads bounds the materialisations in progress (a slot each): past
@@ -114,7 +111,7 @@ type redisSessions struct {
 	logq       chan logOp    // GET-stream log writes, in order (redislog.go)
 	nextTok    atomic.Uint64
 	logDropped atomic.Int64 // events dropped on a full queue this episode
-	// Counters of RedisStats (redisfanout.go).
+	// Counters of Stats (redisfanout.go).
 	updates, notified, dropped atomic.Int64
 	// sweeps and beats count the sweeper's finished rounds and
 	// heartbeats: what a test waits for instead of a sleep.
@@ -198,14 +195,14 @@ var (
 	// data a moment ago, so a replica holding a copy may be writing it
 	// back: 503 with Retry-After, not a 404 that would make the client
 	// drop a live session (docs/adr/0026-redis-data-loss.md).
-	errRedisLost = errors.New("redis lost its data a moment ago; the client session may still be written back")
+	errRedisLost = fmt.Errorf("redis lost its data a moment ago: %w", ErrSessionPending)
 )
 
 // maxConcurrentLoads bounds the client sessions one replica reads from
 // Redis at once (redisSessions.loads).
 const maxConcurrentLoads = 64
 
-func newRedisSessions(parent context.Context, o Options, now func() time.Time, index *subscriptions) (*redisSessions, error) {
+func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o redisOptions, cfg SharingConfig) (*redisSessions, error) {
 	lua, err := loadLuaScripts()
 	if err != nil {
 		return nil, err
@@ -213,17 +210,17 @@ func newRedisSessions(parent context.Context, o Options, now func() time.Time, i
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
-		parent: parent, rdb: o.Redis, prefix: o.RedisKeyPrefix, channel: o.RedisKeyPrefix + "sessions",
-		idle: o.SessionIdleTimeout, limit: o.MaxSessions, caps: capsOf(o), logSize: o.EventLogSize, timeout: o.RedisTimeout,
-		now: now, log: o.Logger, tune: o.redisTune, self: hex.EncodeToString(id[:]), index: index,
-		byID: map[string]*ClientSession{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
+		parent: parent, rdb: rdb, prefix: o.keyPrefix, channel: o.keyPrefix + "sessions",
+		idle: cfg.IdleTimeout, limit: cfg.MaxSessions, caps: capLimits{perPrincipal: cfg.MaxSessionsPerPrincipal, perTenant: cfg.MaxSessionsPerTenant},
+		logSize: cfg.EventLogSize, timeout: o.timeout, now: cfg.Now, log: cfg.Logger, tune: o.tune, self: hex.EncodeToString(id[:]),
+		byID: map[string]*redisCopy{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
 		lua: lua,
 	}
-	m.conn = o.RedisConn
+	m.conn = o.conn
 	if m.conn == nil {
-		m.conn = redisconn.New(o.Redis, redisconn.Options{KeyPrefix: o.RedisKeyPrefix,
-			Timeouts: redisconn.Timeouts{Hot: o.RedisTimeout}, Log: o.Logger})
+		m.conn = redisconn.New(rdb, redisconn.Options{KeyPrefix: o.keyPrefix,
+			Timeouts: redisconn.Timeouts{Hot: o.timeout}, Log: cfg.Logger})
 		m.ownConn = true
 	}
 	m.unwatch = m.conn.Watch(m.health)
@@ -317,30 +314,25 @@ func (m *redisSessions) heartbeat(alive bool) {
 }
 
 // share turns a fresh local session into this store's copy of a shared
-// one. Ids the session hands out (POST streams, server-to-client
-// requests) start at a random base, so those of two replicas never
-// collide: a Last-Event-ID or a response meant for another replica's
-// stream or request is then unknown here, never misdelivered.
-func (m *redisSessions) share(s *ClientSession, home bool) {
-	c := &redisCopy{m: m, s: s}
+// one (ClientSession.Share), whose GET stream's log is in Redis.
+func (m *redisSessions) share(s *ClientSession, home bool) *redisCopy {
+	c := &redisCopy{m: m, s: s, id: s.ID()}
 	if home {
 		// A new session's first home is version 1, written with it
 		// (sessionFields); a copy read from Redis takes the hash's
 		// (reset).
 		c.homeID, c.homeVer = m.self, 1
 	}
-	s.rep = c
-	s.nextOutID = mrand.Int64N(1<<40) << 16
-	s.nextStream = int(mrand.Int64N(1<<40) << 16)
-	c.glog = &redisLog{m: m, id: s.id}
-	s.standalone.log = c.glog
+	c.glog = &redisLog{m: m, id: c.id}
+	s.Share(c, c.glog)
+	return c
 }
 
 func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
 	if err := m.skipping(); err != nil {
 		return m.createOffline(in, err)
 	}
-	id, err := newSessionID()
+	id, err := NewSessionID()
 	if err != nil {
 		return nil, err
 	}
@@ -353,17 +345,17 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	case full:
 		return nil, ErrTooManySessions
 	}
-	s := newClientSession(m.parent, id, in, m.now())
-	m.share(s, true)
-	fields, err := sessionFields(s)
+	s := NewClientSession(m.parent, id, in, m.now())
+	c := m.share(s, true)
+	fields, err := sessionFields(c)
 	if err != nil {
-		s.terminate()
+		s.Terminate()
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
-	if err := m.reserve(ctx, s.principal, s.tenant, id); err != nil {
-		s.terminate()
+	if err := m.reserve(ctx, s.Principal(), s.Tenant(), id); err != nil {
+		s.Terminate()
 		if errors.Is(err, ErrPrincipalSessions) || errors.Is(err, ErrTenantSessions) {
 			return nil, err
 		}
@@ -379,9 +371,9 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 		return nil
 	})
 	if err != nil {
-		s.terminate()
+		s.Terminate()
 		m.failed(err)
-		m.giveBack(m.capSets(s.principal, s.tenant), id)
+		m.giveBack(m.capSets(s.Principal(), s.Tenant()), id)
 		if redisconn.Unhealthy(err) {
 			// A store that timed out may still have been applied: Redis
 			// then keeps the hash of id, which no client knows, until
@@ -394,10 +386,10 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		s.terminate()
+		s.Terminate()
 		return nil, ErrClosed
 	}
-	m.byID[id] = s
+	m.byID[id] = c
 	return s, nil
 }
 
@@ -425,10 +417,10 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 	}
 	var principal, tenant int
 	for _, o := range m.byID {
-		if o.principal == in.Principal && o.tenant == in.Tenant {
+		if o.s.Principal() == in.Principal && o.s.Tenant() == in.Tenant {
 			principal++
 		}
-		if o.tenant == in.Tenant {
+		if o.s.Tenant() == in.Tenant {
 			tenant++
 		}
 	}
@@ -438,10 +430,10 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 	case m.caps.perTenant > 0 && tenant >= m.caps.perTenant:
 		return nil, ErrTenantSessions
 	}
-	s := newClientSession(m.parent, id, in, m.now())
-	m.share(s, true)
-	sharedCopy(s).setLost()
-	m.byID[id] = s
+	s := NewClientSession(m.parent, id, in, m.now())
+	c := m.share(s, true)
+	c.setLost()
+	m.byID[id] = c
 	m.log.Debug().Err(cause).Msg("transport: client session created without redis; written back when it answers")
 	if !errors.Is(cause, errRedisSkipped) {
 		// One operation failed but Redis is not known to be down: try the
@@ -459,27 +451,27 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 // home logs a broadcast; redislog.go), and a claim made while Redis was
 // skipped is written this way. The rewrite script sets home only where
 // Redis names none, so a home another replica claimed meanwhile stands.
-func sessionFields(s *ClientSession) ([]any, error) {
-	client, err := json.Marshal(s.client)
+func sessionFields(c *redisCopy) ([]any, error) {
+	s := c.s
+	client, err := json.Marshal(s.ClientInfo())
 	if err != nil {
 		return nil, fmt.Errorf("encode client info: %w", err)
 	}
-	caps, err := json.Marshal(s.caps)
+	caps, err := json.Marshal(s.ClientCapabilities())
 	if err != nil {
 		return nil, fmt.Errorf("encode client capabilities: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := []any{"v", s.version, "client", client, "caps", caps, "tenant", s.tenant, "principal", s.principal, "level", string(s.logLevel)}
-	if c := sharedCopy(s); c.isHome() {
+	level, subs := s.ClientState()
+	f := []any{"v", s.ProtocolVersion(), "client", client, "caps", caps, "tenant", s.Tenant(), "principal", s.Principal(), "level", string(level)}
+	if c.IsHome() {
 		f = append(f, "home", c.m.self)
 	}
 	// The home version goes on from this copy's, so that a claim made
 	// after the write-back is newer than every one copies have seen.
-	if hv := sharedCopy(s).homeVersion(); hv > 0 {
+	if hv := c.homeVersion(); hv > 0 {
 		f = append(f, "hv", strconv.FormatUint(hv, 10))
 	}
-	for uri := range s.subs {
+	for _, uri := range subs {
 		f = append(f, "s:"+uri, "1")
 	}
 	return f, nil
@@ -507,23 +499,23 @@ func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, err
 		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
 	}
 	for {
-		s, stale := m.local(id, false)
-		if s == nil {
+		c, stale := m.local(id, false)
+		if c == nil {
 			break
 		}
 		if !stale {
-			return s, nil
+			return c.s, nil
 		}
-		if err := m.confirm(ctx, s); err != nil {
+		if err := m.confirm(ctx, c); err != nil {
 			return nil, err
 		}
-		if s, _ := m.local(id, true); s != nil {
-			return s, nil
+		if c, _ := m.local(id, true); c != nil {
+			return c.s, nil
 		}
 		// Let go of meanwhile: loaded again below.
 	}
 	m.mu.Lock()
-	if s := m.byID[id]; s != nil {
+	if c := m.byID[id]; c != nil {
 		m.mu.Unlock()
 		return m.Get(ctx, id) // materialised meanwhile
 	}
@@ -562,25 +554,25 @@ func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, err
 // local returns this replica's copy of id, touched, unless it is stale
 // (idle here for longer than the idle timeout) and not confirmed: then
 // it is returned untouched, with stale true.
-func (m *redisSessions) local(id string, confirmed bool) (s *ClientSession, stale bool) {
+func (m *redisSessions) local(id string, confirmed bool) (c *redisCopy, stale bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	s = m.byID[id]
-	if s == nil {
+	c = m.byID[id]
+	if c == nil {
 		return nil, false
 	}
 	now := m.now()
-	if !confirmed && s.idleSince(now.Add(-m.idle)) {
-		return s, true
+	if !confirmed && c.s.IdleSince(now.Add(-m.idle)) {
+		return c, true
 	}
-	s.touch(now)
-	return s, false
+	c.s.Touch(now)
+	return c, false
 }
 
 // confirm asks Redis whether the session of a stale copy still lives,
 // extending its TTL if so; if it ended, the copy goes
 // (docs/adr/0025-shared-copy-lifetime.md).
-func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
+func (m *redisSessions) confirm(ctx context.Context, c *redisCopy) error {
 	if err := m.skipping(); err != nil {
 		return err
 	}
@@ -589,8 +581,8 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	var live *redis.Cmd
 	var lc lossCheck
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		live = m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs())
-		lc = m.queueLossCheck(ctx, p, s.id)
+		live = m.lua.refreshSession(ctx, p, m.hashKey(c.id), m.logKey(c.id), m.ttlMs())
+		lc = m.queueLossCheck(ctx, p, c.id)
 		return nil
 	})
 	if err != nil {
@@ -601,10 +593,10 @@ func (m *redisSessions) confirm(ctx context.Context, s *ClientSession) error {
 	if n, _ := live.Int(); n == 1 {
 		return nil
 	}
-	if err := m.verdict(lc, s.id); !errors.Is(err, ErrSessionNotFound) {
+	if err := m.verdict(lc, c.id); !errors.Is(err, ErrSessionNotFound) {
 		return err // Redis lost its data: the copy waits for the rewrite
 	}
-	m.evict(s, m.now().Add(-m.idle))
+	m.evict(c, m.now().Add(-m.idle))
 	return ErrSessionNotFound
 }
 
@@ -645,8 +637,8 @@ func (m *redisSessions) verdict(c lossCheck, id string) error {
 	return ErrSessionNotFound
 }
 
-func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall) (*ClientSession, error) {
-	s, err := m.load(ctx, id)
+func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall) (*ClientSession, error) {
+	c, err := m.load(ctx, id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.loading, id)
@@ -654,25 +646,25 @@ func (m *redisSessions) materialise(ctx context.Context, id string, c *loadCall)
 	case err != nil:
 		return nil, err
 	case m.closed:
-		s.terminate()
+		c.s.Terminate()
 		return nil, ErrClosed
 	case len(m.byID) >= m.limit:
-		s.terminate()
+		c.s.Terminate()
 		return nil, ErrTooManySessions
 	}
-	for _, ch := range c.changes {
+	for _, ch := range lc.changes {
 		if ch.Op == opEnd {
-			s.terminate()
+			c.s.Terminate()
 			return nil, ErrSessionNotFound
 		}
-		sharedCopy(s).apply(ch)
+		c.apply(ch)
 	}
-	m.byID[id] = s
-	return s, nil
+	m.byID[id] = c
+	return c.s, nil
 }
 
 // load reads a session's hash and builds a local copy of it.
-func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, error) {
+func (m *redisSessions) load(ctx context.Context, id string) (*redisCopy, error) {
 	if err := m.skipping(); err != nil {
 		return nil, err
 	}
@@ -694,17 +686,16 @@ func (m *redisSessions) load(ctx context.Context, id string) (*ClientSession, er
 	if h["v"] == "" {
 		return nil, m.verdict(lc, id)
 	}
-	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize, index: m.index}
+	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
 		return nil, fmt.Errorf("decode client session %s: client info: %w", id, err)
 	}
 	if err := json.Unmarshal([]byte(h["caps"]), &in.Capabilities); err != nil {
 		return nil, fmt.Errorf("decode client session %s: capabilities: %w", id, err)
 	}
-	s := newClientSession(m.parent, id, in, m.now())
-	m.share(s, h["home"] == m.self)
-	sharedCopy(s).reset(h)
-	return s, nil
+	c := m.share(NewClientSession(m.parent, id, in, m.now()), h["home"] == m.self)
+	c.reset(h)
+	return c, nil
 }
 
 // Delete ends the session everywhere, so it is 404 on every replica
@@ -724,11 +715,12 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 		// The local copy, if any, knows the subscriptions; members it
 		// misses are removed when an update finds the session gone.
 		m.mu.RLock()
-		s := m.byID[id]
+		c := m.byID[id]
 		m.mu.RUnlock()
-		if s != nil {
-			m.indexSubs(ctx, p, id, s.tenant, s.subscriptions(), false)
-			m.release(ctx, p, s)
+		if c != nil {
+			_, subs := c.s.ClientState()
+			m.indexSubs(ctx, p, id, c.s.Tenant(), subs, false)
+			m.release(ctx, p, c)
 		}
 		return nil
 	})
@@ -751,13 +743,13 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 // drop ends this replica's copy, if any, without touching Redis.
 func (m *redisSessions) drop(id string) bool {
 	m.mu.Lock()
-	s := m.byID[id]
+	c := m.byID[id]
 	delete(m.byID, id)
 	m.mu.Unlock()
-	if s != nil {
-		s.terminate()
+	if c != nil {
+		c.s.Terminate()
 	}
-	return s != nil
+	return c != nil
 }
 
 // evict lets go of this replica's copy s (the session lives on in Redis)
@@ -767,19 +759,37 @@ func (m *redisSessions) drop(id string) bool {
 // client, active on other replicas, still waits for
 // (docs/adr/0025-shared-copy-lifetime.md); the sweeper keeps its keys
 // alive instead.
-func (m *redisSessions) evict(s *ClientSession, cutoff time.Time) {
+func (m *redisSessions) evict(c *redisCopy, cutoff time.Time) {
 	m.mu.Lock()
-	if m.byID[s.id] != s || s.busy() || !s.idleSince(cutoff) {
+	if m.byID[c.id] != c || c.s.Busy() || !c.s.IdleSince(cutoff) {
 		m.mu.Unlock()
 		return
 	}
-	delete(m.byID, s.id)
+	delete(m.byID, c.id)
 	m.mu.Unlock()
-	s.terminate()
+	c.s.Terminate()
+}
+
+// copies returns this replica's copies, taken under mu and walked without
+// it, so that the walk may call back into the store.
+func (m *redisSessions) copies() []*redisCopy {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	all := make([]*redisCopy, 0, len(m.byID))
+	for _, c := range m.byID {
+		all = append(all, c)
+	}
+	return all
 }
 
 // Each and Len see this replica's copies only.
-func (m *redisSessions) Each(fn func(*ClientSession) bool) { eachSession(&m.mu, m.byID, fn) }
+func (m *redisSessions) Each(fn func(*ClientSession) bool) {
+	for _, c := range m.copies() {
+		if !fn(c.s) {
+			return
+		}
+	}
+}
 
 func (m *redisSessions) Len() int {
 	m.mu.RLock()
@@ -823,10 +833,10 @@ func (m *redisSessions) Close() {
 	}
 	m.mu.Lock()
 	all := m.byID
-	m.byID = map[string]*ClientSession{}
+	m.byID = map[string]*redisCopy{}
 	m.mu.Unlock()
-	for _, s := range all {
-		s.terminate()
+	for _, c := range all {
+		c.s.Terminate()
 	}
 }
 
@@ -842,9 +852,8 @@ func (m *redisSessions) drainBound() time.Duration {
 // as unsaved and replayed, alone, when Redis answers
 // (docs/adr/0024-replay-changes-after-outage.md). It answers the home
 // version Redis gave a home claim it took, and 0 for anything else.
-func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) uint64 {
-	c.Origin, c.ID = m.self, s.id
-	sc := sharedCopy(s)
+func (m *redisSessions) writeThrough(sc *redisCopy, c sessionChange) uint64 {
+	c.Origin, c.ID = m.self, sc.id
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
 	if m.skipping() != nil {
@@ -859,7 +868,7 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) uint64 {
 	// redisfanout.go). Not in the script: its key is in another Cluster
 	// slot.
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = m.evalChange(ctx, p, s, c, false)
+		cmd = m.evalChange(ctx, p, sc, c, false)
 		return nil
 	})
 	var (
@@ -879,7 +888,7 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) uint64 {
 		// Not applied: it goes with the rewrite, or is replayed if
 		// another replica wrote the session back first.
 		sc.keepUnsaved(c)
-		m.missing(s)
+		m.missing(sc)
 		return 0
 	}
 	sc.saved(c) // an older unsaved change of the field must not follow it
@@ -890,7 +899,7 @@ func (m *redisSessions) writeThrough(s *ClientSession, c sessionChange) uint64 {
 // subscription the reverse index. A replayed home claim (replay) only
 // takes a hash that names no home: a replica that claimed it meanwhile
 // holds the stream now.
-func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *ClientSession, c sessionChange, replay bool) *redis.Cmd {
+func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, sc *redisCopy, c sessionChange, replay bool) *redis.Cmd {
 	msg, _ := json.Marshal(c) // strings always encode
 	kind, field, value := "hset", changeField(c), ""
 	switch c.Op {
@@ -906,9 +915,9 @@ func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, s *Cl
 			kind = "hsetnx"
 		}
 	}
-	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(s.id), log: m.logKey(s.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value})
+	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(sc.id), log: m.logKey(sc.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value})
 	if c.Op == opSub || c.Op == opUnsub {
-		m.indexSubs(ctx, p, s.id, s.tenant, []string{c.URI}, c.Op == opSub)
+		m.indexSubs(ctx, p, sc.id, sc.s.Tenant(), []string{c.URI}, c.Op == opSub)
 	}
 	return cmd
 }
@@ -935,12 +944,12 @@ func changeField(c sessionChange) string {
 // (docs/adr/0026-redis-data-loss.md). The sweeper's rewrite checks the
 // tombstone and drops the copy if there is one (DELETE ends a session
 // everywhere).
-func (m *redisSessions) missing(s *ClientSession) {
-	if cutoff := m.now().Add(-m.idle); s.idleSince(cutoff) && !s.busy() {
-		m.evict(s, cutoff)
+func (m *redisSessions) missing(c *redisCopy) {
+	if cutoff := m.now().Add(-m.idle); c.s.IdleSince(cutoff) && !c.s.Busy() {
+		m.evict(c, cutoff)
 		return
 	}
-	sharedCopy(s).setLost()
+	c.setLost()
 	m.kickSweep()
 }
 

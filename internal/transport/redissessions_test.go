@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,6 +92,27 @@ func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
 	})
 }
 
+// copyOf returns h's copy of session sid, which h materialises if it
+// has none.
+func (h *harness) copyOf(t testing.TB, sid string) *redisCopy {
+	t.Helper()
+	s := h.session(t, sid)
+	m := h.shared()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := m.byID[sid]
+	if c == nil || c.s != s {
+		t.Fatalf("no copy of session %s", sid)
+	}
+	return c
+}
+
+// subscribed reports whether s is subscribed to uri.
+func subscribed(s *ClientSession, uri string) bool {
+	_, subs := s.ClientState()
+	return slices.Contains(subs, uri)
+}
+
 // TestRedisSessions_AnyReplica is the shared-session scenario of
 // docs/adr/0015-shared-client-sessions.md on two replicas: initialize on
 // A, call on B, subscription changes seen by both, events written while
@@ -110,9 +132,10 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 		t.Fatalf("setLevel on B: %s", r)
 	}
 	b.Subscribe(t, sid, "test://x")
-	sa := a.session(t, sid)
+	ca := a.copyOf(t, sid)
+	sa := ca.s
 	testutil.Eventually(t, th.WaitLong, "A to see B's log level and subscription", func() bool {
-		return sa.LogLevel() == "error" && sa.subscribed("test://x")
+		return sa.LogLevel() == "error" && subscribed(sa, "test://x")
 	})
 
 	// Updates from either replica land once each in the session's log.
@@ -134,7 +157,7 @@ func TestRedisSessions_AnyReplica(t *testing.T) {
 	g.Close() // the client processed g-1 and g-2 only
 
 	// B held the GET stream, so B is now home (for tools/list_changed).
-	testutil.Eventually(t, th.WaitLong, "B to become the session's home", func() bool { return b.session(t, sid).isHome() && !sa.isHome() })
+	testutil.Eventually(t, th.WaitLong, "B to become the session's home", func() bool { return b.copyOf(t, sid).IsHome() && !ca.IsHome() })
 	for i := 4; i <= 5; i++ {
 		publish(t, "test://x", []*harness{a, b}[i%2])
 	}
@@ -282,7 +305,7 @@ func TestRedisSessions_RedisDown(t *testing.T) {
 		return v == "1"
 	})
 	b.ToolsListOK(t, known)
-	if !b.session(t, known).subscribed("test://down") {
+	if !subscribed(b.session(t, known), "test://down") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
 	}
 }
@@ -394,7 +417,7 @@ func TestRedisSessions_CreatedInAnOutage(t *testing.T) {
 		return exists(t, direct, redisKeys(prefix).session(sid))
 	})
 	b.ToolsListOK(t, sid)
-	if !b.session(t, sid).subscribed("test://outage") {
+	if !subscribed(b.session(t, sid), "test://outage") {
 		t.Fatal("B's copy lacks the subscription made on A during the outage")
 	}
 
@@ -493,9 +516,9 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 			t.Fatalf("want a sampling request, got %+v", m)
 		}
 		name, _ := th.SplitEventID(t, ev.ID)
-		st := b.session(t, sid).stream(name)
+		st := b.session(t, sid).Stream(name)
 		ps.Close()
-		waitDetached(t, st)
+		th.WaitDetached(t, st)
 		useOnA(t)
 		stillHeld(t)
 		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"late reply"},"model":"m"}}`, m.ID)
@@ -539,13 +562,14 @@ func TestRedisSessions_RefreshDoesNotRetakeDeletedPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.tr.Sessions().Get(ctx, s.id); err != nil {
+	c := b.copyOf(t, s.ID())
+	if _, err := a.tr.Sessions().Get(ctx, s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.tr.Sessions().Delete(ctx, s.id); err != nil {
+	if err := a.tr.Sessions().Delete(ctx, s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	b.shared().housekeep([]*ClientSession{s}, nil, nil, nil) // B's refresh, queued before it heard of the end
+	b.shared().housekeep([]*redisCopy{c}, nil, nil, nil) // B's refresh, queued before it heard of the end
 	if _, err := a.tr.Sessions().Create(ctx, in); err != nil {
 		t.Fatalf("a session of the principal whose only one was deleted: %v", err)
 	}

@@ -107,9 +107,9 @@ func (m *redisSessions) onChange(payload string) {
 			return
 		}
 		if c.Stream == "" {
-			s.standalone.notify()
-		} else if st := s.stream(c.Stream); st != nil {
-			st.notify() // a POST stream resumed here (redispostlog.go)
+			s.s.Standalone().Notify()
+		} else if st := s.s.Stream(c.Stream); st != nil {
+			st.Notify() // a POST stream resumed here (redispostlog.go)
 		}
 		return
 	}
@@ -127,29 +127,25 @@ func (m *redisSessions) onChange(payload string) {
 	case c.Op == opSync:
 		// Re-read below, outside the lock.
 	default:
-		sharedCopy(s).apply(c)
+		s.apply(c)
 	}
 	m.mu.Unlock()
 	switch {
 	case s == nil:
 	case c.Op == opEnd:
-		s.terminate() // DELETE or expiry ends it on every replica
+		s.s.Terminate() // DELETE or expiry ends it on every replica
 	case c.Op == opSync && c.Origin != m.self:
-		m.resync([]*ClientSession{s})
+		m.resync([]*redisCopy{s})
 	}
 }
 
 // resyncAll re-reads every local copy, after changes may have been
 // missed.
-func (m *redisSessions) resyncAll() {
-	var all []*ClientSession
-	m.Each(func(s *ClientSession) bool { all = append(all, s); return true })
-	m.resync(all)
-}
+func (m *redisSessions) resyncAll() { m.resync(m.copies()) }
 
 // resync re-reads sessions from Redis; one that is gone (and that this
 // replica has no unsaved change for) has ended.
-func (m *redisSessions) resync(all []*ClientSession) {
+func (m *redisSessions) resync(all []*redisCopy) {
 	if len(all) == 0 {
 		return
 	}
@@ -172,8 +168,8 @@ func (m *redisSessions) resync(all []*ClientSession) {
 			// Changes this copy holds that Redis lacks stay on top, and
 			// the sweeper replays them; a copy that was to be written
 			// back was by another replica.
-			sharedCopy(s).reset(h)
-			if sharedCopy(s).clearLost() {
+			s.reset(h)
+			if s.clearLost() {
 				m.kickSweep()
 			}
 		default:
@@ -220,43 +216,42 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 	}
 	now := m.now()
 	cutoff := now.Add(-m.idle)
-	var refresh, replay, rewrite, check []*ClientSession
-	m.Each(func(s *ClientSession) bool {
-		lost, unsaved, due := sharedCopy(s).syncState()
+	var refresh, replay, rewrite, check []*redisCopy
+	for _, s := range m.copies() {
+		lost, unsaved, due := s.syncState()
 		switch {
-		case lost && s.idleSince(cutoff) && !s.busy():
+		case lost && s.s.IdleSince(cutoff) && !s.s.Busy():
 			// Its client left while Redis could not take it back: the
 			// idle timeout ends it, everywhere
 			// (docs/adr/0025-shared-copy-lifetime.md), rather than a
 			// write-back bringing it back.
 			m.evict(s, cutoff)
-			return true
+			continue
 		case lost:
 			rewrite = append(rewrite, s)
-			return true
+			continue
 		}
 		if unsaved {
 			replay = append(replay, s)
 		}
 		switch {
-		case due || !s.idleSince(last):
+		case due || !s.s.IdleSince(last):
 			refresh = append(refresh, s)
-		case s.busy():
+		case s.s.Busy():
 			// A handler runs here (or waits on the client) however long
 			// the client stays away or works elsewhere: the session, and
 			// the logs of its POST streams, must not expire under it, nor
 			// the copy be let go (docs/adr/0025-shared-copy-lifetime.md).
 			refresh = append(refresh, s)
-		case unsaved || !s.idleSince(cutoff):
-		case s.isHome():
+		case unsaved || !s.s.IdleSince(cutoff):
+		case s.IsHome():
 			// The home copy stays until the session ends, so that
 			// tools/list_changed keeps reaching its log.
 			check = append(check, s)
 		default:
 			m.evict(s, cutoff) // unless a request got it meanwhile
 		}
-		return true
-	})
+	}
 	last = now
 	if m.skipping() != nil {
 		// Retried at the next round. Not a reason to write the copy back:
@@ -264,7 +259,7 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 		// other replicas acknowledged
 		// (docs/adr/0024-replay-changes-after-outage.md).
 		for _, s := range refresh {
-			sharedCopy(s).setRefreshDue(true)
+			s.setRefreshDue(true)
 		}
 		return now
 	}
@@ -276,7 +271,7 @@ func (m *redisSessions) sweepRound(last time.Time) time.Time {
 // TTLs, replay the unsaved changes of replay's copies, write back the
 // copies of rewrite, whose hash Redis lost, and check that the idle home
 // copies of check still have a session.
-func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSession) {
+func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) {
 	n := len(refresh) + len(replay) + len(rewrite) + len(check)
 	if n == 0 {
 		return
@@ -286,20 +281,20 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	// it waits for this round.
 	locked := slices.Concat(replay, rewrite)
 	for _, s := range locked {
-		sharedCopy(s).wmu.Lock()
+		s.wmu.Lock()
 	}
 	defer func() {
 		for _, s := range locked {
-			sharedCopy(s).wmu.Unlock()
+			s.wmu.Unlock()
 		}
 	}()
 	ops := make([][]sessionChange, len(replay))
 	for i, s := range replay {
-		ops[i] = sharedCopy(s).takeUnsaved()
+		ops[i] = s.takeUnsaved()
 		n += len(ops[i])
 	}
 	type rewriteOf struct {
-		s    *ClientSession
+		s    *redisCopy
 		args rewriteArgs
 	}
 	rewrites := make([]rewriteOf, 0, len(rewrite))
@@ -310,14 +305,14 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			continue
 		}
 		msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
-		seq, flushed := s.standalone.position()
+		seq, flushed := s.s.Standalone().Position()
 		rewrites = append(rewrites, rewriteOf{s, rewriteArgs{
 			hash: m.hashKey(s.id), log: m.logKey(s.id), tombstone: m.endKey(s.id),
 			ttlMs: m.ttlMs(), channel: m.channel, msg: msg, gseq: seq, gflushed: flushed, fields: fields,
 		}})
 	}
 	for _, s := range refresh {
-		sharedCopy(s).setRefreshDue(false) // set again if this round fails
+		s.setRefreshDue(false) // set again if this round fails
 	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout+time.Duration(n)*time.Millisecond)
 	defer cancel()
@@ -330,11 +325,12 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			refreshed = append(refreshed, m.lua.refreshSession(ctx, p, m.hashKey(s.id), m.logKey(s.id), m.ttlMs()))
 			m.keepPlace(ctx, p, s, m.now())
 			// The reverse index's sets live as long as their members.
-			m.touchSubs(ctx, p, s.tenant, s.subscriptions())
+			_, subs := s.s.ClientState()
+			m.touchSubs(ctx, p, s.s.Tenant(), subs)
 			// So do the logs of POST streams whose handler runs here,
 			// however long it stays silent, so a resume finds them
 			// (docs/adr/0018-streamed-responses-resume-anywhere.md).
-			for _, k := range s.mirroredKeys() {
+			for _, k := range mirroredKeys(s.s) {
 				p.PExpire(ctx, k, m.idle)
 			}
 		}
@@ -351,7 +347,8 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			rewritten = append(rewritten, m.lua.rewriteSession(ctx, p, r.args))
 			// Subscriptions made while Redis was away; the ones dropped
 			// meanwhile are removed when an update finds them gone.
-			m.indexSubs(ctx, p, r.s.id, r.s.tenant, r.s.subscriptions(), true)
+			_, subs := r.s.s.ClientState()
+			m.indexSubs(ctx, p, r.s.id, r.s.s.Tenant(), subs, true)
 		}
 		for _, s := range check {
 			exists = append(exists, p.Exists(ctx, m.hashKey(s.id)))
@@ -365,21 +362,21 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 	if err := outage(err, all); err != nil {
 		m.failed(err)
 		for _, s := range refresh {
-			sharedCopy(s).setRefreshDue(true)
+			s.setRefreshDue(true)
 		}
 		for i, s := range replay {
-			sharedCopy(s).restoreUnsaved(ops[i]...)
+			s.restoreUnsaved(ops[i]...)
 		}
 		return
 	}
 	m.ok()
-	var reread []*ClientSession
+	var reread []*redisCopy
 	for i, c := range refreshed {
 		s := refresh[i]
 		switch v, err := c.Int(); {
 		case err != nil:
 			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session refresh refused by redis")
-			sharedCopy(s).setRefreshDue(true)
+			s.setRefreshDue(true)
 		case v == 0:
 			m.missing(s)
 		}
@@ -390,11 +387,11 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			switch v, _, err := updateResult(c); {
 			case err != nil:
 				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
-				sharedCopy(s).restoreUnsaved(ops[i][j]) // still not in Redis: replayed next round
+				s.restoreUnsaved(ops[i][j]) // still not in Redis: replayed next round
 			case v == 0:
 				// Written back with the copy, or replayed again if
 				// another replica writes the session back first.
-				sharedCopy(s).restoreUnsaved(ops[i][j])
+				s.restoreUnsaved(ops[i][j])
 				gone = true
 			case v == 2:
 				reread = append(reread, s) // a newer home claim stands
@@ -404,7 +401,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 			m.missing(s)
 		}
 	}
-	var written []*ClientSession
+	var written []*redisCopy
 	for i, c := range rewritten {
 		s := rewrites[i].s
 		switch v, err := c.Int(); {
@@ -415,7 +412,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*ClientSessi
 		case v == 0:
 			m.drop(s.id) // deleted (DELETE or expiry): the tombstone says so
 		case v == 1:
-			sharedCopy(s).written()
+			s.written()
 			written = append(written, s)
 		default:
 			// Another replica wrote it back first: take its view, then

@@ -62,7 +62,7 @@ func TestUnsubscribeOnStaleCopyReachesRedis(t *testing.T) {
 		// Both changes have come back on the channel to both copies:
 		// nothing about them is still on its way to Redis.
 		sa, sb := a.session(t, sid), b.session(t, sid)
-		testutil.Eventually(t, th.WaitLong, "both copies to apply the unsubscribe", func() bool { return !sa.subscribed(uri) && !sb.subscribed(uri) })
+		testutil.Eventually(t, th.WaitLong, "both copies to apply the unsubscribe", func() bool { return !subscribed(sa, uri) && !subscribed(sb, uri) })
 		v := hget(t, rdb, redisKeys(prefix).session(sid), "s:"+uri)
 		inIndex := isMember(t, rdb, redisKeys(prefix).subs("default", uri), sid)
 		if v == "1" || inIndex {
@@ -178,7 +178,7 @@ func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 		v := hget(t, rdb, key, "v")
 		return v != ""
 	})
-	if !a.session(t, sid).isHome() {
+	if !a.copyOf(t, sid).IsHome() {
 		t.Fatal("A's copy no longer thinks it is home")
 	}
 	home := hget(t, rdb, key, "home")
@@ -280,7 +280,7 @@ func TestCloseFlushesQueuedEvents(t *testing.T) {
 	}
 	a.Close() // graceful shutdown of the origin replica
 	got := hgetInt(t, rdb, redisKeys(prefix).session(sid), "gseq")
-	st := a.tr.RedisStats()
+	st := a.tr.SharingStats()
 	t.Logf("queued %d, dropped %d, logged %d", st.Updates, st.Dropped, got)
 	if int64(got) != st.Updates {
 		t.Fatalf("%d updates queued before Close, %d logged: the final flush was skipped", st.Updates, got)
@@ -335,7 +335,7 @@ func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
 	}
 	claim(before) // A's, from before B's, delivered late
 	quiet(t, g, th.WaitShort)
-	if !b.session(t, sid).isHome() {
+	if !b.copyOf(t, sid).IsHome() {
 		t.Fatal("a stale claim took the home from B")
 	}
 	claim(before + 2) // a newer one: the client moved on
@@ -394,13 +394,13 @@ func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
 	}
 	a.shared().resyncAll() // as after the link came back
 	wantSuperseded(t, ga)
-	if a.session(t, sid).isHome() {
+	if a.copyOf(t, sid).IsHome() {
 		t.Fatal("A still takes itself for home")
 	}
 }
 
 // TestMadeUpSessionIDsCostNoRedisLookup
-// (docs/adr/0023-get-needs-redis-position.md): an id that newSessionID
+// (docs/adr/0023-get-needs-redis-position.md): an id that NewSessionID
 // cannot have made is answered 404 without a Redis lookup, as the
 // in-memory store answers it, so a flood of made-up ids can neither load
 // Redis nor make it look unavailable to every client. The replica's Redis
@@ -431,7 +431,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 		}
 	}
 	// One that could be ours needs Redis to say: 503, never 404.
-	unknown, err := newSessionID()
+	unknown, err := NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,22 +511,23 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	sid := a.Initialize(t)
 	b.ToolsListOK(t, sid)
 	m := b.shared()
-	s := b.session(t, sid)
-	s.lastSeen.Store(0) // idle here for ever: the sweeper's to let go
+	c := b.copyOf(t, sid)
+	s := c.s
+	s.Touch(time.Unix(0, 0)) // idle here for ever: the sweeper's to let go
 	got, err := m.Get(context.Background(), sid)
 	if err != nil || got != s {
 		t.Fatalf("Get: %v (same copy: %v)", err, got == s)
 	}
 	// The sweeper decided before the Get, and evicts after it.
-	m.evict(s, m.now().Add(-m.idle))
+	m.evict(c, m.now().Add(-m.idle))
 	if s.Ended() {
 		t.Fatal("the sweeper ended the copy a request had just been given")
 	}
 	b.ToolsListOK(t, sid)
 
 	// Idle for real, it goes; the session lives on in Redis.
-	s.lastSeen.Store(0)
-	m.evict(s, m.now().Add(-m.idle))
+	s.Touch(time.Unix(0, 0))
+	m.evict(c, m.now().Add(-m.idle))
 	if !s.Ended() {
 		t.Fatal("an idle copy was not let go")
 	}

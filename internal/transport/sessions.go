@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,6 +23,12 @@ var (
 	// together, holds its share already.
 	ErrTenantSessions = errors.New("too many client sessions for this tenant")
 	ErrClosed         = errors.New("session store closed")
+	// ErrSessionPending: the store cannot tell yet whether the session
+	// lives (a shared store that lost its data may be about to get it
+	// back). The client is told to retry (503 with Retry-After), never
+	// that the session is gone; since anyone may name such a session, it
+	// is no error of the server's.
+	ErrSessionPending = errors.New("the client session may still be written back")
 )
 
 // sessionCaps are the shares of client sessions one principal and one
@@ -35,7 +40,7 @@ func capsOf(o Options) sessionCaps {
 }
 
 // SessionStore finds client sessions by id. The in-memory store is the
-// default; the scale-out work adds a shared one behind the same interface.
+// default; a Sharing gives a shared one (Options.Share).
 type SessionStore interface {
 	Create(ctx context.Context, in SessionInit) (*ClientSession, error)
 	// Get returns ErrSessionNotFound for an unknown or ended session.
@@ -57,6 +62,9 @@ type memorySessions struct {
 	limit  int
 	caps   sessionCaps
 	now    func() time.Time
+	// index is the subscription index of the sessions made here, unless
+	// SessionInit names one.
+	index *subscriptions
 
 	mu       sync.RWMutex
 	byID     map[string]*ClientSession
@@ -71,9 +79,9 @@ type memorySessions struct {
 	sweeps atomic.Int64
 }
 
-func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time) *memorySessions {
+func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time, index *subscriptions) *memorySessions {
 	m := &memorySessions{
-		parent: parent, idle: idle, limit: limit, caps: caps, now: now,
+		parent: parent, idle: idle, limit: limit, caps: caps, now: now, index: index,
 		byID: map[string]*ClientSession{}, owned: map[string]int{}, byTenant: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -81,9 +89,10 @@ func newMemorySessions(parent context.Context, idle time.Duration, limit int, ca
 	return m
 }
 
-// newSessionID returns 128 random bits as unpadded base64url: visible ASCII
-// only, as basic/transports requires of Mcp-Session-Id.
-func newSessionID() (string, error) {
+// NewSessionID returns a new client session id: 128 random bits as
+// unpadded base64url (22 characters), visible ASCII only, as
+// basic/transports requires of Mcp-Session-Id.
+func NewSessionID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("generate client session id: %w", err)
@@ -91,81 +100,32 @@ func newSessionID() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// sessionIDLen is the length of the ids newSessionID makes.
-const sessionIDLen = 22
-
-// offlineSessionIDLen is the length of the ids newOfflineSessionID makes:
-// 24 bytes, the first four the second it was made.
-const offlineSessionIDLen = 32
-
-// newOfflineSessionID returns the id of a shared client session created
-// while Redis could not be reached (docs/adr/0047-sessions-created-in-an-outage.md):
-// its length tells the other replicas that Redis may not hold it yet, and
-// since when, so that they answer 503 rather than 404 until it is written
-// back. 160 random bits keep it as unguessable as newSessionID's 128.
-func newOfflineSessionID(now time.Time) (string, error) {
-	var b [24]byte
-	binary.BigEndian.PutUint32(b[:4], uint32(now.Unix()))
-	if _, err := rand.Read(b[4:]); err != nil {
-		return "", fmt.Errorf("generate client session id: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-// offlineSince returns when an id of newOfflineSessionID was made; false
-// for any other id.
-func offlineSince(id string) (time.Time, bool) {
-	if len(id) != offlineSessionIDLen {
-		return time.Time{}, false
-	}
-	var b [24]byte
-	if n, err := base64.RawURLEncoding.Strict().Decode(b[:], []byte(id)); err != nil || n != len(b) {
-		return time.Time{}, false
-	}
-	return time.Unix(int64(binary.BigEndian.Uint32(b[:4])), 0), true
-}
-
-// possibleSessionID reports whether id could have been made by
-// newSessionID (16 bytes in unpadded base64url) or newOfflineSessionID.
-// Any other id names no session of ours, in any store, so the shared
-// store answers it 404 without a Redis lookup: a flood of made-up ids
-// costs nothing and cannot make Redis look unavailable to every client
-// (docs/adr/0023-get-needs-redis-position.md).
-func possibleSessionID(id string) bool {
-	if _, ok := offlineSince(id); ok {
-		return true
-	}
-	if len(id) != sessionIDLen {
-		return false
-	}
-	var b [16]byte
-	n, err := base64.RawURLEncoding.Strict().Decode(b[:], []byte(id))
-	return err == nil && n == len(b)
-}
-
 func (m *memorySessions) Create(_ context.Context, in SessionInit) (*ClientSession, error) {
-	id, err := newSessionID()
+	id, err := NewSessionID()
 	if err != nil {
 		return nil, err
 	}
-	s := newClientSession(m.parent, id, in, m.now())
+	if in.index == nil {
+		in.index = m.index
+	}
+	s := NewClientSession(m.parent, id, in, m.now())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		// The idle sweeper has stopped; nothing would ever reap it.
-		s.terminate()
+		s.Terminate()
 		return nil, ErrClosed
 	}
 	if len(m.byID) >= m.limit {
-		s.terminate()
+		s.Terminate()
 		return nil, ErrTooManySessions
 	}
 	if m.caps.perPrincipal > 0 && m.owned[s.principal] >= m.caps.perPrincipal {
-		s.terminate()
+		s.Terminate()
 		return nil, ErrPrincipalSessions
 	}
 	if m.caps.perTenant > 0 && m.byTenant[s.tenant] >= m.caps.perTenant {
-		s.terminate()
+		s.Terminate()
 		return nil, ErrTenantSessions
 	}
 	m.byID[id] = s
@@ -196,7 +156,7 @@ func (m *memorySessions) Delete(_ context.Context, id string) error {
 	if s == nil {
 		return ErrSessionNotFound
 	}
-	s.terminate()
+	s.Terminate()
 	return nil
 }
 
@@ -244,7 +204,7 @@ func (m *memorySessions) Close() {
 	m.closed = true
 	m.mu.Unlock()
 	for _, s := range all {
-		s.terminate()
+		s.Terminate()
 	}
 }
 
@@ -263,7 +223,7 @@ func (m *memorySessions) sweep(every time.Duration) {
 			cutoff := m.now().Add(-m.idle)
 			var idle []string
 			m.Each(func(s *ClientSession) bool {
-				if s.idleSince(cutoff) {
+				if s.IdleSince(cutoff) {
 					idle = append(idle, s.id)
 				}
 				return true

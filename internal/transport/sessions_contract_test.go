@@ -85,7 +85,7 @@ var sessionContract = []struct {
 		store, ctx := h.tr.Sessions(), context.Background()
 		s := mustCreate(t, h, "t1", "p1")
 		if !possibleSessionID(s.ID()) {
-			t.Fatalf("session id %q is not one newSessionID makes", s.ID())
+			t.Fatalf("session id %q is not one NewSessionID makes", s.ID())
 		}
 		if got, err := store.Get(ctx, s.ID()); err != nil || got != s {
 			t.Fatalf("Get: %p, %v; want the created session", got, err)
@@ -110,7 +110,7 @@ var sessionContract = []struct {
 	}},
 	{"unknown ids are not found", func(t *testing.T, newH func(*testing.T, ...func(*Options)) *harness) {
 		h := newH(t)
-		id, err := newSessionID()
+		id, err := NewSessionID()
 		if err != nil {
 			t.Fatal(err)
 		}

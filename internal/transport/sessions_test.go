@@ -203,9 +203,9 @@ func TestSession_IdleTimeoutVanishedClient(t *testing.T) {
 		ps := h.PostSSE(t, sid, th.ToolCall(1, tool, args, token))
 		ev, _ := ps.NextMessage(t) // the sampling request, or the progress notification
 		name, _ := th.SplitEventID(t, ev.ID)
-		st := v.sess.stream(name)
+		st := v.sess.Stream(name)
 		ps.Close()
-		waitDetached(t, st)
+		th.WaitDetached(t, st)
 		all = append(all, v)
 	}
 	for _, v := range all {
@@ -258,7 +258,7 @@ func (s *sessionEndingStore) Get(ctx context.Context, id string) (*ClientSession
 func TestSession_EndedDuringLookupIs404(t *testing.T) {
 	var store *sessionEndingStore
 	h := newHarness(t, withOpts(func(o *Options) {
-		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, sessionCaps{}, time.Now)}
+		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, sessionCaps{}, time.Now, nil)}
 		o.Sessions = store
 	}))
 	for _, tc := range []struct {
@@ -719,7 +719,7 @@ func TestContentNegotiation_QZeroRefuses(t *testing.T) {
 // together; other principals and tenants are unaffected, and ending a
 // session frees its place.
 func TestMemorySessions_PerPrincipalAndTenantCaps(t *testing.T) {
-	m := newMemorySessions(context.Background(), time.Minute, 100, sessionCaps{perPrincipal: 2, perTenant: 3}, time.Now)
+	m := newMemorySessions(context.Background(), time.Minute, 100, sessionCaps{perPrincipal: 2, perTenant: 3}, time.Now, nil)
 	defer m.Close()
 	sessionCapSteps(t, m)
 }

@@ -26,7 +26,7 @@ func startSSE(w http.ResponseWriter) {
 // finished, the connection is superseded or closed, the client goes away,
 // or ctx ends. It sends a priming event first when prime is set (SEP-1699)
 // and an SSE comment every keepAlive so idle proxies keep the connection.
-func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *stream, c *streamConn, cursor uint64, prime bool) {
+func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *Stream, c *streamConn, cursor uint64, prime bool) {
 	t.openStreams.Add(1)
 	defer t.openStreams.Add(-1)
 	rc := http.NewResponseController(w)
@@ -44,7 +44,7 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 	// gets a deadline, cleared on the way out so net/http can finish the
 	// response.
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	var evs []event
+	var evs []Event
 	for {
 		var done, lost bool
 		evs, done, lost = st.next(cursor, evs[:0])
@@ -53,7 +53,7 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 		}
 		for _, ev := range evs {
 			buf = appendEvent(buf, st.id, ev)
-			cursor = ev.seq
+			cursor = ev.Seq
 		}
 		if len(buf) > 0 {
 			_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // unsupported on some writers: no deadline then
@@ -95,11 +95,11 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 
 // appendEvent frames one message. JSON from encoding/json has no raw
 // newlines, but a message is split over data lines if it ever does.
-func appendEvent(dst []byte, stream string, ev event) []byte {
+func appendEvent(dst []byte, stream string, ev Event) []byte {
 	dst = append(dst, "id: "...)
-	dst = eventID(dst, stream, ev.seq)
+	dst = eventID(dst, stream, ev.Seq)
 	dst = append(dst, '\n')
-	data := ev.data
+	data := ev.Data
 	for {
 		i := bytes.IndexByte(data, '\n')
 		dst = append(dst, "data: "...)

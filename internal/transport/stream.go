@@ -6,20 +6,22 @@ import (
 	"sync"
 )
 
-// event is one SSE event: a complete JSON-RPC message.
-type event struct {
-	seq  uint64
-	data []byte
+// Event is one SSE event of a stream: a complete JSON-RPC message and its
+// sequence number, which the event's id carries ("<stream>-<seq>").
+type Event struct {
+	Seq  uint64
+	Data []byte
 }
 
-// stream is a bounded log of events with at most one attached connection.
-// All fields are guarded by mu.
-type stream struct {
+// Stream is a bounded log of events with at most one attached connection:
+// the GET stream of a client session, or a streamed POST response. All
+// fields are guarded by mu.
+type Stream struct {
 	id    string
 	limit int // most events kept
 
 	mu      sync.Mutex
-	ring    []event // circular; grows on demand up to limit
+	ring    []Event // circular; grows on demand up to limit
 	head    int     // index of the oldest event
 	n       int     // events held
 	nextSeq uint64  // seq of the next event; seqs start at 1
@@ -35,59 +37,63 @@ type stream struct {
 	closeNext int
 
 	// log keeps the events beside or instead of ring: localLog for a
-	// session no other replica serves; for a shared one, the Redis logs
-	// (redislog.go, redispostlog.go). Set before the stream is shared and
+	// session no other replica serves; for a shared one, the log its
+	// Replicator gives it (ClientSession.Share, Replicator.Mirror,
+	// ClientSession.RetainStream). Set before the stream is shared and
 	// never changed; the connection is always local.
-	log eventLog
+	log EventLog
 }
 
 // initialRing is the ring's first size: most POST streams carry a handful
 // of events, so a session or a call does not pay for the full log bound.
 const initialRing = 4
 
-func newStream(id string, limit int) *stream {
-	return &stream{id: id, limit: limit, nextSeq: 1, log: localLog{}}
+func newStream(id string, limit int) *Stream {
+	return &Stream{id: id, limit: limit, nextSeq: 1, log: localLog{}}
 }
 
-// eventLog is where a stream's events live besides its ring, so that
-// other replicas serve them. Methods said to run under st.mu are called
-// with the stream's lock held.
-type eventLog interface {
-	// take appends data to the log in place of the ring; false: the ring
+// EventLog is where a stream's events live besides its ring, so that
+// other replicas serve them. Methods said to run under the stream's lock
+// are called with it held: they must not call the stream's methods.
+type EventLog interface {
+	// Take appends data to the log in place of the ring; false: the ring
 	// takes it.
-	take(st *stream, data []byte) bool
-	// pushed records that event seq entered the ring, final if it ends
+	Take(st *Stream, data []byte) bool
+	// Pushed records that event seq entered the ring, final if it ends
 	// the stream; data nil is the end without a response (a marker, not
-	// an event). Under st.mu.
-	pushed(seq uint64, data []byte, final bool)
-	// read returns the events after cursor, as stream.next, when the log
-	// rather than the ring is where they are read (ok).
-	read(st *stream, cursor uint64, buf []event) (evs []event, done, lost, ok bool)
-	// limit is the last seq a connection may write from the ring, and
-	// whether it may write the end. Under st.mu.
-	limit(st *stream) (uint64, bool)
-	// markFlushed records that a connection wrote and flushed through
+	// an event). Under the stream's lock.
+	Pushed(seq uint64, data []byte, final bool)
+	// Read returns the events after cursor, appended to buf, whether the
+	// stream is finished once they are written, and whether events after
+	// the cursor were dropped, when the log rather than the ring is where
+	// they are read (ok).
+	Read(st *Stream, cursor uint64, buf []Event) (evs []Event, done, lost, ok bool)
+	// Limit is the last seq a connection may write from the ring, and
+	// whether it may write the end, given last, the last seq the stream
+	// gave out. Under the stream's lock.
+	Limit(last uint64) (uint64, bool)
+	// MarkFlushed records that a connection wrote and flushed through
 	// seq.
-	markFlushed(seq uint64)
-	// follower reports whether the stream reads another replica's log,
+	MarkFlushed(seq uint64)
+	// Follower reports whether the stream reads another replica's log,
 	// which it may let go of as soon as no connection reads it.
-	follower() bool
-	// open readies the log before the first byte of a response stream.
-	open()
+	Follower() bool
+	// Open readies the log before the first byte of a response stream.
+	Open()
 }
 
-// localLog is the eventLog of a stream no other replica serves: the ring
+// localLog is the EventLog of a stream no other replica serves: the ring
 // is the whole log.
 type localLog struct{}
 
-func (localLog) take(*stream, []byte) bool       { return false }
-func (localLog) pushed(uint64, []byte, bool)     {}
-func (localLog) markFlushed(uint64)              {}
-func (localLog) follower() bool                  { return false }
-func (localLog) open()                           {}
-func (localLog) limit(st *stream) (uint64, bool) { return st.nextSeq - 1, true }
+func (localLog) Take(*Stream, []byte) bool        { return false }
+func (localLog) Pushed(uint64, []byte, bool)      {}
+func (localLog) MarkFlushed(uint64)               {}
+func (localLog) Follower() bool                   { return false }
+func (localLog) Open()                            {}
+func (localLog) Limit(last uint64) (uint64, bool) { return last, true }
 
-func (localLog) read(_ *stream, _ uint64, buf []event) ([]event, bool, bool, bool) {
+func (localLog) Read(_ *Stream, _ uint64, buf []Event) ([]Event, bool, bool, bool) {
 	return buf, false, false, false
 }
 
@@ -100,8 +106,8 @@ type streamConn struct {
 
 // append adds data to the log, dropping the oldest event when full, and
 // wakes the attached connection.
-func (s *stream) append(data []byte) {
-	if s.log.take(s, data) {
+func (s *Stream) append(data []byte) {
+	if s.log.Take(s, data) {
 		return
 	}
 	s.mu.Lock()
@@ -111,33 +117,33 @@ func (s *stream) append(data []byte) {
 
 // appendOpen adds data unless the stream has ended (its response is in
 // the log); it reports whether it did.
-func (s *stream) appendOpen(data []byte) bool {
+func (s *Stream) appendOpen(data []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
 		return false
 	}
 	s.push(data)
-	s.log.pushed(s.nextSeq-1, data, false)
+	s.log.Pushed(s.nextSeq-1, data, false)
 	return true
 }
 
 // appendFinal adds the response that ends a POST stream; nil ends it
 // without one (a cancelled request).
-func (s *stream) appendFinal(data []byte) {
+func (s *Stream) appendFinal(data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done = true
 	if data != nil {
 		s.push(data) // wakes the connection
-		s.log.pushed(s.nextSeq-1, data, true)
+		s.log.Pushed(s.nextSeq-1, data, true)
 		return
 	}
-	s.log.pushed(s.nextSeq, nil, true) // a marker, not an event
+	s.log.Pushed(s.nextSeq, nil, true) // a marker, not an event
 	s.wake()
 }
 
-func (s *stream) push(data []byte) {
+func (s *Stream) push(data []byte) {
 	if s.n == len(s.ring) && len(s.ring) < s.limit {
 		s.grow()
 	}
@@ -147,29 +153,29 @@ func (s *stream) push(data []byte) {
 	} else {
 		s.n++
 	}
-	s.ring[i] = event{seq: s.nextSeq, data: data}
+	s.ring[i] = Event{Seq: s.nextSeq, Data: data}
 	s.nextSeq++
 	s.wake()
 }
 
 // grow doubles the ring (up to limit), keeping events in order.
-func (s *stream) grow() {
+func (s *Stream) grow() {
 	size := min(max(2*len(s.ring), initialRing), s.limit)
-	ring := make([]event, size)
+	ring := make([]Event, size)
 	for i := 0; i < s.n; i++ {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
 	s.ring, s.head = ring, 0
 }
 
-// notify wakes the attached connection: the log grew elsewhere.
-func (s *stream) notify() {
+// Notify wakes the attached connection: the log grew elsewhere.
+func (s *Stream) Notify() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake()
 }
 
-func (s *stream) wake() {
+func (s *Stream) wake() {
 	if s.conn != nil {
 		select {
 		case s.conn.wake <- struct{}{}:
@@ -185,7 +191,7 @@ func (s *stream) wake() {
 // negative for a fresh connection, which starts after the last event some
 // connection flushed. Both happen under one lock, so no event is written by
 // the old connection after the new one chose its start.
-func (s *stream) attach(resume int64) (*streamConn, uint64) {
+func (s *Stream) attach(resume int64) (*streamConn, uint64) {
 	c := &streamConn{wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,7 +214,7 @@ func (s *stream) attach(resume int64) (*streamConn, uint64) {
 }
 
 // detach removes c if it is still the attached connection.
-func (s *stream) detach(c *streamConn) {
+func (s *Stream) detach(c *streamConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == c {
@@ -218,7 +224,7 @@ func (s *stream) detach(c *streamConn) {
 
 // closeConn ends the attached connection, asking the client to come back
 // after retryMs (0: no hint).
-func (s *stream) closeConn(retryMs int) {
+func (s *Stream) closeConn(retryMs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
@@ -229,7 +235,7 @@ func (s *stream) closeConn(retryMs int) {
 }
 
 // closeSoon closes the attached connection now, or the next one to attach.
-func (s *stream) closeSoon(retryMs int) {
+func (s *Stream) closeSoon(retryMs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil {
@@ -244,21 +250,21 @@ func (s *stream) closeSoon(retryMs int) {
 // next returns the events after cursor (appending to buf), whether the
 // stream is finished once they are written, and whether events after the
 // cursor were already dropped from the log.
-func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool) {
-	if evs, done, lost, ok := s.log.read(s, cursor, buf); ok {
+func (s *Stream) next(cursor uint64, buf []Event) (evs []Event, done, lost bool) {
+	if evs, done, lost, ok := s.log.Read(s, cursor, buf); ok {
 		return evs, done, lost
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A mirrored stream's connection writes only what the shared log
 	// has: the ring may run ahead of limit.
-	limit, end := s.log.limit(s)
+	limit, end := s.log.Limit(s.nextSeq - 1)
 	if s.n > 0 {
 		// The log holds consecutive seqs oldest..nextSeq-1, so the first
 		// event after cursor is found by arithmetic, not by a scan of the
 		// whole log: a woken connection costs O(new events), not
 		// O(eventLogSize), under the lock appends wait on.
-		oldest := s.ring[s.head].seq
+		oldest := s.ring[s.head].Seq
 		lost = cursor+1 < oldest
 		skip := 0
 		if cursor >= oldest {
@@ -266,7 +272,7 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 		}
 		for i := skip; i < s.n; i++ {
 			ev := s.ring[(s.head+i)%len(s.ring)]
-			if ev.seq > limit {
+			if ev.Seq > limit {
 				break
 			}
 			buf = append(buf, ev)
@@ -275,43 +281,68 @@ func (s *stream) next(cursor uint64, buf []event) (evs []event, done, lost bool)
 	return buf, s.done && end, lost
 }
 
-// position returns the last seq given out and the last flushed.
-func (s *stream) position() (seq, flushed uint64) {
+// Position returns the last seq given out and the last flushed.
+func (s *Stream) Position() (last, flushed uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.nextSeq - 1, s.flushed
 }
 
 // markFlushed records that a connection wrote and flushed through seq.
-func (s *stream) markFlushed(seq uint64) {
+func (s *Stream) markFlushed(seq uint64) {
 	s.mu.Lock()
 	s.flushed = max(s.flushed, seq)
 	s.mu.Unlock()
-	s.log.markFlushed(seq)
+	s.log.MarkFlushed(seq)
 }
 
 // delivered reports whether a finished stream has flushed its last event.
-func (s *stream) delivered() bool {
+func (s *Stream) delivered() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, end := s.log.limit(s) // a mirrored stream's end is in the shared log first
+	_, end := s.log.Limit(s.nextSeq - 1) // a mirrored stream's end is in the shared log first
 	return s.done && end && s.flushed == s.nextSeq-1
 }
 
-// finished reports whether a POST stream's response (or its end without
+// Finished reports whether a POST stream's response (or its end without
 // one) is in the log.
-func (s *stream) finished() bool {
+func (s *Stream) Finished() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done
 }
 
-// live reports whether the stream may still get events or has a reader:
-// such a stream must never be dropped from its session.
-func (s *stream) live() bool {
+// MarkFinished records that the stream's end is in its log: a follower of
+// another replica's log learnt it there.
+func (s *Stream) MarkFinished() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log.follower() {
+	s.done = true
+}
+
+// CatchUp raises the stream's position to what its log holds: last, the
+// last seq given out, and flushed, the last a connection flushed, on
+// whichever replica. Neither ever goes back.
+func (s *Stream) CatchUp(last, flushed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextSeq = max(s.nextSeq, last+1)
+	s.flushed = max(s.flushed, flushed)
+}
+
+// Name is the stream's name, the part of its events' ids before the seq:
+// "g" for the GET stream, p<n> for a POST response.
+func (s *Stream) Name() string { return s.id }
+
+// Log is where the stream's events live besides its ring.
+func (s *Stream) Log() EventLog { return s.log }
+
+// live reports whether the stream may still get events or has a reader:
+// such a stream must never be dropped from its session.
+func (s *Stream) live() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log.Follower() {
 		// A follower's log is elsewhere: it may go as soon as no
 		// connection reads it, and be made again.
 		return s.conn != nil
@@ -320,9 +351,11 @@ func (s *stream) live() bool {
 }
 
 // follower reports whether the stream reads another replica's log.
-func (s *stream) follower() bool { return s.log.follower() }
+func (s *Stream) follower() bool { return s.log.Follower() }
 
-func (s *stream) attached() bool {
+// Attached reports whether a connection on this replica serves the
+// stream.
+func (s *Stream) Attached() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conn != nil

@@ -12,7 +12,7 @@ import (
 func TestSubscriptionIndex(t *testing.T) {
 	index := newSubscriptions()
 	newSession := func(id, tn string) *ClientSession {
-		return newClientSession(context.Background(), id, SessionInit{EventLogSize: 8, Tenant: tn, index: index}, time.Now())
+		return NewClientSession(context.Background(), id, SessionInit{EventLogSize: 8, Tenant: tn, index: index}, time.Now())
 	}
 	a, b, other := newSession("a", "t1"), newSession("b", "t1"), newSession("c", "t2")
 	for _, s := range []*ClientSession{a, b, other} {
@@ -53,8 +53,8 @@ func TestSubscriptionIndex(t *testing.T) {
 	if got := count("t1", "memory://team/plan"); len(got) != 1 || !got["a"] {
 		t.Errorf("after b unsubscribed: %v", got)
 	}
-	a.terminate()
-	other.terminate()
+	a.Terminate()
+	other.Terminate()
 	if n := index.len(); n != 0 {
 		t.Errorf("%d index entries left after every subscriber is gone", n)
 	}

@@ -20,7 +20,7 @@ func TestMemorySweeperEndsIdleSessionsOnly(t *testing.T) {
 		const idle = time.Minute
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		store := newMemorySessions(ctx, idle, 10, sessionCaps{}, time.Now)
+		store := newMemorySessions(ctx, idle, 10, sessionCaps{}, time.Now, nil)
 		defer store.Close()
 		create := func() *ClientSession {
 			s, err := store.Create(ctx, SessionInit{Version: protocol.LatestVersion, EventLogSize: 4})
@@ -44,7 +44,7 @@ func TestMemorySweeperEndsIdleSessionsOnly(t *testing.T) {
 		}
 
 		time.Sleep(idle / 2)
-		used.touch(time.Now())
+		used.Touch(time.Now())
 		time.Sleep(idle/2 + idle/4) // past quiet's timeout, a sweep later
 		synctest.Wait()
 		if alive(quiet) || !quiet.Ended() {

@@ -3,7 +3,6 @@ package transport
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -41,14 +40,14 @@ type Options struct {
 	MaxSessionsPerPrincipal int
 	// MaxSessionsPerTenant caps the client sessions of one tenant, all
 	// its principals together; 0 means no cap. Over it, initialize gets
-	// 429. With Redis both caps hold across replicas.
+	// 429. With shared sessions (Share) both caps hold across replicas.
 	MaxSessionsPerTenant int
 	// MaxClientInfoBytes and MaxCapabilitiesBytes bound initialize's
 	// params.clientInfo and params.capabilities (JSON bytes), and
 	// MaxInitializeDepth their nesting: a client session keeps them for
-	// its life, in memory and in Redis. Over a bound, initialize gets
-	// -32602 naming the member and the limit. 0 means the default
-	// (DefaultMaxClientInfoBytes, …).
+	// its life, in memory and in a shared store. Over a bound,
+	// initialize gets -32602 naming the member and the limit. 0 means
+	// the default (DefaultMaxClientInfoBytes, …).
 	MaxClientInfoBytes   int
 	MaxCapabilitiesBytes int
 	MaxInitializeDepth   int
@@ -81,6 +80,11 @@ type Options struct {
 	Observe func(method string, status int)
 	// Sessions replaces the in-memory session store when set.
 	Sessions SessionStore
+	// Share, when set (and Sessions is not), shares client sessions
+	// between replicas (docs/adr/0015-shared-client-sessions.md): the
+	// transport opens its session store there, so that any replica
+	// serves any request.
+	Share Sharing
 	// Redis, when set (and Sessions is not), shares client sessions
 	// between replicas (docs/adr/0015-shared-client-sessions.md): their
 	// state and their GET stream's event log live in Redis, so any
@@ -113,7 +117,7 @@ type Transport struct {
 	subs     *subscriptions // resources/subscribe, by tenant and URI
 	// fanout delivers resource updates: through subs in memory, through
 	// the shared store when client sessions are shared.
-	fanout  fanout
+	fanout  Fanout
 	origins originPolicy
 	log     zerolog.Logger
 	now     func() time.Time
@@ -150,16 +154,12 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
 		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
 	}
-	if opts.Redis != nil {
-		if !contextTimeouts(opts.Redis) {
-			return nil, errors.New("transport: the Redis client must be created with ContextTimeoutEnabled: true, or RedisTimeout cannot bound its calls")
+	if opts.Share == nil && opts.Redis != nil {
+		share, err := newRedisSharing(opts.Redis, redisOptions{keyPrefix: opts.RedisKeyPrefix, timeout: opts.RedisTimeout, conn: opts.RedisConn, tune: opts.redisTune})
+		if err != nil {
+			return nil, fmt.Errorf("transport: %w", err)
 		}
-		opts.RedisKeyPrefix = cmp.Or(opts.RedisKeyPrefix, "mcp-runtime:")
-		opts.RedisTimeout = cmp.Or(opts.RedisTimeout, 100*time.Millisecond)
-		opts.redisTune.poll = cmp.Or(opts.redisTune.poll, time.Second)
-		opts.redisTune.minBackoff = cmp.Or(opts.redisTune.minBackoff, time.Second)
-		opts.redisTune.maxBackoff = cmp.Or(opts.redisTune.maxBackoff, 10*time.Second)
-		opts.redisTune.heartbeat = cmp.Or(opts.redisTune.heartbeat, time.Second)
+		opts.Share = share
 	}
 	now := opts.Now
 	if now == nil {
@@ -170,15 +170,19 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
 	case t.sessions != nil:
-	case opts.Redis != nil:
-		shared, err := newRedisSessions(ctx, opts, now, t.subs)
+	case opts.Share != nil:
+		shared, err := opts.Share.Open(ctx, SharingConfig{
+			IdleTimeout: opts.SessionIdleTimeout, MaxSessions: opts.MaxSessions,
+			MaxSessionsPerPrincipal: opts.MaxSessionsPerPrincipal, MaxSessionsPerTenant: opts.MaxSessionsPerTenant,
+			EventLogSize: opts.EventLogSize, Logger: opts.Logger, Now: now,
+		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("transport: %w", err)
 		}
 		t.sessions, t.fanout = shared, shared
 	default:
-		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now)
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now, t.subs)
 	}
 	return t, nil
 }
@@ -230,17 +234,16 @@ func (t *Transport) Sessions() SessionStore { return t.sessions }
 // sessions it reports how many sessions it notified.
 //
 // With shared client sessions it must be called on the replica where the
-// change happened, and only there: that replica writes the notification
-// into the log of every subscribed session in Redis, wherever its stream
-// is (docs/adr/0016-resource-updates-logged-by-origin.md;
-// redisfanout.go). It queues the work and returns at once, without a
-// Redis round trip, so it cannot know the count and always reports 0;
-// RedisStats counts the outcome.
+// change happened, and only there: that replica delivers the
+// notification to every subscribed session, wherever its stream is
+// (docs/adr/0016-resource-updates-logged-by-origin.md; SharedStore). A
+// shared store may queue the work and return at once, reporting 0;
+// SharingStats counts the outcome.
 func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	return t.fanout.resourceUpdated(tenantID, uri)
+	return t.fanout.ResourceUpdated(tenantID, uri)
 }
 
 // ToolsListChanged sends notifications/tools/list_changed to every client
@@ -253,21 +256,6 @@ func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 // (ClientSession.broadcast).
 func (t *Transport) ToolsListChanged() (int, error) {
 	return t.ListChanged(protocol.NotificationToolsListChanged)
-}
-
-// contextTimeouts reports whether the client lets a context deadline
-// bound its socket reads; clients it cannot inspect get the benefit of
-// the doubt.
-func contextTimeouts(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return true
 }
 
 // Close ends every client session, which cancels running handlers and
@@ -295,3 +283,48 @@ func (t *Transport) CloseStreams(retryMs int) {
 		return true
 	})
 }
+
+// Sharing shares client sessions between the replicas of a deployment
+// (DESIGN.md, Scale-out; docs/adr/0015-shared-client-sessions.md). A
+// transport given one (Options.Share) opens its session store there.
+type Sharing interface {
+	// Open returns the session store of one transport: its sessions end
+	// when ctx does (the transport's Close), and cfg is what the
+	// transport's Options say of them.
+	Open(ctx context.Context, cfg SharingConfig) (SharedStore, error)
+}
+
+// SharingConfig is what a shared session store takes from Options.
+type SharingConfig struct {
+	IdleTimeout             time.Duration // Options.SessionIdleTimeout
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
+	MaxSessionsPerTenant    int
+	EventLogSize            int
+	Logger                  zerolog.Logger
+	Now                     func() time.Time
+}
+
+// SharedStore is the session store of a Sharing: its sessions are copies
+// of sessions other replicas serve too (ClientSession.Share), and it
+// delivers resource updates to the subscribers on every replica.
+type SharedStore interface {
+	SessionStore
+	Fanout
+}
+
+// SharingStats counts what a shared store's log writer did.
+type SharingStats struct {
+	// Updates: resource updates queued for the subscribers' logs.
+	Updates int64
+	// Notified: notifications appended to subscribers' logs.
+	Notified int64
+	// Dropped: log writes (resource updates and other GET-stream
+	// messages) dropped on a full queue.
+	Dropped int64
+}
+
+// SharingStats returns the counters of the shared client sessions; zero
+// when they are not shared. Each is read atomically, the set is not one
+// snapshot.
+func (t *Transport) SharingStats() SharingStats { return t.fanout.Stats() }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 const (
@@ -1167,6 +1168,16 @@ func NotWithin(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
 		t.Fatalf("%s happened, but must not", what)
 	case <-time.After(d):
 	}
+}
+
+// WaitDetached waits until no connection serves st: the server has
+// noticed that the client went away.
+func WaitDetached(t testing.TB, st interface {
+	Name() string
+	Attached() bool
+}) {
+	t.Helper()
+	testutil.Eventually(t, WaitLong, "stream "+st.Name()+" to be detached", func() bool { return !st.Attached() })
 }
 
 // ResourceUpdatedURI returns params.uri of a notifications/resources/updated.
