@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport/redisshare"
 )
 
 // version is stamped by the build (-ldflags "-X main.version=...").
@@ -139,6 +140,18 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if cfg.Auth.Mode == auth.ModeNone && !isLoopback(host) {
 		logger.Warn().Str("listen", cfg.Listen).Msg("auth.mode is none and the server listens beyond loopback: anyone who reaches it acts on the default tenant; set auth.mode to apikey or oauth")
 	}
+	// With REDIS_URL, client sessions are shared by the replicas, through
+	// the connection the cache tier and rate limits use.
+	var share transport.Sharing
+	if rdb := st.redisClient(); rdb != nil {
+		shared, err := redisshare.New(rdb, redisshare.Options{
+			KeyPrefix: cfg.Redis.KeyPrefix, Timeout: cfg.Redis.Timeouts().Hot, Conn: st.redis,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("build transport: %w", err)
+		}
+		share = shared
+	}
 	tr, err := transport.New(srv, transport.Options{
 		AllowedOrigins:          cfg.AllowedOrigins,
 		LoopbackOnly:            isLoopback(host),
@@ -160,12 +173,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Auth:                    authn,
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
-		// With REDIS_URL, client sessions are shared by the replicas,
-		// through the connection the cache tier and rate limits use.
-		Redis:          st.redisClient(),
-		RedisConn:      st.redis,
-		RedisKeyPrefix: cfg.Redis.KeyPrefix,
-		RedisTimeout:   cfg.Redis.Timeouts().Hot,
+		Share:                   share,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)

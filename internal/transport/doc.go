@@ -34,7 +34,7 @@
 //
 // # Session sharing
 //
-// The core (ClientSession, stream, the handlers of POST, GET and DELETE)
+// The core (ClientSession, Stream, the handlers of POST, GET and DELETE)
 // does not know whether other replicas serve its sessions. It talks to
 // three interfaces it declares, each with an in-memory implementation
 // that does nothing or keeps everything here:
@@ -49,10 +49,12 @@
 //   - Fanout (replica.go), one per transport: resource updates and their
 //     subscribers; localFanout, the subscription index, in memory.
 //
-// The Redis implementations are the redis*.go files (redisCopy,
-// redisLog, postLog, redisSessions), whose scripts are lua/*.lua behind
-// the typed wrappers of luascripts.go. TestSessionStoreContract runs the
-// same cases against the in-memory and the Redis store. A shared
-// session's logs live in Redis, the GET stream's and a mirror of each
-// streamed POST response's, so a Last-Event-ID resumes on any replica.
+// A Sharing (Options.Share) replaces them: the transport opens a
+// SharedStore there, a SessionStore whose sessions are copies other
+// replicas serve too, each linked to them by its own Replicator
+// (ClientSession.Share), and a Fanout that reaches the sessions of every
+// replica. Implementations live in packages of their own under this one;
+// package sessiontest is the contract they and the in-memory store keep,
+// and package transporttest the harness their tests and the transport's
+// share.
 package transport

@@ -9,7 +9,6 @@ package transport
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -58,35 +57,17 @@ func withOpts(f func(*Options)) func(*harnessConfig) {
 	return func(c *harnessConfig) { f(&c.opts) }
 }
 
-// shared returns the shared session store of a replica made with Redis.
-func (h *harness) shared() *redisSessions { return h.tr.sessions.(*redisSessions) }
-
-// waitSweeps waits until the session store's sweeper has run n whole
-// rounds that began after the call: whatever they evict, refresh or
-// write back is done. (A round under way when it is called does not
-// count.)
+// waitSweeps waits until the in-memory store's sweeper has run n whole
+// rounds that began after the call: whatever they evict is done. (A
+// round under way when it is called does not count.)
 func (h *harness) waitSweeps(t testing.TB, n int) {
 	t.Helper()
-	var rounds *atomic.Int64
-	switch s := h.tr.sessions.(type) {
-	case *memorySessions:
-		rounds = &s.sweeps
-	case *redisSessions:
-		rounds = &s.sweeps
-	default:
-		t.Fatalf("no sweeper to wait for in %T", s)
+	m, ok := h.tr.sessions.(*memorySessions)
+	if !ok {
+		t.Fatalf("no sweeper to wait for in %T", h.tr.sessions)
 	}
-	target := rounds.Load() + int64(n) + 1
-	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d sweeps", n), func() bool { return rounds.Load() >= target })
-}
-
-// waitBeats waits until the replica has sent n heartbeats that began
-// after the call.
-func (h *harness) waitBeats(t testing.TB, n int) {
-	t.Helper()
-	beats := &h.shared().beats
-	target := beats.Load() + int64(n) + 1
-	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d heartbeats", n), func() bool { return beats.Load() >= target })
+	target := m.sweeps.Load() + int64(n) + 1
+	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d sweeps", n), func() bool { return m.sweeps.Load() >= target })
 }
 
 func (h *harness) session(t testing.TB, sid string) *ClientSession {

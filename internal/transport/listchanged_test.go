@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"testing"
 
@@ -27,8 +26,8 @@ func TestListChanged(t *testing.T) {
 	}
 }
 
-// Subscribers names the sessions subscribed to a URI, in memory and, with
-// shared sessions, whichever replica they subscribed or unsubscribed on.
+// Subscribers names the sessions subscribed to a URI, in memory (a
+// shared store's tests check it across replicas).
 func TestSubscribers(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
@@ -44,20 +43,5 @@ func TestSubscribers(t *testing.T) {
 	}
 	if ids, _ := h.tr.Subscribers(ctx, "other-tenant", "up://x"); len(ids) != 0 {
 		t.Fatalf("another tenant's subscribers = %v", ids)
-	}
-
-	rdb := testRedis(t, testRedisAddr)
-	prefix := testPrefix(t, rdb)
-	r1, r2 := replica(t, rdb, prefix), replica(t, rdb, prefix)
-	sid := r1.Initialize(t)
-	r1.Subscribe(t, sid, "up://x")
-	if ids, err := r2.tr.Subscribers(ctx, "", "up://x"); err != nil || !slices.Equal(ids, []string{sid}) {
-		t.Fatalf("subscribers seen by the other replica = %v, %v", ids, err)
-	}
-	if r := r2.Post(t, sid, th.RPC("u", "resources/unsubscribe", map[string]any{"uri": "up://x"})); r.Status != http.StatusOK {
-		t.Fatalf("unsubscribe: %s", r)
-	}
-	if ids, err := r1.tr.Subscribers(ctx, "", "up://x"); err != nil || len(ids) != 0 {
-		t.Fatalf("subscribers after an unsubscribe on the other replica = %v, %v", ids, err)
 	}
 }

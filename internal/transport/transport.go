@@ -11,13 +11,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/cors"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
-	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -85,26 +83,6 @@ type Options struct {
 	// transport opens its session store there, so that any replica
 	// serves any request.
 	Share Sharing
-	// Redis, when set (and Sessions is not), shares client sessions
-	// between replicas (docs/adr/0015-shared-client-sessions.md): their
-	// state and their GET stream's event log live in Redis, so any
-	// replica serves any request. It must be created with
-	// ContextTimeoutEnabled: true, so RedisTimeout bounds each call; the
-	// transport does not close it.
-	Redis redis.UniversalClient
-	// RedisKeyPrefix starts every key and channel name (default
-	// "mcp-runtime:"); replicas serving the same clients share it.
-	RedisKeyPrefix string
-	// RedisTimeout bounds each Redis call on a request's path (default
-	// 100ms); creating, loading or claiming a session and opening a
-	// stream get the session bound of RedisConn.
-	RedisTimeout time.Duration
-	// RedisConn is Redis's health and the bounds of its operations,
-	// shared with the process's other users of Redis; nil: the transport
-	// makes its own from Redis, with RedisTimeout as the hot bound.
-	RedisConn *redisconn.Conn
-	// redisTune: tests shorten the background timings.
-	redisTune redisTuning
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -151,16 +129,6 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	opts.MaxCapabilitiesBytes = cmp.Or(max(opts.MaxCapabilitiesBytes, 0), DefaultMaxCapabilitiesBytes)
 	opts.MaxInitializeDepth = cmp.Or(max(opts.MaxInitializeDepth, 0), DefaultMaxInitializeDepth)
 	opts.MaxClientResponseBytes = cmp.Or(max(opts.MaxClientResponseBytes, 0), DefaultMaxClientResponseBytes)
-	if c, ok := opts.Redis.(*redis.Client); ok && c == nil {
-		opts.Redis = nil // a nil *redis.Client (no REDIS_URL) in the interface
-	}
-	if opts.Share == nil && opts.Redis != nil {
-		share, err := newRedisSharing(opts.Redis, redisOptions{keyPrefix: opts.RedisKeyPrefix, timeout: opts.RedisTimeout, conn: opts.RedisConn, tune: opts.redisTune})
-		if err != nil {
-			return nil, fmt.Errorf("transport: %w", err)
-		}
-		opts.Share = share
-	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now

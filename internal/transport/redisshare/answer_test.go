@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -125,7 +125,7 @@ func TestRedisAnswer_SubscriptionDown(t *testing.T) {
 func TestClientResponse_TooLargeFailsTheRequest(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	small := func(o *Options) { o.MaxClientResponseBytes = 2048 }
+	small := func(o *replicaConfig) { o.MaxClientResponseBytes = 2048 }
 	a, b := replica(t, rdb, prefix, small), replica(t, rdb, prefix, small)
 	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
 	for i, answerOn := range []*harness{a, b} {

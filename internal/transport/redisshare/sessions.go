@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/rs/zerolog"
 )
 
@@ -27,14 +28,14 @@ import (
 //	                         gseq, gflushed, t:<replica>  (TTL = idle timeout)
 //	<prefix>cs:{<id>}:g      the GET stream's event log, a Redis Stream
 //	<prefix>cs:{<id>}:p<n>   a streamed POST response's event log, a Redis
-//	                         Stream (TTL = idle timeout; redispostlog.go)
+//	                         Stream (TTL = idle timeout; postlog.go)
 //	<prefix>cs:{<id>}:a:s<n> mailbox of server-to-client request s<n>: the
 //	                         client's response once another replica took
-//	                         it (TTL = idle timeout; redisanswer.go)
+//	                         it (TTL = idle timeout; answer.go)
 //	<prefix>cs:{<id>}:end    tombstone of a DELETE (TTL = idle timeout)
 //	<prefix>replica:<self>   liveness of a replica (TTL = 3 heartbeats), so
 //	                         that another takes over as home of the
-//	                         sessions of a dead one (redislog.go)
+//	                         sessions of a dead one (log.go)
 //	<prefix>{epoch}          written by the first replica to find none: its
 //	                         absence means Redis lost its data
 //	<prefix>{epoch}:new      set beside a new epoch for lossGrace: the
@@ -53,12 +54,12 @@ import (
 //
 // Connections, in-flight requests and server-to-client requests stay
 // local: they belong to the replica holding the connection. Messages
-// reach them through Redis: the GET stream's log (redislog.go), which the
+// reach them through Redis: the GET stream's log (log.go), which the
 // origin of a resource update writes for every subscriber
-// (redisfanout.go), and client responses and cancellations forwarded to
-// the replica whose handler waits or runs (redisanswer.go). The log of a
+// (fanout.go), and client responses and cancellations forwarded to
+// the replica whose handler waits or runs (answer.go). The log of a
 // streamed POST response is mirrored into Redis by the replica running
-// its handler, so that any replica resumes it (redispostlog.go).
+// its handler, so that any replica resumes it (postlog.go).
 type redisSessions struct {
 	parent  context.Context
 	rdb     redis.UniversalClient
@@ -68,7 +69,7 @@ type redisSessions struct {
 	idle    time.Duration
 	limit   int
 	// caps bound one principal's and one tenant's sessions across
-	// replicas (redisprincipal.go).
+	// replicas (principal.go).
 	caps    capLimits
 	logSize int
 	timeout time.Duration
@@ -108,10 +109,10 @@ type redisSessions struct {
 	epoch string
 
 	kick       chan struct{} // capacity 1: run a sweep now
-	logq       chan logOp    // GET-stream log writes, in order (redislog.go)
+	logq       chan logOp    // GET-stream log writes, in order (log.go)
 	nextTok    atomic.Uint64
 	logDropped atomic.Int64 // events dropped on a full queue this episode
-	// Counters of Stats (redisfanout.go).
+	// Counters of Stats (fanout.go).
 	updates, notified, dropped atomic.Int64
 	// sweeps and beats count the sweeper's finished rounds and
 	// heartbeats: what a test waits for instead of a sleep.
@@ -151,7 +152,7 @@ const livenessBeats = 3
 type loadCall struct {
 	done    chan struct{}
 	changes []sessionChange
-	sess    *ClientSession
+	sess    *transport.ClientSession
 	err     error
 }
 
@@ -180,10 +181,10 @@ type sessionChange struct {
 	// Stream names the POST stream whose log grew (opEvent); empty for
 	// the GET stream's.
 	Stream string `json:"s,omitempty"`
-	// Msg is a client's response to route (opAnswer, redisanswer.go).
+	// Msg is a client's response to route (opAnswer, answer.go).
 	Msg json.RawMessage `json:"m,omitempty"`
 	// Req is the id of the client's request to cancel (opCancel,
-	// redisanswer.go): its raw JSON text, in a string so that it comes
+	// answer.go): its raw JSON text, in a string so that it comes
 	// back byte for byte (a RawMessage would be HTML-escaped).
 	Req string `json:"r,omitempty"`
 }
@@ -195,14 +196,14 @@ var (
 	// data a moment ago, so a replica holding a copy may be writing it
 	// back: 503 with Retry-After, not a 404 that would make the client
 	// drop a live session (docs/adr/0026-redis-data-loss.md).
-	errRedisLost = fmt.Errorf("redis lost its data a moment ago: %w", ErrSessionPending)
+	errRedisLost = fmt.Errorf("redis lost its data a moment ago: %w", transport.ErrSessionPending)
 )
 
 // maxConcurrentLoads bounds the client sessions one replica reads from
 // Redis at once (redisSessions.loads).
 const maxConcurrentLoads = 64
 
-func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o redisOptions, cfg SharingConfig) (*redisSessions, error) {
+func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Options, cfg transport.SharingConfig) (*redisSessions, error) {
 	lua, err := loadLuaScripts()
 	if err != nil {
 		return nil, err
@@ -210,17 +211,17 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o redis
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	m := &redisSessions{
-		parent: parent, rdb: rdb, prefix: o.keyPrefix, channel: o.keyPrefix + "sessions",
+		parent: parent, rdb: rdb, prefix: o.KeyPrefix, channel: o.KeyPrefix + "sessions",
 		idle: cfg.IdleTimeout, limit: cfg.MaxSessions, caps: capLimits{perPrincipal: cfg.MaxSessionsPerPrincipal, perTenant: cfg.MaxSessionsPerTenant},
-		logSize: cfg.EventLogSize, timeout: o.timeout, now: cfg.Now, log: cfg.Logger, tune: o.tune, self: hex.EncodeToString(id[:]),
+		logSize: cfg.EventLogSize, timeout: o.Timeout, now: cfg.Now, log: cfg.Logger, tune: o.tune, self: hex.EncodeToString(id[:]),
 		byID: map[string]*redisCopy{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
 		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
 		lua: lua,
 	}
-	m.conn = o.conn
+	m.conn = o.Conn
 	if m.conn == nil {
-		m.conn = redisconn.New(rdb, redisconn.Options{KeyPrefix: o.keyPrefix,
-			Timeouts: redisconn.Timeouts{Hot: o.timeout}, Log: cfg.Logger})
+		m.conn = redisconn.New(rdb, redisconn.Options{KeyPrefix: o.KeyPrefix,
+			Timeouts: redisconn.Timeouts{Hot: o.Timeout}, Log: cfg.Logger})
 		m.ownConn = true
 	}
 	m.unwatch = m.conn.Watch(m.health)
@@ -241,7 +242,7 @@ func (m *redisSessions) ttlMs() int64             { return max(m.idle.Millisecon
 // replicaKey is replica's liveness key, which it refreshes every
 // heartbeat while it runs: a replica whose key expired is dead, and
 // another takes over as home of its sessions, so their broadcasts are
-// still logged (redislog.go).
+// still logged (log.go).
 func (m *redisSessions) replicaKey(replica string) string { return m.prefix + "replica:" + replica }
 
 // epochKey and freshKey tell a session Redis lost (a restart without
@@ -315,7 +316,7 @@ func (m *redisSessions) heartbeat(alive bool) {
 
 // share turns a fresh local session into this store's copy of a shared
 // one (ClientSession.Share), whose GET stream's log is in Redis.
-func (m *redisSessions) share(s *ClientSession, home bool) *redisCopy {
+func (m *redisSessions) share(s *transport.ClientSession, home bool) *redisCopy {
 	c := &redisCopy{m: m, s: s, id: s.ID()}
 	if home {
 		// A new session's first home is version 1, written with it
@@ -328,11 +329,11 @@ func (m *redisSessions) share(s *ClientSession, home bool) *redisCopy {
 	return c
 }
 
-func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSession, error) {
+func (m *redisSessions) Create(ctx context.Context, in transport.SessionInit) (*transport.ClientSession, error) {
 	if err := m.skipping(); err != nil {
 		return m.createOffline(in, err)
 	}
-	id, err := NewSessionID()
+	id, err := transport.NewSessionID()
 	if err != nil {
 		return nil, err
 	}
@@ -341,11 +342,11 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	m.mu.RUnlock()
 	switch {
 	case closed:
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	case full:
-		return nil, ErrTooManySessions
+		return nil, transport.ErrTooManySessions
 	}
-	s := NewClientSession(m.parent, id, in, m.now())
+	s := transport.NewClientSession(m.parent, id, in, m.now())
 	c := m.share(s, true)
 	fields, err := sessionFields(c)
 	if err != nil {
@@ -356,7 +357,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	defer cancel()
 	if err := m.reserve(ctx, s.Principal(), s.Tenant(), id); err != nil {
 		s.Terminate()
-		if errors.Is(err, ErrPrincipalSessions) || errors.Is(err, ErrTenantSessions) {
+		if errors.Is(err, transport.ErrPrincipalSessions) || errors.Is(err, transport.ErrTenantSessions) {
 			return nil, err
 		}
 		m.failed(err)
@@ -387,7 +388,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 	defer m.mu.Unlock()
 	if m.closed {
 		s.Terminate()
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	}
 	m.byID[id] = c
 	return s, nil
@@ -402,7 +403,7 @@ func (m *redisSessions) Create(ctx context.Context, in SessionInit) (*ClientSess
 // other replicas answer it 503, never 404. The per-principal and
 // per-tenant caps hold among this replica's sessions only, since the
 // shared count is in Redis.
-func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSession, error) {
+func (m *redisSessions) createOffline(in transport.SessionInit, cause error) (*transport.ClientSession, error) {
 	id, err := newOfflineSessionID(m.now())
 	if err != nil {
 		return nil, err
@@ -411,9 +412,9 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 	defer m.mu.Unlock()
 	switch {
 	case m.closed:
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	case len(m.byID) >= m.limit:
-		return nil, ErrTooManySessions
+		return nil, transport.ErrTooManySessions
 	}
 	var principal, tenant int
 	for _, o := range m.byID {
@@ -426,11 +427,11 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 	}
 	switch {
 	case m.caps.perPrincipal > 0 && principal >= m.caps.perPrincipal:
-		return nil, ErrPrincipalSessions
+		return nil, transport.ErrPrincipalSessions
 	case m.caps.perTenant > 0 && tenant >= m.caps.perTenant:
-		return nil, ErrTenantSessions
+		return nil, transport.ErrTenantSessions
 	}
-	s := NewClientSession(m.parent, id, in, m.now())
+	s := transport.NewClientSession(m.parent, id, in, m.now())
 	c := m.share(s, true)
 	c.setLost()
 	m.byID[id] = c
@@ -448,7 +449,7 @@ func (m *redisSessions) createOffline(in SessionInit, cause error) (*ClientSessi
 // changed since, as HSET arguments, with home when this copy is the
 // session's home: a rewrite after Redis lost the session must put it
 // back, or no copy's tools/list_changed would be logged for it (only the
-// home logs a broadcast; redislog.go), and a claim made while Redis was
+// home logs a broadcast; log.go), and a claim made while Redis was
 // skipped is written this way. The rewrite script sets home only where
 // Redis names none, so a home another replica claimed meanwhile stands.
 func sessionFields(c *redisCopy) ([]any, error) {
@@ -494,9 +495,9 @@ func sessionFields(c *redisCopy) ([]any, error) {
 // the sweeper would then find the hash of a recently used copy missing
 // and write it back: an idle expiry must end the session on every replica
 // (docs/adr/0025-shared-copy-lifetime.md). Redis unable to say: 503.
-func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, error) {
+func (m *redisSessions) Get(ctx context.Context, id string) (*transport.ClientSession, error) {
 	if !possibleSessionID(id) {
-		return nil, ErrSessionNotFound // not one of ours: no key lookup for it
+		return nil, transport.ErrSessionNotFound // not one of ours: no key lookup for it
 	}
 	for {
 		c, stale := m.local(id, false)
@@ -521,7 +522,7 @@ func (m *redisSessions) Get(ctx context.Context, id string) (*ClientSession, err
 	}
 	if m.closed {
 		m.mu.Unlock()
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	}
 	if c := m.loading[id]; c != nil {
 		m.mu.Unlock()
@@ -593,11 +594,11 @@ func (m *redisSessions) confirm(ctx context.Context, c *redisCopy) error {
 	if n, _ := live.Int(); n == 1 {
 		return nil
 	}
-	if err := m.verdict(lc, c.id); !errors.Is(err, ErrSessionNotFound) {
+	if err := m.verdict(lc, c.id); !errors.Is(err, transport.ErrSessionNotFound) {
 		return err // Redis lost its data: the copy waits for the rewrite
 	}
 	m.evict(c, m.now().Add(-m.idle))
-	return ErrSessionNotFound
+	return transport.ErrSessionNotFound
 }
 
 // lossCheck is what tells, beside a read of a session's hash, a session
@@ -622,7 +623,7 @@ const offlineClockSkew = time.Minute
 
 func (m *redisSessions) verdict(c lossCheck, id string) error {
 	if c.ended.Val() != 0 {
-		return ErrSessionNotFound
+		return transport.ErrSessionNotFound
 	}
 	if c.epoch.Val() == 0 || c.fresh.Val() == 1 {
 		return errRedisLost
@@ -634,10 +635,10 @@ func (m *redisSessions) verdict(c lossCheck, id string) error {
 			return errRedisLost
 		}
 	}
-	return ErrSessionNotFound
+	return transport.ErrSessionNotFound
 }
 
-func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall) (*ClientSession, error) {
+func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall) (*transport.ClientSession, error) {
 	c, err := m.load(ctx, id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -647,15 +648,15 @@ func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall
 		return nil, err
 	case m.closed:
 		c.s.Terminate()
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	case len(m.byID) >= m.limit:
 		c.s.Terminate()
-		return nil, ErrTooManySessions
+		return nil, transport.ErrTooManySessions
 	}
 	for _, ch := range lc.changes {
 		if ch.Op == opEnd {
 			c.s.Terminate()
-			return nil, ErrSessionNotFound
+			return nil, transport.ErrSessionNotFound
 		}
 		c.apply(ch)
 	}
@@ -686,14 +687,14 @@ func (m *redisSessions) load(ctx context.Context, id string) (*redisCopy, error)
 	if h["v"] == "" {
 		return nil, m.verdict(lc, id)
 	}
-	in := SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize}
+	in := transport.SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
 		return nil, fmt.Errorf("decode client session %s: client info: %w", id, err)
 	}
 	if err := json.Unmarshal([]byte(h["caps"]), &in.Capabilities); err != nil {
 		return nil, fmt.Errorf("decode client session %s: capabilities: %w", id, err)
 	}
-	c := m.share(NewClientSession(m.parent, id, in, m.now()), h["home"] == m.self)
+	c := m.share(transport.NewClientSession(m.parent, id, in, m.now()), h["home"] == m.self)
 	c.reset(h)
 	return c, nil
 }
@@ -735,7 +736,7 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 	m.ok()
 	local := m.drop(id)
 	if n == 0 && !local {
-		return ErrSessionNotFound
+		return transport.ErrSessionNotFound
 	}
 	return nil
 }
@@ -783,7 +784,7 @@ func (m *redisSessions) copies() []*redisCopy {
 }
 
 // Each and Len see this replica's copies only.
-func (m *redisSessions) Each(fn func(*ClientSession) bool) {
+func (m *redisSessions) Each(fn func(*transport.ClientSession) bool) {
 	for _, c := range m.copies() {
 		if !fn(c.s) {
 			return
@@ -865,7 +866,7 @@ func (m *redisSessions) writeThrough(sc *redisCopy, c sessionChange) uint64 {
 	var cmd *redis.Cmd
 	// The reverse index changes in the same round trip
 	// (docs/adr/0016-resource-updates-logged-by-origin.md;
-	// redisfanout.go). Not in the script: its key is in another Cluster
+	// fanout.go). Not in the script: its key is in another Cluster
 	// slot.
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmd = m.evalChange(ctx, p, sc, c, false)

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 //	                           client's response (TTL = idle timeout)
 //
 // in the session's slot. The waiting replica writes it before the request
-// can reach the client (expect), refreshes it every poll, reads it then
+// can reach the client (AwaitAnswer), refreshes it every poll, reads it then
 // (so a lost wake-up costs at most one poll) and deletes it when it stops
 // waiting (forget). A replica that gets a response it has no request
 // pending for stores it there, if the slot waits, and publishes it on the
@@ -55,9 +55,9 @@ func (m *redisSessions) answerKey(sid string, id protocol.ID) string {
 	return m.hashKey(sid) + ":a:" + string(id[1:len(id)-1])
 }
 
-// isOutgoingID reports whether id has the form of the ids this server
-// gives its server-to-client requests ("s<n>", n an int64; see
-// ClientSession.expect), so that only those are routed.
+// isOutgoingID reports whether id has the form of the ids the transport
+// gives its server-to-client requests ("s<n>", n an int64), so that only
+// those are routed.
 func isOutgoingID(id protocol.ID) bool {
 	const maxDigits = 19 // math.MaxInt64
 	if len(id) < 4 || len(id) > 3+maxDigits || id[0] != '"' || id[1] != 's' || id[len(id)-1] != '"' {
@@ -112,9 +112,10 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, c *redisCopy, msg *pr
 }
 
 // awaitAnswer writes, or refreshes, the mailbox of server-to-client
-// request id, and delivers the response it holds, if any. expect calls it
-// before the request is sent, so that a response landing on another
-// replica finds the slot; the waiting handler calls it every poll. A
+// request id, and delivers the response it holds, if any. The session
+// calls it (Replicator.AwaitAnswer) before the request is sent, so that a
+// response landing on another replica finds the slot; the waiting
+// handler calls it every poll. A
 // failure is only recorded: the next poll writes the slot again, and
 // meanwhile a response still reaches this replica directly, or through
 // the channel.

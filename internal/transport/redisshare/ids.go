@@ -1,4 +1,7 @@
-package transport
+package redisshare
+
+// The ids of shared client sessions: those transport.NewSessionID makes,
+// and those of sessions created while Redis could not be reached.
 
 import (
 	"crypto/rand"
@@ -8,8 +11,8 @@ import (
 	"time"
 )
 
-// sessionIDLen is the length of the ids NewSessionID makes: 16 bytes in
-// unpadded base64url.
+// sessionIDLen is the length of the ids transport.NewSessionID makes: 16
+// bytes in unpadded base64url.
 const sessionIDLen = 22
 
 // offlineSessionIDLen is the length of the ids newOfflineSessionID makes:
@@ -20,7 +23,8 @@ const offlineSessionIDLen = 32
 // while Redis could not be reached (docs/adr/0047-sessions-created-in-an-outage.md):
 // its length tells the other replicas that Redis may not hold it yet, and
 // since when, so that they answer 503 rather than 404 until it is written
-// back. 160 random bits keep it as unguessable as NewSessionID's 128.
+// back. 160 random bits keep it as unguessable as transport.NewSessionID's
+// 128.
 func newOfflineSessionID(now time.Time) (string, error) {
 	var b [24]byte
 	binary.BigEndian.PutUint32(b[:4], uint32(now.Unix()))
@@ -44,10 +48,10 @@ func offlineSince(id string) (time.Time, bool) {
 }
 
 // possibleSessionID reports whether id could have been made by
-// NewSessionID or newOfflineSessionID.
-// Any other id names no session of ours, in any store, so the shared
-// store answers it 404 without a Redis lookup: a flood of made-up ids
-// costs nothing and cannot make Redis look unavailable to every client
+// transport.NewSessionID or newOfflineSessionID. Any other id names no
+// session of ours, in any store, so the shared store answers it 404
+// without a Redis lookup: a flood of made-up ids costs nothing and cannot
+// make Redis look unavailable to every client
 // (docs/adr/0023-get-needs-redis-position.md).
 func possibleSessionID(id string) bool {
 	if _, ok := offlineSince(id); ok {

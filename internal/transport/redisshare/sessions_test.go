@@ -1,12 +1,9 @@
-package transport
+package redisshare
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,100 +15,10 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport/sessiontest"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
-
-const testRedisAddr = "127.0.0.1:6379"
-
-// testRedis returns a client for addr, or skips the test when the Redis
-// the tests expect (testRedisAddr) does not answer.
-func testRedis(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	if addr == testRedisAddr {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			t.Skipf("redis at %s unreachable (%v): the shared client-session tests need it", addr, err)
-		}
-	}
-	return rdb
-}
-
-// testPrefix is a key prefix of this test alone; its keys are removed
-// afterwards.
-func testPrefix(t *testing.T, rdb *redis.Client) string {
-	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	p := "mcp-test:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys := keysMatching(t, rdb, p+"*")
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-	})
-	return p
-}
-
-// replica is a transport sharing client sessions through rdb under
-// prefix, with the background timings shortened.
-func replica(t *testing.T, rdb redis.UniversalClient, prefix string, mods ...func(*Options)) *harness {
-	t.Helper()
-	return newHarness(t, withOpts(func(o *Options) {
-		o.Redis, o.RedisKeyPrefix, o.RedisTimeout = rdb, prefix, 500*time.Millisecond
-		// A replica is taken for dead three heartbeats after its last one:
-		// 750 ms, longer than a live replica stalls under make test's
-		// parallel -race packages (50 ms made a live home look dead).
-		o.redisTune = redisTuning{poll: 50 * time.Millisecond, minBackoff: 50 * time.Millisecond, maxBackoff: 200 * time.Millisecond, heartbeat: 250 * time.Millisecond}
-		for _, m := range mods {
-			m(o)
-		}
-	}))
-}
-
-// publish reports uri's update on origin alone, as a mutation there does:
-// with shared sessions, the origin logs it for every subscriber, wherever
-// its stream is (docs/adr/0016-resource-updates-logged-by-origin.md).
-func publish(t *testing.T, uri string, origin *harness) {
-	t.Helper()
-	if _, err := origin.tr.ResourceUpdated("", uri); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// logged waits until the session's GET log holds seq events.
-func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
-	t.Helper()
-	key := redisKeys(prefix).session(sid)
-	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
-		n := hgetInt(t, rdb, key, "gseq")
-		return n >= seq
-	})
-}
-
-// copyOf returns h's copy of session sid, which h materialises if it
-// has none.
-func (h *harness) copyOf(t testing.TB, sid string) *redisCopy {
-	t.Helper()
-	s := h.session(t, sid)
-	m := h.shared()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	c := m.byID[sid]
-	if c == nil || c.s != s {
-		t.Fatalf("no copy of session %s", sid)
-	}
-	return c
-}
-
-// subscribed reports whether s is subscribed to uri.
-func subscribed(s *ClientSession, uri string) bool {
-	_, subs := s.ClientState()
-	return slices.Contains(subs, uri)
-}
 
 // TestRedisSessions_AnyReplica is the shared-session scenario of
 // docs/adr/0015-shared-client-sessions.md on two replicas: initialize on
@@ -237,7 +144,7 @@ func TestRedisSessions_Lookup(t *testing.T) {
 func TestRedisSessions_IdleTimeout(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	idle := func(o *Options) { o.SessionIdleTimeout = 400 * time.Millisecond }
+	idle := func(o *replicaConfig) { o.SessionIdleTimeout = 400 * time.Millisecond }
 	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
 	sid := a.Initialize(t)
 	b.ToolsListOK(t, sid)
@@ -323,8 +230,8 @@ func TestRedisSessions_SlowReplyIsNoOutage(t *testing.T) {
 	conn := redisconn.New(direct, redisconn.Options{KeyPrefix: prefix, Timeouts: redisconn.Timeouts{Hot: 500 * time.Millisecond},
 		Breaker: redisconn.BreakerOptions{OpenFor: time.Hour}})
 	t.Cleanup(func() { _ = conn.Close() })
-	a := replica(t, direct, prefix, func(o *Options) { o.RedisConn = conn })
-	m := a.tr.sessions.(*redisSessions)
+	a := replica(t, direct, prefix, func(o *replicaConfig) { o.share.Conn = conn })
+	m := a.shared()
 	m.failed(fmt.Errorf("append: %w", context.DeadlineExceeded))
 	if sid := a.Initialize(t); len(sid) != sessionIDLen {
 		t.Fatalf("after one failure the session %q was created without Redis; want it created in Redis", sid)
@@ -364,7 +271,7 @@ func TestRedisSessions_CreatedAfterOneFailureIsWrittenBackAtOnce(t *testing.T) {
 	prefix := testPrefix(t, rdb)
 	var hook failPipelineOnce
 	rdb.AddHook(&hook)
-	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Hour }) // rounds a minute apart
+	a := replica(t, rdb, prefix, func(o *replicaConfig) { o.SessionIdleTimeout = time.Hour }) // rounds a minute apart
 	hook.armed.Store(true)
 	r := a.Post(t, "", th.InitBody(protocol.LatestVersion, nil))
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -460,7 +367,9 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 	// a TTL of 800 ms: a sweep late by most of the TTL, not a quarter
 	// of it as with the default period, is what it takes to let the
 	// session expire under load.
-	idle := func(o *Options) { o.SessionIdleTimeout, o.redisTune.sweep = 800*time.Millisecond, 20*time.Millisecond }
+	idle := func(o *replicaConfig) {
+		o.SessionIdleTimeout, o.share.tune.sweep = 800*time.Millisecond, 20*time.Millisecond
+	}
 	a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
 	sid, _ := a.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
 	b.ToolsListOK(t, sid)
@@ -540,9 +449,9 @@ func TestRedisSessions_BusyCopyStays(t *testing.T) {
 func TestRedisSessions_PerPrincipalAndTenantCapsAcrossReplicas(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	caps := func(o *Options) { o.MaxSessionsPerPrincipal, o.MaxSessionsPerTenant = 2, 3 }
+	caps := func(o *replicaConfig) { o.MaxSessionsPerPrincipal, o.MaxSessionsPerTenant = 2, 3 }
 	a, b := replica(t, rdb, prefix, caps), replica(t, rdb, prefix, caps)
-	sessionCapSteps(t, a.tr.Sessions(), b.tr.Sessions())
+	sessiontest.CapSteps(t, a.tr.Sessions(), b.tr.Sessions())
 }
 
 // A sweep that refreshes a copy just as another replica deletes its
@@ -554,10 +463,10 @@ func TestRedisSessions_PerPrincipalAndTenantCapsAcrossReplicas(t *testing.T) {
 func TestRedisSessions_RefreshDoesNotRetakeDeletedPlace(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	caps := func(o *Options) { o.MaxSessionsPerPrincipal = 1 }
+	caps := func(o *replicaConfig) { o.MaxSessionsPerPrincipal = 1 }
 	a, b := replica(t, rdb, prefix, caps), replica(t, rdb, prefix, caps)
 	ctx := context.Background()
-	in := SessionInit{Version: protocol.LatestVersion, Principal: "apikey:a", Tenant: "t1", EventLogSize: 8}
+	in := transport.SessionInit{Version: protocol.LatestVersion, Principal: "apikey:a", Tenant: "t1", EventLogSize: 8}
 	s, err := b.tr.Sessions().Create(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -581,7 +490,7 @@ func TestRedisSessions_RefreshDoesNotRetakeDeletedPlace(t *testing.T) {
 func TestRedisSessions_WriteBackRetakesPlace(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	a := replica(t, rdb, prefix, func(o *Options) { o.MaxSessionsPerPrincipal, o.redisTune.sweep = 1, 20*time.Millisecond })
+	a := replica(t, rdb, prefix, func(o *replicaConfig) { o.MaxSessionsPerPrincipal, o.share.tune.sweep = 1, 20*time.Millisecond })
 	sid := a.Initialize(t)
 	if err := rdb.Del(context.Background(), keysMatching(t, rdb, redisKeys(prefix).all())...).Err(); err != nil {
 		t.Fatal(err) // Redis lost everything, epoch included

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // redisLog is the GET stream's event log of a shared client session (MCP
@@ -66,7 +67,7 @@ type redisLog struct {
 // connection flushed through.
 type logOp struct {
 	log     *redisLog
-	st      *Stream
+	st      *transport.Stream
 	data    []byte
 	flushed uint64
 	tok     uint64 // assigned by the appender, in the queue's order
@@ -78,10 +79,10 @@ type logOp struct {
 	broadcast bool
 	home      string
 	// uri (log nil): a resource update of tenant's uri, for every shared
-	// session subscribed to it (redisfanout.go).
+	// session subscribed to it (fanout.go).
 	tenant, uri string
 	// post (log nil): event seq of a streamed POST response, its last if
-	// final; data nil for the end without a response (redispostlog.go).
+	// final; data nil for the end without a response (postlog.go).
 	post  *postLog
 	seq   uint64
 	final bool
@@ -89,14 +90,14 @@ type logOp struct {
 
 // append queues data for the log; a full queue (Redis down for long)
 // drops it, logged once per outage.
-func (l *redisLog) append(st *Stream, data []byte) {
+func (l *redisLog) append(st *transport.Stream, data []byte) {
 	l.queue(logOp{log: l, st: st, data: data})
 }
 
 // broadcast queues data, an event every replica produces, to be logged
 // if this replica is the session's home, or home (the home as this copy
 // knows it) is dead and this replica is the first to take over.
-func (l *redisLog) broadcast(st *Stream, data []byte, home string) {
+func (l *redisLog) broadcast(st *transport.Stream, data []byte, home string) {
 	l.queue(logOp{log: l, st: st, data: data, broadcast: true, home: home})
 }
 
@@ -136,7 +137,7 @@ func (l *redisLog) MarkFlushed(seq uint64) {
 // stream), and attaching with it would replay events the client already
 // has; the caller answers 503 with Retry-After instead, and the session
 // lives on (docs/adr/0023-get-needs-redis-position.md).
-func (l *redisLog) sync(ctx context.Context, st *Stream) error {
+func (l *redisLog) sync(ctx context.Context, st *transport.Stream) error {
 	if err := l.m.skipping(); err != nil {
 		return err
 	}
@@ -158,9 +159,9 @@ func hashUint(v any) uint64 {
 	return n
 }
 
-// next reads the events after cursor; see stream.next. A full page wakes
+// next reads the events after cursor; see EventLog.Read. A full page wakes
 // the connection again for the rest.
-func (l *redisLog) next(st *Stream, cursor uint64, buf []Event) ([]Event, bool) {
+func (l *redisLog) next(st *transport.Stream, cursor uint64, buf []transport.Event) ([]transport.Event, bool) {
 	if l.m.skipping() != nil {
 		return buf, false
 	}
@@ -180,7 +181,7 @@ func (l *redisLog) next(st *Stream, cursor uint64, buf []Event) ([]Event, bool) 
 		if err != nil || seq <= cursor {
 			continue
 		}
-		buf = append(buf, Event{Seq: seq, Data: []byte(data)})
+		buf = append(buf, transport.Event{Seq: seq, Data: []byte(data)})
 	}
 	lost := len(buf) > first && buf[first].Seq > cursor+1
 	if len(buf) > first {
@@ -223,7 +224,7 @@ func (m *redisSessions) appender() {
 		}
 		for !m.writeLog(m.bg, batch) {
 			// Redis is down: the origins of the batch's POST streams
-			// deliver from memory meanwhile (redispostlog.go).
+			// deliver from memory meanwhile (postlog.go).
 			for _, op := range batch {
 				if op.post != nil {
 					op.post.st.Notify()
@@ -368,7 +369,7 @@ func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
 			}
 		}
 		if st := op.st; st != nil {
-			st.CatchUp(uint64(max(seq, 0)), 0) // the floor of a rewrite (redissync.go)
+			st.CatchUp(uint64(max(seq, 0)), 0) // the floor of a rewrite (sync.go)
 			st.Notify()
 		}
 	}
@@ -402,7 +403,7 @@ func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id st
 // the ring stays empty.
 
 // Take queues data for the log.
-func (l *redisLog) Take(st *Stream, data []byte) bool {
+func (l *redisLog) Take(st *transport.Stream, data []byte) bool {
 	l.append(st, data)
 	return true
 }
@@ -411,7 +412,7 @@ func (l *redisLog) Take(st *Stream, data []byte) bool {
 func (l *redisLog) Pushed(uint64, []byte, bool) {}
 
 // Read reads the events after cursor from Redis.
-func (l *redisLog) Read(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool, bool) {
+func (l *redisLog) Read(st *transport.Stream, cursor uint64, buf []transport.Event) ([]transport.Event, bool, bool, bool) {
 	evs, lost := l.next(st, cursor, buf)
 	return evs, false, lost, true
 }

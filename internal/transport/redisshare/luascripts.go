@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -166,7 +166,7 @@ func (l *luaScripts) orphanPost(ctx context.Context, c redis.Scripter, a postOrp
 // A change of home also raises the hash's home version (hv), which the
 // published message carries and the script answers with: pub/sub can
 // deliver a claim to a replica after that replica's own later claim, and
-// the version is how the replica knows the first is stale (redisreplica.go).
+// the version is how the replica knows the first is stale (replica.go).
 type updateArgs struct {
 	hash, log string
 	ttlMs     int64
@@ -242,8 +242,8 @@ func (l *luaScripts) readEpoch(ctx context.Context, c redis.Scripter, epochKey, 
 }
 
 // awaitAnswer creates the mailbox of a server-to-client request if
-// missing (written at expect, or again after Redis lost it), extends it,
-// and returns what it holds: "" while nothing came.
+// missing (written when the request is made, or again after Redis lost
+// it), extends it, and returns what it holds: "" while nothing came.
 func (l *luaScripts) awaitAnswer(ctx context.Context, c redis.Scripter, mailbox string, ttlMs int64) *redis.Cmd {
 	return l.await.Run(ctx, c, []string{mailbox}, ttlMs)
 }

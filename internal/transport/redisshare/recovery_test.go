@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
@@ -42,8 +43,8 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			// while the client works on B, must not be let go (it was,
 			// under load, with a one-second timeout: the test then read
 			// a copy Redis could not load).
-			idle := func(o *Options) {
-				o.SessionIdleTimeout, o.redisTune.sweep = time.Minute, 20*time.Millisecond
+			idle := func(o *replicaConfig) {
+				o.SessionIdleTimeout, o.share.tune.sweep = time.Minute, 20*time.Millisecond
 			}
 			a := replica(t, testRedis(t, proxy.Addr()), prefix, idle)
 			b := replica(t, direct, prefix, idle)
@@ -94,7 +95,7 @@ func TestRecoveryKeepsOtherReplicasChanges(t *testing.T) {
 			if in, err := direct.SIsMember(ctx, redisKeys(prefix).subs("default", "test://b"), sid).Result(); err != nil || !in {
 				t.Error("the session left the reverse index of the subscription acknowledged on B: no update reaches it")
 			}
-			for name, s := range map[string]*ClientSession{"A": sa, "B": sb} {
+			for name, s := range map[string]*transport.ClientSession{"A": sa, "B": sb} {
 				if !holds(th.WaitLong, func() bool { return subscribed(s, "test://b") && s.LogLevel() == "error" }) {
 					t.Errorf("%s's copy lacks what B acknowledged: subscribed %v, level %q", name, subscribed(s, "test://b"), s.LogLevel())
 				}
@@ -141,7 +142,7 @@ func TestIdleExpiryEndsSessionOnHome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := testRedis(t, testRedisAddr)
 			prefix := testPrefix(t, rdb)
-			idle := func(o *Options) { o.SessionIdleTimeout = tc.idle }
+			idle := func(o *replicaConfig) { o.SessionIdleTimeout = tc.idle }
 			a, b := replica(t, rdb, prefix, idle), replica(t, rdb, prefix, idle)
 			sid := a.Initialize(t) // A is home
 			key := redisKeys(prefix).session(sid)
@@ -179,7 +180,7 @@ func TestRedisDataLossIsNot404(t *testing.T) {
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
 	b := replica(t, direct, prefix)
 	live := a.Initialize(t)
-	never, err := NewSessionID() // looks like one of ours; never created
+	never, err := transport.NewSessionID() // looks like one of ours; never created
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func holds(d time.Duration, cond func() bool) bool {
 func TestLostCopyIdleIsNotWrittenBack(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
+	a := replica(t, rdb, prefix, func(o *replicaConfig) { o.SessionIdleTimeout = time.Second }) // a sweep every 250 ms
 	sid := a.Initialize(t)
 	c := a.copyOf(t, sid)
 	s := c.s

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -109,7 +109,7 @@ func (m *redisSessions) onChange(payload string) {
 		if c.Stream == "" {
 			s.s.Standalone().Notify()
 		} else if st := s.s.Stream(c.Stream); st != nil {
-			st.Notify() // a POST stream resumed here (redispostlog.go)
+			st.Notify() // a POST stream resumed here (postlog.go)
 		}
 		return
 	}

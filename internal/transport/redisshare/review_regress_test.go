@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport/sessiontest"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
 
@@ -166,7 +168,7 @@ func tryGET(t *testing.T, h *harness, sid string, hdrs ...string) *th.SSEConn {
 func TestRewriteAfterRedisLossKeepsHome(t *testing.T) {
 	rdb := testRedis(t, testRedisAddr)
 	prefix := testPrefix(t, rdb)
-	short := func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond }
+	short := func(o *replicaConfig) { o.SessionIdleTimeout = 800 * time.Millisecond }
 	a := replica(t, rdb, prefix, short)
 	sid := a.Initialize(t)
 	g := a.OpenGET(t, sid)
@@ -216,7 +218,7 @@ func TestRedisErrorReplyRetriesEvents(t *testing.T) {
 	rdb := testRedis(t, redistest.Start(t).Addr())
 	prefix := testPrefix(t, rdb)
 	// A short idle timeout: the sweeper, which rewrites, runs every 200 ms.
-	a := replica(t, rdb, prefix, func(o *Options) { o.SessionIdleTimeout = 800 * time.Millisecond })
+	a := replica(t, rdb, prefix, func(o *replicaConfig) { o.SessionIdleTimeout = 800 * time.Millisecond })
 	sid := a.Initialize(t)
 	a.Subscribe(t, sid, "test://r4")
 	g := a.OpenGET(t, sid)
@@ -400,7 +402,7 @@ func TestResyncClosesStreamOfMissedHomeClaim(t *testing.T) {
 }
 
 // TestMadeUpSessionIDsCostNoRedisLookup
-// (docs/adr/0023-get-needs-redis-position.md): an id that NewSessionID
+// (docs/adr/0023-get-needs-redis-position.md): an id that transport.NewSessionID
 // cannot have made is answered 404 without a Redis lookup, as the
 // in-memory store answers it, so a flood of made-up ids can neither load
 // Redis nor make it look unavailable to every client. The replica's Redis
@@ -410,7 +412,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 	prefix := testPrefix(t, direct)
 	proxy := netfault.NewProxy(t, testRedisAddr)
 	a := replica(t, testRedis(t, proxy.Addr()), prefix)
-	mem := newHarness(t)
+	mem := newHarness(t, sessiontest.Options())
 	sid := a.Initialize(t)
 	proxy.Cut()
 	defer proxy.Restore()
@@ -431,7 +433,7 @@ func TestMadeUpSessionIDsCostNoRedisLookup(t *testing.T) {
 		}
 	}
 	// One that could be ours needs Redis to say: 503, never 404.
-	unknown, err := NewSessionID()
+	unknown, err := transport.NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}

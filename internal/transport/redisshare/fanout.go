@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // Resource updates of shared client sessions
@@ -36,10 +37,10 @@ import (
 // for the subscription, so nothing is logged for them, and the member is
 // removed then.
 //
-// The mutation's path pays no Redis round trip: Transport.ResourceUpdated
+// The mutation's path pays no Redis round trip: transport.Transport.ResourceUpdated
 // queues (tenant, uri, notification) for the appender, which reads the
 // set and appends to each member's log in the pipeline of its batch. The
-// append's token (redislog.go) makes a retried batch log nothing twice.
+// append's token (log.go) makes a retried batch log nothing twice.
 
 // subsKey names the set of tenant's shared sessions subscribed to uri.
 // The tenant's length keeps the two parts apart whatever they contain.
@@ -107,7 +108,7 @@ func (m *redisSessions) Subscribers(ctx context.Context, tenant, uri string) ([]
 
 // lookups reads, in one pipeline, the reverse index of every resource
 // update in batch, and whether the replicas its broadcasts name as home
-// are alive (redislog.go). nil maps (and no round trip) when batch has
+// are alive (log.go). nil maps (and no round trip) when batch has
 // neither.
 func (m *redisSessions) lookups(ctx context.Context, batch []logOp) (members map[string][]string, alive map[string]bool, err error) {
 	var sets map[string]*redis.StringSliceCmd
@@ -171,6 +172,6 @@ func (m *redisSessions) dropStale(ctx context.Context, stale []staleMember) {
 }
 
 // Stats counts what the store's log appender did.
-func (m *redisSessions) Stats() SharingStats {
-	return SharingStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
+func (m *redisSessions) Stats() transport.SharingStats {
+	return transport.SharingStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
 }

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // Streamed POST responses of shared client sessions
@@ -46,7 +47,7 @@ import (
 // from memory alone rather than stall the response; the appender catches
 // the mirror up when Redis returns.
 //
-// Events are written by the shared appender (redislog.go), in the order
+// Events are written by the shared appender (log.go), in the order
 // the stream numbered them; each append PUBLISHes an "ev" change naming
 // the stream, which wakes a connection another replica serves from it. A
 // replica asked to resume a p<n> it does not hold reads the Redis Stream
@@ -60,7 +61,7 @@ import (
 // An origin that dies mid-handler never writes the end: a follower would
 // wait for it for ever, on keep-alives, its attached connection keeping
 // the session alive. So a follower that has not seen the end checks the
-// origin's liveness key (<prefix>replica:<o>, redissessions.go) at most
+// origin's liveness key (<prefix>replica:<o>, sessions.go) at most
 // once per heartbeat, in the round trip of its read; once the key has
 // expired and the log still has no end, it writes one itself — a -32603
 // error response for the request, which the client may retry, or a bare f
@@ -70,7 +71,7 @@ import (
 // then refused as already written.
 type postLog struct {
 	m   *redisSessions
-	st  *Stream
+	st  *transport.Stream
 	sid string // the client session's id
 	key string
 	// origin: this replica runs the handler and writes the mirror;
@@ -210,7 +211,7 @@ func (m *redisSessions) postWake(id, stream string) string {
 // name from Redis: have (a follower this replica made earlier), or a new
 // follower. nil, nil when Redis has no such stream (delivered long ago,
 // expired, or never ours); an error when Redis could not say.
-func (m *redisSessions) follow(ctx context.Context, c *redisCopy, name string, have *Stream) (*Stream, error) {
+func (m *redisSessions) follow(ctx context.Context, c *redisCopy, name string, have *transport.Stream) (*transport.Stream, error) {
 	if err := m.skipping(); err != nil {
 		return nil, err
 	}
@@ -228,13 +229,14 @@ func (m *redisSessions) follow(ctx context.Context, c *redisCopy, name string, h
 	}
 	st := have
 	if st == nil {
-		st = c.s.RetainStream(name, func(st *Stream) EventLog {
+		st = c.s.RetainStream(name, func(st *transport.Stream) transport.EventLog {
 			return &postLog{m: m, st: st, sid: c.id, key: key}
 		})
 	}
 	p := st.Log().(*postLog) // a follower: made here, or have
-	// The last seq issued, so that attach clamps an id from the future as
-	// in memory: the last event's, or the one before an f marker.
+	// The last seq issued, so that a connection attaching clamps an id
+	// from the future as in memory: the last event's, or the one before
+	// an f marker.
 	seq, _ := postSeq(last[0].ID)
 	if _, ok := last[0].Values["d"]; !ok && seq > 0 {
 		seq--
@@ -267,7 +269,7 @@ func (m *redisSessions) follow(ctx context.Context, c *redisCopy, name string, h
 // origin's liveness key, first, so that the read has all the origin wrote
 // before its key expired: an origin found dead with no end in the log
 // gets one (orphaned), or a follower would wait for it for ever.
-func (p *postLog) readLog(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool) {
+func (p *postLog) readLog(st *transport.Stream, cursor uint64, buf []transport.Event) ([]transport.Event, bool, bool) {
 	if p.m.skipping() != nil {
 		return buf, false, false
 	}
@@ -297,7 +299,7 @@ func (p *postLog) readLog(st *Stream, cursor uint64, buf []Event) ([]Event, bool
 			continue
 		}
 		if data, ok := x.Values["d"].(string); ok {
-			buf = append(buf, Event{Seq: seq, Data: []byte(data)})
+			buf = append(buf, transport.Event{Seq: seq, Data: []byte(data)})
 		}
 		if _, ok := x.Values["f"]; ok {
 			done = true
@@ -356,7 +358,7 @@ const orphanedMessage = "the server handling this request stopped before it answ
 // Written to the log, the end is the same for every resume on any
 // replica, and sent once; an origin that was in fact alive has its own
 // appends refused from then on.
-func (p *postLog) orphaned(st *Stream, owner string, buf []Event) ([]Event, bool) {
+func (p *postLog) orphaned(st *transport.Stream, owner string, buf []transport.Event) ([]transport.Event, bool) {
 	last, _ := st.Position()
 	seq := last + 1
 	p.mu.Lock()
@@ -392,7 +394,7 @@ func (p *postLog) orphaned(st *Stream, owner string, buf []Event) ([]Event, bool
 	// Written, or the session or the log is gone and nothing will come:
 	// the stream ends here, with the error if there is one.
 	if data != nil {
-		buf = append(buf, Event{Seq: seq, Data: data})
+		buf = append(buf, transport.Event{Seq: seq, Data: data})
 	}
 	st.CatchUp(seq, 0)
 	st.MarkFinished()
@@ -412,7 +414,7 @@ func postSeq(id string) (uint64, bool) {
 // mirroredKeys returns the Redis keys of s's POST streams whose handler
 // runs here, for the sweeper to keep alive as long as the session: a
 // handler may stay silent for longer than the idle timeout.
-func mirroredKeys(s *ClientSession) []string {
+func mirroredKeys(s *transport.ClientSession) []string {
 	var keys []string
 	for _, st := range s.Streams() {
 		if p, ok := st.Log().(*postLog); ok && p.origin && !st.Finished() {
@@ -426,14 +428,14 @@ func mirroredKeys(s *ClientSession) []string {
 // or a follower reading the mirror.
 
 // Take: the ring takes every event.
-func (p *postLog) Take(*Stream, []byte) bool { return false }
+func (p *postLog) Take(*transport.Stream, []byte) bool { return false }
 
 // Pushed queues the event for the mirror (the origin's).
 func (p *postLog) Pushed(seq uint64, data []byte, final bool) { p.queue(seq, data, final) }
 
 // Read reads a follower's events from Redis; the origin's are in its
 // ring.
-func (p *postLog) Read(st *Stream, cursor uint64, buf []Event) ([]Event, bool, bool, bool) {
+func (p *postLog) Read(st *transport.Stream, cursor uint64, buf []transport.Event) ([]transport.Event, bool, bool, bool) {
 	if p.origin {
 		return buf, false, false, false
 	}

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // redisKeys is the Redis key layout of shared client sessions under a
-// prefix (redissessions.go draws it): the tests that read or write Redis
+// prefix (sessions.go draws it): the tests that read or write Redis
 // behind the store's back name keys through it and nowhere else.
 type redisKeys string
 

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // capLimits are the shares of client sessions one principal and one
@@ -29,10 +31,10 @@ type capSet struct {
 func (m *redisSessions) capSets(principal, tenant string) []capSet {
 	var sets []capSet
 	if m.caps.perPrincipal > 0 {
-		sets = append(sets, capSet{m.capKey("pp:", principal), m.caps.perPrincipal, ErrPrincipalSessions})
+		sets = append(sets, capSet{m.capKey("pp:", principal), m.caps.perPrincipal, transport.ErrPrincipalSessions})
 	}
 	if m.caps.perTenant > 0 {
-		sets = append(sets, capSet{m.capKey("pt:", tenant), m.caps.perTenant, ErrTenantSessions})
+		sets = append(sets, capSet{m.capKey("pt:", tenant), m.caps.perTenant, transport.ErrTenantSessions})
 	}
 	return sets
 }

@@ -1,4 +1,4 @@
-package transport
+package redisshare
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // redisCopy is this replica's copy of a shared client session, as the
@@ -21,7 +22,7 @@ import (
 // smu. smu is a leaf: no other lock is taken while it is held.
 type redisCopy struct {
 	m  *redisSessions
-	s  *ClientSession
+	s  *transport.ClientSession
 	id string // the session's
 	// glog is the log of the session's GET stream.
 	glog *redisLog
@@ -36,8 +37,8 @@ type redisCopy struct {
 	// knows: the replica that tells the session of the broadcasts every
 	// replica sees by itself (tools/list_changed), so that it is told
 	// once, and that another replica takes over from when it dies
-	// (redislog.go). Resource updates do not depend on it: their origin
-	// writes them to every subscriber's log (redisfanout.go).
+	// (log.go). Resource updates do not depend on it: their origin
+	// writes them to every subscriber's log (fanout.go).
 	homeID string
 	// homeVer is the version (hash field hv) of the home this copy knows:
 	// Redis raises it at every change of home. A home change on the
@@ -70,14 +71,14 @@ type redisCopy struct {
 }
 
 // Changed writes the client's change through to Redis.
-func (c *redisCopy) Changed(ch ClientChange) { _ = c.m.writeThrough(c, toWire(ch)) }
+func (c *redisCopy) Changed(ch transport.ClientChange) { _ = c.m.writeThrough(c, toWire(ch)) }
 
 // toWire is the channel's form of a client's change.
-func toWire(c ClientChange) sessionChange {
+func toWire(c transport.ClientChange) sessionChange {
 	switch c.Kind {
-	case ChangeLevel:
+	case transport.ChangeLevel:
 		return sessionChange{Op: opLevel, Level: string(c.Level)}
-	case ChangeSubscribe:
+	case transport.ChangeSubscribe:
 		return sessionChange{Op: opSub, URI: c.URI}
 	default:
 		return sessionChange{Op: opUnsub, URI: c.URI}
@@ -86,20 +87,20 @@ func toWire(c ClientChange) sessionChange {
 
 // fromWire is the client's change a channel message carries; false for
 // any other (a home claim, an end).
-func fromWire(ch sessionChange) (ClientChange, bool) {
+func fromWire(ch sessionChange) (transport.ClientChange, bool) {
 	switch ch.Op {
 	case opLevel:
-		return ClientChange{Kind: ChangeLevel, Level: protocol.LoggingLevel(ch.Level)}, true
+		return transport.ClientChange{Kind: transport.ChangeLevel, Level: protocol.LoggingLevel(ch.Level)}, true
 	case opSub:
-		return ClientChange{Kind: ChangeSubscribe, URI: ch.URI}, true
+		return transport.ClientChange{Kind: transport.ChangeSubscribe, URI: ch.URI}, true
 	case opUnsub:
-		return ClientChange{Kind: ChangeUnsubscribe, URI: ch.URI}, true
+		return transport.ClientChange{Kind: transport.ChangeUnsubscribe, URI: ch.URI}, true
 	}
-	return ClientChange{}, false
+	return transport.ClientChange{}, false
 }
 
 // IndexesLocally: a shared session is found through Redis's index
-// (redisfanout.go), which every replica sees.
+// (fanout.go), which every replica sees.
 func (c *redisCopy) IndexesLocally() bool { return false }
 
 func (c *redisCopy) home() string {
@@ -119,47 +120,47 @@ func (c *redisCopy) homeVersion() uint64 {
 }
 
 // Broadcast queues the event on the GET stream's log: every copy of the
-// session queues it, and Redis keeps one (redislog.go): the home's, or,
+// session queues it, and Redis keeps one (log.go): the home's, or,
 // when the home replica is dead, that of the first copy to take over as
 // home.
-func (c *redisCopy) Broadcast(st *Stream, data []byte) bool {
+func (c *redisCopy) Broadcast(st *transport.Stream, data []byte) bool {
 	home := c.home()
 	c.glog.broadcast(st, data, home)
 	return home == c.m.self
 }
 
 // AwaitAnswer and ForgetAnswer write and delete the mailbox of a
-// server-to-client request (redisanswer.go).
+// server-to-client request (answer.go).
 func (c *redisCopy) AwaitAnswer(id protocol.ID)  { c.m.awaitAnswer(c, id) }
 func (c *redisCopy) ForgetAnswer(id protocol.ID) { c.m.forgetAnswer(c, id) }
 
 // AnswerPoll: a response that another replica took while this one's
-// subscription was down waits in Redis (redisanswer.go).
+// subscription was down waits in Redis (answer.go).
 func (c *redisCopy) AnswerPoll() time.Duration { return c.m.tune.poll }
 
 // ForwardAnswer hands the response on to the replica whose mailbox waits
-// for it (redisanswer.go).
+// for it (answer.go).
 func (c *redisCopy) ForwardAnswer(ctx context.Context, msg *protocol.Message, body []byte) (bool, error) {
 	return true, c.m.forwardAnswer(ctx, c, msg, body)
 }
 
 // ForwardCancel publishes the cancellation for the replica running the
-// request (redisanswer.go).
+// request (answer.go).
 func (c *redisCopy) ForwardCancel(ctx context.Context, id protocol.ID) error {
 	return c.m.forwardCancel(ctx, c, id)
 }
 
 // Mirror makes st, the new stream of a POST response to request id on
-// this replica, an origin mirrored in Redis (redispostlog.go). Nothing is
+// this replica, an origin mirrored in Redis (postlog.go). Nothing is
 // written until the stream's writer opens it (postLog.Open) and its
 // events are appended.
-func (c *redisCopy) Mirror(st *Stream, id protocol.ID) EventLog {
+func (c *redisCopy) Mirror(st *transport.Stream, id protocol.ID) transport.EventLog {
 	return &postLog{m: c.m, st: st, sid: c.id, key: c.m.postKey(c.id, st.Name()), origin: true, reqID: string(id)}
 }
 
 // Resume follows another replica's POST stream in Redis
-// (redispostlog.go).
-func (c *redisCopy) Resume(ctx context.Context, name string, have *Stream) (*Stream, error) {
+// (postlog.go).
+func (c *redisCopy) Resume(ctx context.Context, name string, have *transport.Stream) (*transport.Stream, error) {
 	return c.m.follow(ctx, c, name, have)
 }
 
@@ -168,7 +169,7 @@ func (c *redisCopy) Resume(ctx context.Context, name string, have *Stream) (*Str
 // tools/list_changed for the session, since it holds the stream. Without
 // the position the stream would start from this copy's, possibly far
 // behind: the client would get again what it had.
-func (c *redisCopy) OpenStandalone(ctx context.Context, st *Stream) error {
+func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream) error {
 	if err := c.glog.sync(ctx, st); err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (c *redisCopy) OpenStandalone(ctx context.Context, st *Stream) error {
 // tools/list_changed, which every replica sees by itself, so that it is
 // logged exactly once. The replica holding the GET stream claims it,
 // since it is the one sure to be alive. (Resource updates do not depend
-// on the home: their origin logs them; redisfanout.go.)
+// on the home: their origin logs them; fanout.go.)
 //
 // A claim another replica published before this one can reach this copy
 // after it (the channel is read while the claim is written): apply holds
@@ -266,7 +267,7 @@ func (c *redisCopy) reset(h map[string]string) {
 			subs = append(subs, uri)
 		}
 	}
-	c.s.ResetState(protocol.LoggingLevel(h["level"]), subs, func() []ClientChange {
+	c.s.ResetState(protocol.LoggingLevel(h["level"]), subs, func() []transport.ClientChange {
 		c.smu.Lock()
 		defer c.smu.Unlock()
 		c.homeID = h["home"]
@@ -274,7 +275,7 @@ func (c *redisCopy) reset(h map[string]string) {
 		// written back after Redis lost it starts again from the
 		// writer's.
 		c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
-		var pending []ClientChange
+		var pending []transport.ClientChange
 		for _, ch := range c.unsaved {
 			if cc, ok := fromWire(ch); ok {
 				pending = append(pending, cc)
