@@ -192,6 +192,9 @@ func TestRulesRejectUpwardImports(t *testing.T) {
 		{"internal/runtime/guard", "internal/runtime/limits", true},
 		{"internal/federation", "internal/upstream", true},
 		{"internal/transport/sharing", "internal/transport", true},
+		{"internal/transport/redisshare", "internal/transport", true},
+		{"internal/transport", "internal/transport/redisshare", false},
+		{"internal/transport/sessiontest", "internal/transport", true},
 		{"cmd/api", "internal/config", true},
 		{"internal/nowhere", "internal/protocol", false},
 	} {
