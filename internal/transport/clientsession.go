@@ -57,10 +57,10 @@ type ClientSession struct {
 	lastSeen atomic.Int64 // unix nanoseconds of the last request
 
 	// mu guards what follows. Lock order: a shared store's locks come
-	// before it, but for the leaf lock its copy may take in ResetState's
-	// pending; while it is held the session may take its streams' mu and
-	// the subscription index's mu, and none of those is ever held when mu
-	// is taken.
+	// before it, but for the leaf lock its copy takes under it in
+	// ResetState's pending; while mu is held the session may take its
+	// streams' mu and the subscription index's mu, and none of those is
+	// ever held when mu is taken.
 	mu          sync.Mutex
 	ended       bool
 	logLevel    protocol.LoggingLevel
@@ -123,7 +123,7 @@ func NewClientSession(parent context.Context, id string, in SessionInit, now tim
 		rep:        localReplica{},
 	}
 	s.Touch(now)
-	// The end of the session, however it comes (terminate, or the
+	// The end of the session, however it comes (Terminate, or the
 	// transport's context), cancels every handler running for it: their
 	// contexts are the requests', which the session's does not reach.
 	context.AfterFunc(ctx, s.cancelInflight)
