@@ -9,8 +9,9 @@
 // transport.Replicator), whose changes it writes through and whose GET
 // stream reads the log in Redis (redisLog, log.go), and mirrors the
 // streamed POST responses its handlers produce (postLog, postlog.go). The
-// key layout is in sessions.go. Each change and its announcement are one
-// Lua script, in lua/*.lua, behind the typed wrappers of luascripts.go.
+// key layout is in sessions.go. The Lua scripts, in lua/*.lua behind the
+// typed wrappers of luascripts.go, keep each change and its announcement
+// one atomic step.
 //
 // The store keeps the contract of package sessiontest, which the
 // transport's in-memory store keeps too.

@@ -4,7 +4,8 @@
 // run against each implementation — the in-memory store by the
 // transport's tests, a shared one by its own package's — so that they
 // cannot drift apart on what the transport core relies on, as storetest
-// does for the stores.
+// does for the stores. Options and Serve make the test transports of
+// both.
 package sessiontest
 
 import (
