@@ -3,6 +3,8 @@ package scaleout
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +16,32 @@ import (
 
 const planURI = "memory://team/plan"
 
-// Three cmd/api processes share one PostgreSQL database and one Redis;
-// clients send their requests to any of them
-// (docs/adr/0015-shared-client-sessions.md).
+// Three cmd/api processes share one PostgreSQL database and one Redis,
+// a single node or a Redis Cluster; clients send their requests to any of
+// them (docs/adr/0015-shared-client-sessions.md).
 func TestThreeReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three server processes")
 	}
+	t.Run("single node", func(t *testing.T) {
+		threeReplicas(t, []string{"REDIS_URL=redis://" + redistest.Start(t).Addr() + "/0"})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		// The cluster is shared with other tests: the replicas keep
+		// their keys under a prefix of their own.
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		prefix := fmt.Sprintf("scaleout-%d:", time.Now().UnixNano())
+		if err := os.WriteFile(cfg, []byte("redis:\n  keyPrefix: \""+prefix+"\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		threeReplicas(t, []string{"REDIS_URL=" + redistest.ClusterURL(t), "MCP_REDIS_MODE=cluster", "MCP_CONFIG=" + cfg})
+	})
+}
+
+// threeReplicas is TestThreeReplicas on the Redis that env names.
+func threeReplicas(t *testing.T, env []string) {
 	bin := serverBin // built once by TestMain
-	redis := redistest.Start(t)
-	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
+	env = append(env, "DATABASE_URL="+pgtest.NewDatabase(t))
 	r1 := startReplica(t, "replica-1", bin, env)
 	r2 := startReplica(t, "replica-2", bin, env)
 	r3 := startReplica(t, "replica-3", bin, env)
