@@ -2,7 +2,6 @@ package scaleout
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,11 +60,11 @@ func TestClusterFailover(t *testing.T) {
 				default:
 				}
 				r := rs[(i+n)%2]
-				status, body, err := post(r.url, c.sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"plan"}}}`, 100+n))
+				a, err := post(r.url, c.sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"plan"}}}`, 100+n))
 				calls.Add(1)
-				if err != nil || status != http.StatusOK || strings.Contains(body, `"error":{`) {
+				if err != nil || a.status != http.StatusOK || strings.Contains(a.body, `"error":{`) || strings.Contains(a.body, `"isError":true`) {
 					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%s, session %d: %d %v %s", r.name, i, status, err, short(body)))
+					failures = append(failures, fmt.Sprintf("%s, session %d: %d %v %s", r.name, i, a.status, err, short(a.body)))
 					mu.Unlock()
 				}
 			}
@@ -101,24 +100,4 @@ func TestClusterFailover(t *testing.T) {
 	for i := range clients {
 		updates(t, streams[i], planURI, 1, 10*time.Second)
 	}
-}
-
-// post sends one JSON-RPC request of session sid to url, from a goroutine
-// other than the test's (it reports, never fails the test).
-func post(url, sid, body string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		return 0, "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Mcp-Session-Id", sid)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
 }
