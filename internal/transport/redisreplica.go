@@ -180,7 +180,11 @@ func (c *redisCopy) claimHome() {
 	hv := c.m.writeThrough(c.s, sessionChange{Op: opHome, Home: c.m.self})
 	c.smu.Lock()
 	c.claims--
-	c.homeVer = max(c.homeVer, hv)
+	if hv > c.homeVer {
+		// The newest claim known: a reset that read the hash before it
+		// landed does not undo it.
+		c.homeID, c.homeVer = c.m.self, hv
+	}
 	held := c.held
 	if c.claims > 0 {
 		held = nil // the last claim in flight decides
@@ -240,37 +244,45 @@ func (c *redisCopy) apply(ch sessionChange) {
 // A home that moved from this replica to another while the changes were
 // missed is a claim this copy never applied: the GET stream it serves
 // here is superseded, and closes as apply would have closed it, or the
-// client would get every event on two streams.
+// client would get every event on two streams. But a hash read before a
+// home change this copy applied, or while its own claim is on its way,
+// is stale about the home (its version, hv, tells): the change stands,
+// and the stream the client just opened here stays.
 func (c *redisCopy) reset(h map[string]string) {
 	s := c.s
-	if home := h["home"]; home != "" && home != c.m.self && c.isHome() {
-		defer s.standalone.closeConn(supersededRetryMs)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := h["level"]; l != "" {
-		s.logLevel = protocol.LoggingLevel(l)
-	}
-	for uri := range s.subs {
-		if h["s:"+uri] == "" {
-			s.removeSub(uri)
+	hv, _ := strconv.ParseUint(h["hv"], 10, 64)
+	superseded := false
+	func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if l := h["level"]; l != "" {
+			s.logLevel = protocol.LoggingLevel(l)
 		}
-	}
-	for f := range h {
-		if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
-			s.addSub(uri)
+		for uri := range s.subs {
+			if h["s:"+uri] == "" {
+				s.removeSub(uri)
+			}
 		}
-	}
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	c.homeID = h["home"]
-	// The hash's version, even if lower than the one known: a hash
-	// written back after Redis lost it starts again from the writer's.
-	c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
-	for _, ch := range c.unsaved {
-		if cc, ok := fromWire(ch); ok {
-			s.applyClientChange(cc)
+		for f := range h {
+			if uri, ok := strings.CutPrefix(f, "s:"); ok && len(s.subs) < maxSubscriptions {
+				s.addSub(uri)
+			}
 		}
+		c.smu.Lock()
+		defer c.smu.Unlock()
+		if hv >= c.homeVer && c.claims == 0 {
+			home := h["home"]
+			superseded = home != "" && home != c.m.self && c.homeID == c.m.self
+			c.homeID, c.homeVer = home, hv
+		}
+		for _, ch := range c.unsaved {
+			if cc, ok := fromWire(ch); ok {
+				s.applyClientChange(cc)
+			}
+		}
+	}()
+	if superseded {
+		s.standalone.closeConn(supersededRetryMs)
 	}
 }
 
