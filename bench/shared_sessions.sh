@@ -62,13 +62,17 @@ for round in $(seq "$ROUNDS"); do for c in $CONCURRENCY; do
 done; done | tee "$tmp/rows"
 echo
 read -r first _ <<<"$MODES"
-echo "Medians of the rounds (req/s), and the ratio to $first"
+# The machine's speed drifts between rounds: besides each mode's median,
+# the median of the ratios within each round, where both modes ran back
+# to back.
+echo "Medians of the rounds (req/s); in brackets the median of the per-round ratios to $first"
 for c in $CONCURRENCY; do
   line="C=$c:"
-  f=$(median 5 "$first" "$c")
   for mode in $MODES; do
-    m=$(median 5 "$mode" "$c")
-    line+=" $mode $m ($(awk -v m="$m" -v f="$f" 'BEGIN {printf "%.2f", m/f}'))"
+    r=$(awk -F'|' -v c="$c" -v f="$first" -v m="$mode" '
+      {p = $4; gsub(/ /, "", p)} $3+0 == c && p == f {base[$2+0] = $5+0} $3+0 == c && p == m {v[$2+0] = $5+0}
+      END {for (k in v) if (base[k] > 0) print v[k] / base[k]}' "$tmp/rows" | sort -n | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)]}')
+    line+=" $mode $(median 5 "$mode" "$c") ($r)"
   done
   echo "$line"
 done
