@@ -21,10 +21,13 @@ cleanup() {
 	local rc=$? p
 	for p in "${pids[@]}"; do kill "${p}" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	# The gateway's log last, where a CI page that shows only the end of
+	# the output shows it; server-everything's without the line it writes
+	# for every request.
 	if ((rc != 0)); then
-		for log in "${WORK}"/*.log; do
-			say "---- ${log##*/} (last 40 lines)"
-			tail -n 40 "${log}" || true
+		for log in server-everything gateway; do
+			say "---- ${log}.log (last 60 lines)"
+			grep -v '^Received MCP POST request$' "${WORK}/${log}.log" | tail -n 60 || true
 		done
 	fi
 	rm -rf "${WORK}"
@@ -32,10 +35,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_listening PORT WHAT: until a POST to /mcp gets any HTTP answer.
+# wait_listening PORT WHAT PID: until a POST to /mcp gets any HTTP answer;
+# fails at once if process PID has ended.
 wait_listening() {
 	local deadline=$((SECONDS + 60)) code
 	while ((SECONDS < deadline)); do
+		if ! kill -0 "$3" 2>/dev/null; then
+			say "$2 exited before answering on port $1"
+			return 1
+		fi
 		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST -H 'Content-Type: application/json' \
 			-H 'Accept: application/json, text/event-stream' --data '{}' "http://127.0.0.1:$1/mcp" 2>/dev/null)" || true
 		[[ "${code}" != "000" && -n "${code}" ]] && return 0
@@ -55,7 +63,7 @@ up_port="$(free_port)"
 PORT="${up_port}" "${NODE22}" "${FIDELITY_DIR}/node_modules/@modelcontextprotocol/server-everything/dist/index.js" streamableHttp \
 	>"${WORK}/server-everything.log" 2>&1 </dev/null &
 pids+=("$!")
-wait_listening "${up_port}" server-everything
+wait_listening "${up_port}" server-everything "$!"
 
 gw_port="$(free_port)"
 cat >"${WORK}/gateway.yaml" <<YAML
@@ -65,7 +73,7 @@ upstreams:
 YAML
 MCP_CONFIG="${WORK}/gateway.yaml" "${api}" >"${WORK}/gateway.log" 2>&1 </dev/null &
 pids+=("$!")
-wait_listening "${gw_port}" cmd/api
+wait_listening "${gw_port}" cmd/api "$!"
 
 # The probe's imports resolve from where it lies: run it beside the
 # packages it needs.

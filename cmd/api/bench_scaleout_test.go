@@ -28,6 +28,21 @@ import (
 func BenchmarkAPI_ToolsCallSharedSessions(b *testing.B) {
 	cfg := config.Default()
 	cfg.RedisURL = "redis://" + redistest.Start(b).Addr() + "/0"
+	benchEcho(b, cfg)
+}
+
+// BenchmarkAPI_ToolsCallClusterSessions is
+// BenchmarkAPI_ToolsCallSharedSessions with the client session in a
+// six-node Redis Cluster.
+func BenchmarkAPI_ToolsCallClusterSessions(b *testing.B) {
+	cfg := config.Default()
+	cfg.RedisURL, cfg.Redis.Mode = redistest.StartCluster(b).URL(), "cluster"
+	benchEcho(b, cfg)
+}
+
+// benchEcho measures tools/call of runtime_echo on a session of a server
+// configured as cfg.
+func benchEcho(b *testing.B, cfg config.Config) {
 	c := newBenchClient(b, cfg)
 	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"runtime_echo","arguments":{"text":"hello"}}}`
 	c.mustPost(b, call, `"text":"hello"`)
@@ -35,19 +50,32 @@ func BenchmarkAPI_ToolsCallSharedSessions(b *testing.B) {
 }
 
 // TestScaleOut_NotificationLatency (MCP_SCALEOUT_BENCH=1) runs two
-// replicas in this process, sharing PostgreSQL and a private Redis over
-// real loopback HTTP: subscribers hold their GET streams on replica 1, a
-// writer mutates through replica 2, one mutation at a time, and each
-// notification's latency is its receipt minus the moment the mutation
-// was sent.
+// replicas in this process, sharing PostgreSQL and a private Redis — a
+// single node, then a six-node Redis Cluster — over real loopback HTTP:
+// subscribers hold their GET streams on replica 1, a writer mutates
+// through replica 2, one mutation at a time, and each notification's
+// latency is its receipt minus the moment the mutation was sent.
 func TestScaleOut_NotificationLatency(t *testing.T) {
 	if os.Getenv("MCP_SCALEOUT_BENCH") == "" {
 		t.Skip("a measurement, not a test: set MCP_SCALEOUT_BENCH=1 (see BENCHMARKS.md)")
 	}
+	t.Run("single node", func(t *testing.T) {
+		cfg := config.Default()
+		cfg.RedisURL = "redis://" + redistest.Start(t).Addr() + "/0"
+		notificationLatency(t, cfg)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cfg := config.Default()
+		cfg.RedisURL, cfg.Redis.Mode = redistest.StartCluster(t).URL(), "cluster"
+		notificationLatency(t, cfg)
+	})
+}
+
+// notificationLatency is TestScaleOut_NotificationLatency on the Redis
+// cfg names.
+func notificationLatency(t *testing.T, cfg config.Config) {
 	const subscribers, mutations, gap = 10, 300, 10 * time.Millisecond
-	cfg := config.Default()
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
-	cfg.RedisURL = "redis://" + redistest.Start(t).Addr() + "/0"
 	url1, _ := fanServer(t, cfg)
 	url2, _ := fanServer(t, cfg)
 

@@ -185,12 +185,6 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 			schemes = "a redis://, rediss:// or unix:// URL"
 		}
 		bad("redisURL", "(hidden)", schemes+" in go-redis's form for redis.mode "+c.Redis.Mode)
-	case m == redisconn.Cluster:
-		// The cache tier and rate limits run on a cluster (their tests
-		// do), but a shared client session's scripts still span keys
-		// of several slots, which a cluster refuses (CROSSSLOT): serving
-		// would fail every initialize. Refused at start-up instead.
-		bad("redis.mode", c.Redis.Mode, "single or sentinel: client sessions shared through Redis do not run on Redis Cluster yet (docs/adr/0044-one-redis-foundation.md)")
 	}
 	var errs []error
 	if err := c.Cache.CacheConfig().Validate(); err != nil {

@@ -48,6 +48,16 @@ traces: {retentionDays: 30, batchSize: 100, maxInMemory: 5000, sampleRate: 0.1}
 	}
 }
 
+// Every feature runs on Redis Cluster, client sessions included: the mode
+// is accepted with a cluster's URL.
+func TestValidateClusterMode(t *testing.T) {
+	c := Default()
+	c.Redis.Mode, c.RedisURL = "cluster", "redis://n1:6379?addr=n2:6379&addr=n3:6379"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("cluster mode: %v", err)
+	}
+}
+
 func TestValidateStorageNamesKeys(t *testing.T) {
 	cases := []struct {
 		name string
@@ -74,7 +84,6 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		{"redis mode", func(c *Config) { c.Redis.Mode = "ring" }, "redis.mode"},
 		{"sentinel url without its master", func(c *Config) { c.Redis.Mode, c.RedisURL = "sentinel", "redis://s1:26379" }, "redisURL"},
 		{"cluster url with a database", func(c *Config) { c.Redis.Mode, c.RedisURL = "cluster", "redis://n1:6379?db=1" }, "redisURL"},
-		{"cluster, which session sharing does not run on yet", func(c *Config) { c.Redis.Mode, c.RedisURL = "cluster", "redis://n1:6379?addr=n2:6379" }, "redis.mode"},
 		{"redis ttl", func(c *Config) { c.Redis.TtlMs = 1 }, "redis.ttlMs"},
 		{"redis prefix empty", func(c *Config) { c.Redis.KeyPrefix = "" }, "redis.keyPrefix"},
 		{"redis prefix with a brace", func(c *Config) { c.Redis.KeyPrefix = "team{a}:" }, "redis.keyPrefix"},

@@ -163,23 +163,37 @@ type answer struct {
 // do sends one JSON-RPC message to r.
 func (c *client) do(r *replica, body string) answer {
 	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	a, err := post(r.url, c.sid, body)
 	if err != nil {
 		c.t.Fatalf("POST to %s: %v", r.name, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	if c.sid == "" {
-		c.sid = resp.Header.Get("Mcp-Session-Id")
+		c.sid = a.header.Get("Mcp-Session-Id")
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return a
+}
+
+// post sends one JSON-RPC message of session sid ("" for none) to url.
+// It reports an error and never fails the test, so that goroutines other
+// than the test's can use it.
+func post(url, sid, body string) (answer, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}, err
 }
 
 // must sends body to r and fails the test unless it is answered with a

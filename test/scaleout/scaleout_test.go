@@ -3,6 +3,8 @@ package scaleout
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +16,81 @@ import (
 
 const planURI = "memory://team/plan"
 
-// Three cmd/api processes share one PostgreSQL database and one Redis;
-// clients send their requests to any of them
-// (docs/adr/0015-shared-client-sessions.md).
+// Three cmd/api processes share one PostgreSQL database and one Redis,
+// a single node or a Redis Cluster; clients send their requests to any of
+// them (docs/adr/0015-shared-client-sessions.md).
 func TestThreeReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three server processes")
 	}
+	onEachRedis(t, "", threeReplicas)
+}
+
+// onEachRedis runs test once on a private single Redis node and once on
+// the shared test cluster, with the environment of replicas using it and
+// config, YAML of more settings ("" for none).
+func onEachRedis(t *testing.T, config string, test func(t *testing.T, env []string)) {
+	withConfig := func(t *testing.T, yaml string) string {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return "MCP_CONFIG=" + path
+	}
+	t.Run("single node", func(t *testing.T) {
+		test(t, []string{"REDIS_URL=redis://" + redistest.Start(t).Addr() + "/0", withConfig(t, config)})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		// The cluster is shared with other tests: the replicas keep
+		// their keys under a prefix of their own.
+		prefix := fmt.Sprintf("scaleout-%d:", time.Now().UnixNano())
+		yaml := "redis:\n  keyPrefix: \"" + prefix + "\"\n" + config
+		test(t, []string{"REDIS_URL=" + redistest.ClusterURL(t), "MCP_REDIS_MODE=cluster", withConfig(t, yaml)})
+	})
+}
+
+// The per-principal session cap holds across replicas, the count kept in
+// Redis (docs/adr/0027-session-caps.md): with a cap of
+// three, the fourth initialize is refused on whichever replica it lands,
+// and ending a session makes room on another.
+func TestSessionCapAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs server processes")
+	}
+	onEachRedis(t, "transport:\n  maxSessionsPerPrincipal: 3\n", func(t *testing.T, env []string) {
+		env = append(env, "DATABASE_URL="+pgtest.NewDatabase(t))
+		rs := []*replica{startReplica(t, "replica-1", serverBin, env), startReplica(t, "replica-2", serverBin, env)}
+		const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"capped","version":"1"}}}`
+		var held []*client
+		for i := range 3 {
+			c := &client{t: t}
+			c.initialize(rs[i%2], fmt.Sprintf("agent-%d", i))
+			held = append(held, c)
+		}
+		for _, r := range rs {
+			if a := (&client{t: t}).do(r, init); a.status != http.StatusTooManyRequests {
+				t.Fatalf("a fourth initialize on %s: %d %s, want 429", r.name, a.status, short(a.body))
+			}
+		}
+		del, _ := http.NewRequest(http.MethodDelete, rs[0].url, nil)
+		del.Header.Set("Mcp-Session-Id", held[1].sid) // made on replica 2
+		del.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(del)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+			t.Fatalf("DELETE on replica 1: %d", resp.StatusCode)
+		}
+		(&client{t: t}).initialize(rs[1], "after the DELETE")
+	})
+}
+
+// threeReplicas is TestThreeReplicas on the Redis env names.
+func threeReplicas(t *testing.T, env []string) {
 	bin := serverBin // built once by TestMain
-	redis := redistest.Start(t)
-	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t), "REDIS_URL=redis://" + redis.Addr() + "/0"}
+	env = append(env, "DATABASE_URL="+pgtest.NewDatabase(t))
 	r1 := startReplica(t, "replica-1", bin, env)
 	r2 := startReplica(t, "replica-2", bin, env)
 	r3 := startReplica(t, "replica-3", bin, env)

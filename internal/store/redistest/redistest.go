@@ -29,6 +29,7 @@ type Server struct {
 	t    testing.TB
 	port int
 	dir  string
+	args []string // more arguments of redis-server (a cluster node's)
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -140,6 +141,7 @@ func (s *Server) start() error {
 		// Tests may stall the server with DEBUG SLEEP.
 		"--enable-debug-command", "local",
 	)
+	p.cmd.Args = append(p.cmd.Args, s.args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	setParentDeath(p.cmd)
 	if err := p.cmd.Start(); err != nil {

@@ -196,7 +196,11 @@ func (c *redisCopy) claimHome() {
 	hv := c.m.writeThrough(c, sessionChange{Op: opHome, Home: c.m.self})
 	c.smu.Lock()
 	c.claims--
-	c.homeVer = max(c.homeVer, hv)
+	if hv > c.homeVer {
+		// The newest claim known: a reset that read the hash before it
+		// landed does not undo it.
+		c.homeID, c.homeVer = c.m.self, hv
+	}
 	held := c.held
 	if c.claims > 0 {
 		held = nil // the last claim in flight decides
@@ -256,11 +260,13 @@ func (c *redisCopy) apply(ch sessionChange) {
 // A home that moved from this replica to another while the changes were
 // missed is a claim this copy never applied: the GET stream it serves
 // here is superseded, and closes as apply would have closed it, or the
-// client would get every event on two streams.
+// client would get every event on two streams. But a hash read before a
+// home change this copy applied, or while its own claim is on its way,
+// is stale about the home (its version, hv, tells): the change stands,
+// and the stream the client just opened here stays.
 func (c *redisCopy) reset(h map[string]string) {
-	if home := h["home"]; home != "" && home != c.m.self && c.IsHome() {
-		defer c.s.Supersede()
-	}
+	hv, _ := strconv.ParseUint(h["hv"], 10, 64)
+	superseded := false
 	var subs []string
 	for f, v := range h {
 		if uri, ok := strings.CutPrefix(f, "s:"); ok && v != "" {
@@ -270,11 +276,11 @@ func (c *redisCopy) reset(h map[string]string) {
 	c.s.ResetState(protocol.LoggingLevel(h["level"]), subs, func() []transport.ClientChange {
 		c.smu.Lock()
 		defer c.smu.Unlock()
-		c.homeID = h["home"]
-		// The hash's version, even if lower than the one known: a hash
-		// written back after Redis lost it starts again from the
-		// writer's.
-		c.homeVer, _ = strconv.ParseUint(h["hv"], 10, 64)
+		if hv >= c.homeVer && c.claims == 0 {
+			home := h["home"]
+			superseded = home != "" && home != c.m.self && c.homeID == c.m.self
+			c.homeID, c.homeVer = home, hv
+		}
 		var pending []transport.ClientChange
 		for _, ch := range c.unsaved {
 			if cc, ok := fromWire(ch); ok {
@@ -283,6 +289,9 @@ func (c *redisCopy) reset(h map[string]string) {
 		}
 		return pending
 	})
+	if superseded {
+		c.s.Supersede()
+	}
 }
 
 // keepUnsaved records ch, which Redis has not taken, for the sweeper to

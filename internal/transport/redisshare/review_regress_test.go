@@ -344,6 +344,42 @@ func TestStaleHomeClaimKeepsTheStream(t *testing.T) {
 	wantSuperseded(t, g)
 }
 
+// TestStaleHashReadKeepsTheStream: a replica re-reads its copies (its
+// channel link came back) and the read of the hash lands before its own
+// claim of the session, the reset after it. The hash is stale about the
+// home: B stays home and the stream the client opened on B stays open.
+// A hash naming a newer home still supersedes it.
+func TestStaleHashReadKeepsTheStream(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
+	hash := redisKeys(prefix).session(sid)
+	read := func() map[string]string {
+		t.Helper()
+		h, err := rdb.HGetAll(context.Background(), hash).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	stale := read()
+	g := b.OpenGET(t, sid)
+	g.Next(t) // priming: B's claim is in Redis
+	copyB := b.copyOf(t, sid)
+	copyB.reset(stale)
+	quiet(t, g, th.WaitShort)
+	if !copyB.IsHome() {
+		t.Fatalf("a hash read before B's claim took the home back (home %q)", copyB.home())
+	}
+	newer := read()
+	newer["home"] = a.shared().self
+	newer["hv"] = fmt.Sprint(hgetInt(t, rdb, hash, "hv") + 1)
+	copyB.reset(newer)
+	wantSuperseded(t, g)
+}
+
 // wantSuperseded waits for the GET stream g to close, as a superseded
 // one does: no message on it meanwhile, and a retry hint.
 func wantSuperseded(t *testing.T, g *th.SSEConn) {
