@@ -66,7 +66,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if st == sess.standalone {
-		if err := sess.rep.OpenStandalone(r.Context(), st); err != nil {
+		if err := sess.rep.OpenStandalone(r.Context(), st, resume); err != nil {
 			// The session lives: the client retries.
 			retryLater(w, "cannot open the stream now: %v", err)
 			return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,15 @@ type redisLog struct {
 	// flushed is the highest seq recorded as flushed, so that a
 	// connection does not queue a write for every event it sends twice.
 	flushed atomic.Uint64
+
+	// A connection opened while Redis could not give the stream's
+	// position (pend) reads nothing until it can; its reading then starts
+	// after floor: the client's Last-Event-ID (resume), or for a fresh
+	// GET (resume -1) the last seq a connection flushed on any replica.
+	pmu     sync.Mutex
+	pending bool
+	resume  int64
+	floor   uint64
 }
 
 // logOp is one queued write: an event to append, or (data nil) the seq a
@@ -138,19 +148,66 @@ func (l *redisLog) MarkFlushed(seq uint64) {
 // has; the caller answers 503 with Retry-After instead, and the session
 // lives on (docs/adr/0023-get-needs-redis-position.md).
 func (l *redisLog) sync(ctx context.Context, st *transport.Stream) error {
-	if err := l.m.skipping(); err != nil {
-		return err
+	_, err := l.position(ctx, st, l.m.conn.Timeout(redisconn.Session))
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if err == nil {
+		l.pending, l.floor = false, 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.m.conn.Timeout(redisconn.Session))
+	return err
+}
+
+// position reads the stream's position from Redis within bound, raises
+// st's to it and answers the last seq flushed.
+func (l *redisLog) position(ctx context.Context, st *transport.Stream, bound time.Duration) (uint64, error) {
+	if err := l.m.skipping(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	v, err := l.m.rdb.HMGet(ctx, l.m.hashKey(l.id), "gseq", "gflushed").Result()
 	if err != nil {
 		l.m.failed(err)
-		return fmt.Errorf("read GET-stream position of client session %s: %w", l.id, err)
+		return 0, fmt.Errorf("read GET-stream position of client session %s: %w", l.id, err)
 	}
 	l.m.ok()
-	st.CatchUp(hashUint(v[0]), hashUint(v[1]))
-	return nil
+	flushed := hashUint(v[1])
+	st.CatchUp(hashUint(v[0]), flushed)
+	return flushed, nil
+}
+
+// pend marks the connection being opened as waiting for the stream's
+// position; resume is the client's Last-Event-ID seq, -1 for none.
+func (l *redisLog) pend(resume int64) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	l.pending, l.resume, l.floor = true, resume, 0
+}
+
+// start is where a connection's reading begins, at the earliest after
+// cursor; false while the position is pending and Redis cannot give it.
+func (l *redisLog) start(st *transport.Stream, cursor uint64) (uint64, bool) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if l.pending {
+		flushed, err := l.position(l.m.bg, st, l.m.timeout)
+		if err != nil {
+			return 0, false
+		}
+		l.pending, l.floor = false, flushed
+		if l.resume >= 0 {
+			l.floor = uint64(l.resume)
+		}
+	}
+	return max(cursor, l.floor), true
+}
+
+// awaitsPosition reports whether a connection waits for the stream's
+// position, which Redis answering again gives it.
+func (l *redisLog) awaitsPosition() bool {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	return l.pending
 }
 
 func hashUint(v any) uint64 {
@@ -413,7 +470,11 @@ func (l *redisLog) Pushed(uint64, []byte, bool) {}
 
 // Read reads the events after cursor from Redis.
 func (l *redisLog) Read(st *transport.Stream, cursor uint64, buf []transport.Event) ([]transport.Event, bool, bool, bool) {
-	evs, lost := l.next(st, cursor, buf)
+	from, ok := l.start(st, cursor)
+	if !ok {
+		return buf, false, false, true
+	}
+	evs, lost := l.next(st, from, buf)
 	return evs, false, lost, true
 }
 

@@ -159,9 +159,10 @@ func (l *luaScripts) orphanPost(ctx context.Context, c redis.Scripter, a postOrp
 
 // updateArgs change one field of a session's hash and publish msg. The
 // script answers 1 when it changed the field, 0 when the session is gone:
-// a change never recreates an ended session's hash; 2 when hsetnx found
-// the field set to another value: nothing changed, nothing is published
-// (a replayed home claim, which a newer claim overrides).
+// a change never recreates an ended session's hash; 2 when hsetv found
+// the field set to another value under another home version than base:
+// nothing changed, nothing is published (a replayed home claim, which a
+// newer claim overrides).
 //
 // A change of home also raises the hash's home version (hv), which the
 // published message carries and the script answers with: pub/sub can
@@ -172,12 +173,14 @@ type updateArgs struct {
 	ttlMs     int64
 	channel   string
 	msg       []byte
-	// kind is hset, hdel or hsetnx.
+	// kind is hset, hdel or hsetv.
 	kind, field, value string
+	// base is, for hsetv, the home version the change was made on.
+	base uint64
 }
 
 func (l *luaScripts) updateField(ctx context.Context, c redis.Scripter, a updateArgs) *redis.Cmd {
-	return l.update.Eval(ctx, c, []string{a.hash, a.log}, a.ttlMs, a.channel, a.msg, a.kind, a.field, a.value)
+	return l.update.Eval(ctx, c, []string{a.hash, a.log}, a.ttlMs, a.channel, a.msg, a.kind, a.field, a.value, a.base)
 }
 
 // updateResult reads the answer of updateField: the result and the home

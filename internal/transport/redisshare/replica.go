@@ -169,9 +169,18 @@ func (c *redisCopy) Resume(ctx context.Context, name string, have *transport.Str
 // tools/list_changed for the session, since it holds the stream. Without
 // the position the stream would start from this copy's, possibly far
 // behind: the client would get again what it had.
-func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream) error {
+//
+// When Redis cannot give the position (an outage), the stream opens all
+// the same, for a session this replica knows: a refused GET is one the
+// client may never retry, and it would miss every notification after
+// it. The connection reads nothing until Redis answers, then starts
+// after the client's Last-Event-ID, or for a fresh GET where the last
+// connection stopped (log.go, pending;
+// docs/adr/0049-get-opens-through-an-outage.md).
+func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream, resume int64) error {
 	if err := c.glog.sync(ctx, st); err != nil {
-		return err
+		c.glog.pend(resume)
+		c.m.log.Debug().Err(err).Str("session", c.s.ID()).Msg("transport: GET stream opened without its position; it reads once redis answers")
 	}
 	if !c.IsHome() {
 		c.claimHome()
@@ -192,8 +201,9 @@ func (c *redisCopy) claimHome() {
 	c.smu.Lock()
 	c.homeID = c.m.self
 	c.claims++
+	base := c.homeVer
 	c.smu.Unlock()
-	hv := c.m.writeThrough(c, sessionChange{Op: opHome, Home: c.m.self})
+	hv := c.m.writeThrough(c, sessionChange{Op: opHome, Home: c.m.self, Base: base})
 	c.smu.Lock()
 	c.claims--
 	if hv > c.homeVer {
@@ -276,7 +286,11 @@ func (c *redisCopy) reset(h map[string]string) {
 	c.s.ResetState(protocol.LoggingLevel(h["level"]), subs, func() []transport.ClientChange {
 		c.smu.Lock()
 		defer c.smu.Unlock()
-		if hv >= c.homeVer && c.claims == 0 {
+		// A claim of this copy's not yet written is replayed by the
+		// sweeper, and takes the home if nobody claimed it since the
+		// version it was made on (evalChange): until then it stands.
+		claim, unsaved := c.unsaved[changeField(sessionChange{Op: opHome})]
+		if hv >= c.homeVer && c.claims == 0 && !(unsaved && hv <= claim.Base) {
 			home := h["home"]
 			superseded = home != "" && home != c.m.self && c.homeID == c.m.self
 			c.homeID, c.homeVer = home, hv

@@ -178,6 +178,10 @@ type sessionChange struct {
 	// HV is the home version Redis gave a home change (opHome; the
 	// scripts add it, luascripts.go).
 	HV uint64 `json:"hv,omitempty"`
+	// Base is the home version a home claim was made on, known to the
+	// claiming copy alone: a claim replayed after an outage takes the
+	// home only if nobody claimed it since (evalChange).
+	Base uint64 `json:"-"`
 	// Stream names the POST stream whose log grew (opEvent); empty for
 	// the GET stream's.
 	Stream string `json:"s,omitempty"`
@@ -897,9 +901,11 @@ func (m *redisSessions) writeThrough(sc *redisCopy, c sessionChange) uint64 {
 }
 
 // evalChange queues on p a change of s: scriptUpdate, and for a
-// subscription the reverse index. A replayed home claim (replay) only
-// takes a hash that names no home: a replica that claimed it meanwhile
-// holds the stream now.
+// subscription the reverse index. A replayed home claim (replay) takes
+// the home only if the hash names none or the home version is still the
+// one the claim was made on: a replica that claimed it meanwhile holds
+// the stream now, but one whose claim came before this one's (the
+// client has left it) does not.
 func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, sc *redisCopy, c sessionChange, replay bool) *redis.Cmd {
 	msg, _ := json.Marshal(c) // strings always encode
 	kind, field, value := "hset", changeField(c), ""
@@ -913,10 +919,10 @@ func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, sc *r
 	case opHome:
 		value = c.Home
 		if replay {
-			kind = "hsetnx"
+			kind = "hsetv"
 		}
 	}
-	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(sc.id), log: m.logKey(sc.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value})
+	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(sc.id), log: m.logKey(sc.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value, base: c.Base})
 	if c.Op == opSub || c.Op == opUnsub {
 		m.indexSubs(ctx, p, sc.id, sc.s.Tenant(), []string{c.URI}, c.Op == opSub)
 	}

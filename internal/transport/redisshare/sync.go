@@ -172,6 +172,11 @@ func (m *redisSessions) resync(all []*redisCopy) {
 			if s.clearLost() {
 				m.kickSweep()
 			}
+			if s.glog.awaitsPosition() {
+				// A GET opened during the outage reads from now on,
+				// rather than at its next keep-alive.
+				s.s.Standalone().Notify()
+			}
 		default:
 			m.missing(s)
 		}

@@ -1,19 +1,23 @@
 -- Changes one field of a session hash and publishes the change
 -- (luascripts.go, updateArgs).
 -- KEYS[1] session hash, KEYS[2] GET-stream log
--- ARGV[1] ttl ms, [2] channel, [3] message, [4] hset|hdel|hsetnx,
--- [5] field, [6] value
+-- ARGV[1] ttl ms, [2] channel, [3] message, [4] hset|hdel|hsetv,
+-- [5] field, [6] value, [7] for hsetv, the home version the change
+-- was made on
 -- Returns {result, home version}: result 1 changed, 0 session gone, 2
--- hsetnx found another value; the home version (hash field hv) after the
--- change, 0 for a field other than home.
+-- hsetv found another value and another home version; the home
+-- version (hash field hv) after the change, 0 for a field other than
+-- home.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local res = 1
 local prev = false
 local home = ARGV[5] == 'home'
 if home then prev = redis.call('HGET', KEYS[1], 'home') end
 if ARGV[4] == 'hdel' then redis.call('HDEL', KEYS[1], ARGV[5])
-elseif ARGV[4] == 'hsetnx' then
-  if redis.call('HSETNX', KEYS[1], ARGV[5], ARGV[6]) == 0 and redis.call('HGET', KEYS[1], ARGV[5]) ~= ARGV[6] then res = 2 end
+elseif ARGV[4] == 'hsetv' then
+  local cur = redis.call('HGET', KEYS[1], ARGV[5])
+  if cur and cur ~= ARGV[6] and (redis.call('HGET', KEYS[1], 'hv') or '0') ~= ARGV[7] then res = 2
+  else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
 else redis.call('HSET', KEYS[1], ARGV[5], ARGV[6]) end
 local hv = 0
 local msg = ARGV[3]
