@@ -66,11 +66,13 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if st == sess.standalone {
-		if err := sess.rep.OpenStandalone(r.Context(), st, resume); err != nil {
+		positioned, err := sess.rep.OpenStandalone(r.Context(), st, resume)
+		if err != nil {
 			// The session lives: the client retries.
 			retryLater(w, "cannot open the stream now: %v", err)
 			return
 		}
+		prime = prime && positioned
 	}
 	if limit := t.opts.MaxStreamsPerSession; limit > 0 && !st.Attached() && sess.openStreams() >= limit {
 		// A GET that would open one more stream than the session may hold
@@ -84,6 +86,13 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.streamed = true
 	c, cursor := st.attach(resume)
+	if st == sess.standalone && !sess.rep.IsHome() {
+		// Another replica's GET of the session claimed it while this one
+		// opened (the client sent two at once): that claim's supersession
+		// may have come before this connection attached, when there was
+		// none to close. One stream only (basic/transports).
+		sess.Supersede()
+	}
 	startSSE(w)
 	t.serveStream(r.Context(), w, st, c, cursor, prime)
 	st.detach(c)

@@ -54,22 +54,24 @@ type Replicator interface {
 	Resume(ctx context.Context, name string, have *Stream) (*Stream, error)
 	// OpenStandalone readies the GET stream st for a new connection on
 	// this replica; resume is the seq of the client's Last-Event-ID on
-	// it, -1 for a fresh GET. An error means it cannot be served now
-	// (503).
-	OpenStandalone(ctx context.Context, st *Stream, resume int64) error
+	// it, -1 for a fresh GET. positioned is false when where the stream
+	// stands is not known yet (the connection reads once it is): no
+	// priming event then, whose id would be a guess. An error means it
+	// cannot be served now (503).
+	OpenStandalone(ctx context.Context, st *Stream, resume int64) (positioned bool, err error)
 }
 
 // localReplica is the Replicator of a session no other replica serves.
 type localReplica struct{}
 
-func (localReplica) Changed(ClientChange)                                 {}
-func (localReplica) IndexesLocally() bool                                 { return true }
-func (localReplica) IsHome() bool                                         { return true }
-func (localReplica) AwaitAnswer(protocol.ID)                              {}
-func (localReplica) ForgetAnswer(protocol.ID)                             {}
-func (localReplica) AnswerPoll() time.Duration                            { return 0 }
-func (localReplica) Mirror(*Stream, protocol.ID) EventLog                 { return localLog{} }
-func (localReplica) OpenStandalone(context.Context, *Stream, int64) error { return nil }
+func (localReplica) Changed(ClientChange)                                         {}
+func (localReplica) IndexesLocally() bool                                         { return true }
+func (localReplica) IsHome() bool                                                 { return true }
+func (localReplica) AwaitAnswer(protocol.ID)                                      {}
+func (localReplica) ForgetAnswer(protocol.ID)                                     {}
+func (localReplica) AnswerPoll() time.Duration                                    { return 0 }
+func (localReplica) Mirror(*Stream, protocol.ID) EventLog                         { return localLog{} }
+func (localReplica) OpenStandalone(context.Context, *Stream, int64) (bool, error) { return true, nil }
 
 func (localReplica) Broadcast(st *Stream, data []byte) bool {
 	st.append(data)

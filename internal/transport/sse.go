@@ -44,8 +44,28 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 	// gets a deadline, cleared on the way out so net/http can finish the
 	// response.
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	// ended writes the retry hint of a closed connection, if it has one.
+	ended := func() {
+		if c.retryMs > 0 {
+			_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // fresh: the stream may have been quiet
+			buf = append(buf, "retry: "...)
+			buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
+			buf = append(buf, "\n\n"...)
+			_, _ = w.Write(buf)
+			_ = rc.Flush()
+		}
+	}
 	var evs []Event
 	for {
+		// A connection closed (superseded) while woken must not read on:
+		// select picks at random between ready cases, and the events it
+		// would read go out on the connection that superseded it.
+		select {
+		case <-c.closed:
+			ended()
+			return
+		default:
+		}
 		var done, lost bool
 		evs, done, lost = st.next(cursor, evs[:0])
 		if lost {
@@ -76,14 +96,7 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 		select {
 		case <-c.wake:
 		case <-c.closed:
-			if c.retryMs > 0 {
-				_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // fresh: the stream may have been quiet
-				buf = append(buf, "retry: "...)
-				buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
-				buf = append(buf, "\n\n"...)
-				_, _ = w.Write(buf)
-				_ = rc.Flush()
-			}
+			ended()
 			return
 		case <-keepAlive.C:
 			buf = append(buf, ": keep-alive\n\n"...)

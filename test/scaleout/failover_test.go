@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
 // A master of the Redis Cluster is lost mid-run and its replica takes
@@ -72,9 +73,8 @@ func TestClusterFailover(t *testing.T) {
 	}
 	// awaitCalls waits until n more calls were made.
 	awaitCalls := func(n int64) {
-		for target := calls.Load() + n; calls.Load() < target; {
-			time.Sleep(10 * time.Millisecond)
-		}
+		target := calls.Load() + n
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("%d more calls", n), func() bool { return calls.Load() >= target })
 	}
 	awaitCalls(100)
 	before := calls.Load()

@@ -187,7 +187,10 @@ func post(url, sid, body string) (answer, error) {
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Bounded, so that a replica that stops answering fails the test
+	// rather than hangs it (the default transport's connections are
+	// reused all the same).
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return answer{}, err
 	}

@@ -68,7 +68,7 @@ type redisLog struct {
 	// after floor: the client's Last-Event-ID (resume), or for a fresh
 	// GET (resume -1) the last seq a connection flushed on any replica.
 	pmu     sync.Mutex
-	pending bool
+	pending atomic.Bool // written under pmu; read without it by awaitsPosition
 	resume  int64
 	floor   uint64
 }
@@ -144,15 +144,16 @@ func (l *redisLog) MarkFlushed(seq uint64) {
 // connection, on whichever replica, stopped, and a Last-Event-ID from the
 // future is clamped as in memory. If Redis cannot say, it fails: this
 // copy's own position may be far behind (another replica held the
-// stream), and attaching with it would replay events the client already
-// has; the caller answers 503 with Retry-After instead, and the session
-// lives on (docs/adr/0023-get-needs-redis-position.md).
+// stream), and reading from it would replay events the client already
+// has; the caller opens the stream pending instead (pend;
+// docs/adr/0049-get-opens-through-an-outage.md).
 func (l *redisLog) sync(ctx context.Context, st *transport.Stream) error {
 	_, err := l.position(ctx, st, l.m.conn.Timeout(redisconn.Session))
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
 	if err == nil {
-		l.pending, l.floor = false, 0
+		l.pending.Store(false)
+		l.floor = 0
 	}
 	return err
 }
@@ -181,7 +182,8 @@ func (l *redisLog) position(ctx context.Context, st *transport.Stream, bound tim
 func (l *redisLog) pend(resume int64) {
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
-	l.pending, l.resume, l.floor = true, resume, 0
+	l.pending.Store(true)
+	l.resume, l.floor = resume, 0
 }
 
 // start is where a connection's reading begins, at the earliest after
@@ -189,12 +191,13 @@ func (l *redisLog) pend(resume int64) {
 func (l *redisLog) start(st *transport.Stream, cursor uint64) (uint64, bool) {
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
-	if l.pending {
+	if l.pending.Load() {
 		flushed, err := l.position(l.m.bg, st, l.m.timeout)
 		if err != nil {
 			return 0, false
 		}
-		l.pending, l.floor = false, flushed
+		l.pending.Store(false)
+		l.floor = flushed
 		if l.resume >= 0 {
 			l.floor = uint64(l.resume)
 		}
@@ -203,12 +206,9 @@ func (l *redisLog) start(st *transport.Stream, cursor uint64) (uint64, bool) {
 }
 
 // awaitsPosition reports whether a connection waits for the stream's
-// position, which Redis answering again gives it.
-func (l *redisLog) awaitsPosition() bool {
-	l.pmu.Lock()
-	defer l.pmu.Unlock()
-	return l.pending
-}
+// position, which Redis answering again gives it. It takes no lock: start
+// holds pmu across a Redis round trip, and the channel's reader asks.
+func (l *redisLog) awaitsPosition() bool { return l.pending.Load() }
 
 func hashUint(v any) uint64 {
 	s, _ := v.(string)

@@ -177,15 +177,17 @@ func (c *redisCopy) Resume(ctx context.Context, name string, have *transport.Str
 // after the client's Last-Event-ID, or for a fresh GET where the last
 // connection stopped (log.go, pending;
 // docs/adr/0049-get-opens-through-an-outage.md).
-func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream, resume int64) error {
+func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream, resume int64) (bool, error) {
+	positioned := true
 	if err := c.glog.sync(ctx, st); err != nil {
 		c.glog.pend(resume)
+		positioned = false
 		c.m.log.Debug().Err(err).Str("session", c.s.ID()).Msg("transport: GET stream opened without its position; it reads once redis answers")
 	}
 	if !c.IsHome() {
 		c.claimHome()
 	}
-	return nil
+	return positioned, nil
 }
 
 // claimHome makes this replica the session's home: the one that logs
@@ -246,18 +248,31 @@ func (c *redisCopy) apply(ch sessionChange) {
 		c.smu.Unlock()
 		return
 	}
-	c.homeVer = max(c.homeVer, ch.HV)
-	if !ended {
-		c.homeID = ch.Home
-	}
 	c.smu.Unlock()
-	if ch.Home != c.m.self {
+	other := ch.Home != c.m.self
+	if other {
 		// Another replica claimed the session because it opened its GET
 		// stream there (or took over from a dead home): the client
 		// reconnected, and a message must not go out on two streams
 		// (basic/transports). Close this replica's, as a new connection
 		// supersedes the old in memory, with a retry hint in case it is
-		// in fact the client's live one.
+		// in fact the client's live one. Closed before the copy names
+		// the new home, so that a copy naming another home has no
+		// stream open, and again after: a GET opening here meanwhile
+		// attached when this copy still named itself (its check after
+		// attaching, in the transport, saw nothing to do).
+		c.s.Supersede()
+	}
+	c.smu.Lock()
+	if ch.HV == 0 || ch.HV > c.homeVer { // else a newer home came meanwhile
+		c.homeVer = max(c.homeVer, ch.HV)
+		if !ended {
+			c.homeID = ch.Home
+		}
+	}
+	again := other && c.homeID != c.m.self
+	c.smu.Unlock()
+	if again {
 		c.s.Supersede()
 	}
 }

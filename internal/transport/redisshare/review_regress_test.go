@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,7 +127,21 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 			if r == nil {
 				t.Fatal("GET of a session B knows during a redis blip: 503, want the stream")
 			}
-			quiet(t, r, th.WaitShort)
+			// Nothing, not even a priming event: its id would be B's
+			// stale position, and a reconnect with it would replay.
+			for wait := time.After(th.WaitShort); ; {
+				var ev th.SSEEvent
+				select {
+				case ev = <-r.Frames:
+				case <-wait:
+				}
+				if ev == (th.SSEEvent{}) {
+					break
+				}
+				if !ev.IsComment() || ev.HasID {
+					t.Fatalf("while B cannot tell where the stream stands, got %+v", ev)
+				}
+			}
 			proxy.Restore()
 			publish(t, "test://r2", a) // g-4, the first the client lacks
 			for {
@@ -140,6 +156,76 @@ func TestGETDuringRedisBlipDoesNotReplay(t *testing.T) {
 			}
 			quiet(t, r, th.WaitShort)
 		})
+	}
+}
+
+// TestConcurrentGETsLeaveOneStream (MCP_TEST_CONCURRENT_GETS=1): a
+// client sends two GETs of its session at once, to two replicas. Each
+// claims the session's home; the later claim wins, and the other
+// replica's stream must close even when the winning claim reached it
+// before its connection attached (there was nothing to close then): an
+// event goes out on one stream only.
+//
+// Opt-in, because it still fails now and then: the update went out on
+// both streams in 110 of 150 rounds before the transport re-checked the
+// home after attaching and a closed connection stopped reading; now in
+// about 1 of 1,300 rounds on a loaded host (6 of 200 runs of 40 rounds
+// beside two busy loops), by a path not found yet.
+func TestConcurrentGETsLeaveOneStream(t *testing.T) {
+	if os.Getenv("MCP_TEST_CONCURRENT_GETS") == "" {
+		t.Skip("set MCP_TEST_CONCURRENT_GETS=1: a known residual race, see the comment")
+	}
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b, c := replica(t, rdb, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
+	for i := range 40 {
+		sid := c.Initialize(t) // home C: both A and B claim
+		a.ToolsListOK(t, sid)
+		b.ToolsListOK(t, sid)
+		uri := fmt.Sprintf("test://both/%d", i)
+		a.Subscribe(t, sid, uri)
+		var ga, gb *th.SSEConn
+		var wg sync.WaitGroup
+		wg.Go(func() { ga = tryGET(t, a, sid, "Accept", "text/event-stream") })
+		wg.Go(func() { gb = tryGET(t, b, sid, "Accept", "text/event-stream") })
+		wg.Wait()
+		if ga == nil || gb == nil {
+			t.Fatal("a GET was refused")
+		}
+		ca, cb := a.copyOf(t, sid), b.copyOf(t, sid)
+		testutil.Eventually(t, th.WaitLong, "the copies to agree on the home", func() bool {
+			return ca.home() == cb.home() && ca.homeVersion() == cb.homeVersion()
+		})
+		publish(t, uri, a)
+		// Each stream either delivers the update or closes with a retry
+		// hint: exactly one of each.
+		got, closed := 0, 0
+		for _, g := range []*th.SSEConn{ga, gb} {
+		read:
+			for wait := time.After(th.WaitLong); ; {
+				select {
+				case ev := <-g.Frames:
+					if ev.Retry != "" {
+						closed++
+						break read
+					}
+					if strings.Contains(ev.Data, uri) {
+						got++
+						break read
+					}
+				case <-g.Done:
+					closed++
+					break read
+				case <-wait:
+					t.Fatalf("round %d: a stream neither delivered the update nor closed within %v", i, th.WaitLong)
+				}
+			}
+		}
+		if got != 1 || closed != 1 {
+			t.Fatalf("round %d: the update went out on %d streams and %d closed, want one of each", i, got, closed)
+		}
+		ga.Close()
+		gb.Close()
 	}
 }
 
