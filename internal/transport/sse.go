@@ -55,19 +55,31 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 			_ = rc.Flush()
 		}
 	}
-	var evs []Event
-	for {
-		// A connection closed (superseded) while woken must not read on:
-		// select picks at random between ready cases, and the events it
-		// would read go out on the connection that superseded it.
+	// isClosed: a connection closed (superseded) must not write what it
+	// reads: the events go out on the connection that superseded it. It
+	// is asked before a read (select picks at random between a wake-up
+	// and the close when both are ready) and after one (a read from a
+	// shared log takes a round trip, during which the close may come).
+	isClosed := func() bool {
 		select {
 		case <-c.closed:
+			return true
+		default:
+			return false
+		}
+	}
+	var evs []Event
+	for {
+		if isClosed() {
 			ended()
 			return
-		default:
 		}
 		var done, lost bool
 		evs, done, lost = st.next(cursor, evs[:0])
+		if isClosed() {
+			ended()
+			return
+		}
 		if lost {
 			t.log.Warn().Str("stream", st.id).Uint64("cursor", cursor).Msg("sse: events after the client's position were dropped from the bounded log")
 		}

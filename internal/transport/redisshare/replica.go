@@ -18,8 +18,9 @@ import (
 // through it to the store, and it keeps what the store owes Redis for
 // the copy.
 //
-// Lock order: wmu, then the store's mu, then the session's lock, then
-// smu. smu is a leaf: no other lock is taken while it is held.
+// Lock order: wmu, then the store's mu, then hmu, then the session's
+// lock (and its streams'), then smu. smu is a leaf: no other lock is
+// taken while it is held.
 type redisCopy struct {
 	m  *redisSessions
 	s  *transport.ClientSession
@@ -31,6 +32,12 @@ type redisCopy struct {
 	// replay of unsaved changes never cross, so that an older value never
 	// lands after a newer one.
 	wmu sync.Mutex
+
+	// hmu orders the copy's changes of home: a claim's start and its
+	// end, another replica's change applied, a re-read. A change found
+	// stale, or not, is acted on (its stream closed) before a claim of
+	// this copy can begin, which would make the finding wrong.
+	hmu sync.Mutex
 
 	smu sync.Mutex
 	// homeID is the replica Redis names as home, as far as this copy
@@ -200,12 +207,15 @@ func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream, re
 // after it (the channel is read while the claim is written): apply holds
 // it until the claim's version is known, then drops it as stale.
 func (c *redisCopy) claimHome() {
+	c.hmu.Lock()
 	c.smu.Lock()
 	c.homeID = c.m.self
 	c.claims++
 	base := c.homeVer
 	c.smu.Unlock()
+	c.hmu.Unlock()
 	hv := c.m.writeThrough(c, sessionChange{Op: opHome, Home: c.m.self, Base: base})
+	c.hmu.Lock()
 	c.smu.Lock()
 	c.claims--
 	if hv > c.homeVer {
@@ -221,6 +231,7 @@ func (c *redisCopy) claimHome() {
 		c.held = nil
 	}
 	c.smu.Unlock()
+	c.hmu.Unlock()
 	if held != nil {
 		c.apply(*held) // newer than the claim, or dropped
 	}
@@ -235,6 +246,8 @@ func (c *redisCopy) apply(ch sessionChange) {
 		}
 		return
 	}
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
 	ended := c.s.Ended() // smu is a leaf: the session's lock comes first
 	c.smu.Lock()
 	if ch.HV != 0 && ch.HV <= c.homeVer {
@@ -290,6 +303,8 @@ func (c *redisCopy) apply(ch sessionChange) {
 // is stale about the home (its version, hv, tells): the change stands,
 // and the stream the client just opened here stays.
 func (c *redisCopy) reset(h map[string]string) {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
 	hv, _ := strconv.ParseUint(h["hv"], 10, 64)
 	superseded := false
 	var subs []string
