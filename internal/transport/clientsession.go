@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -556,11 +558,7 @@ func (s *ClientSession) Standalone() *Stream { return s.standalone }
 func (s *ClientSession) Streams() []*Stream {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all := make([]*Stream, 0, len(s.streams))
-	for _, st := range s.streams {
-		all = append(all, st)
-	}
-	return all
+	return slices.Collect(maps.Values(s.streams))
 }
 
 // Stream finds a stream by name for resumption.

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -780,11 +782,7 @@ func (m *redisSessions) evict(c *redisCopy, cutoff time.Time) {
 func (m *redisSessions) copies() []*redisCopy {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	all := make([]*redisCopy, 0, len(m.byID))
-	for _, c := range m.byID {
-		all = append(all, c)
-	}
-	return all
+	return slices.Collect(maps.Values(m.byID))
 }
 
 // Each and Len see this replica's copies only.
