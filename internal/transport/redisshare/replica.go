@@ -223,12 +223,9 @@ func (c *redisCopy) claimHome() {
 		// landed does not undo it.
 		c.homeID, c.homeVer = c.m.self, hv
 	}
-	held := c.held
-	if c.claims > 0 {
-		held = nil // the last claim in flight decides
-	}
-	if held != nil {
-		c.held = nil
+	var held *sessionChange
+	if c.claims == 0 { // else the last claim in flight decides
+		held, c.held = c.held, nil
 	}
 	c.smu.Unlock()
 	c.hmu.Unlock()
@@ -276,12 +273,12 @@ func (c *redisCopy) apply(ch sessionChange) {
 		// attaching, in the transport, saw nothing to do).
 		c.s.Supersede()
 	}
+	// Under hmu no claim or re-read came meanwhile: the change is still
+	// the newest.
 	c.smu.Lock()
-	if ch.HV == 0 || ch.HV > c.homeVer { // else a newer home came meanwhile
-		c.homeVer = max(c.homeVer, ch.HV)
-		if !ended {
-			c.homeID = ch.Home
-		}
+	c.homeVer = max(c.homeVer, ch.HV)
+	if !ended {
+		c.homeID = ch.Home
 	}
 	again := other && c.homeID != c.m.self
 	c.smu.Unlock()
