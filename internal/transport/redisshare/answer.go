@@ -98,7 +98,7 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, c *redisCopy, msg *pr
 	// goes between the two calls is the script's to notice.
 	n, err := m.rdb.Exists(ctx, key).Result()
 	if err == nil && n == 1 {
-		n, err = m.lua.forwardAnswer(ctx, m.rdb, forwardArgs{mailbox: key, ttlMs: m.ttlMs(), channel: m.channel, head: head, response: body, tail: "}"}).Int64()
+		n, err = m.lua.forwardAnswer(ctx, m.rdb, forwardArgs{mailbox: key, ttlMs: m.ttlMs(), channel: m.changeChannel(c.id), head: head, response: body, tail: "}"}).Int64()
 	}
 	if err != nil {
 		m.failed(err)
@@ -204,7 +204,12 @@ func (m *redisSessions) forwardCancel(ctx context.Context, c *redisCopy, id prot
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	if err := m.rdb.Publish(ctx, m.channel, payload).Err(); err != nil {
+	if m.shard != nil {
+		err = m.rdb.SPublish(ctx, m.changeChannel(c.id), payload).Err()
+	} else {
+		err = m.rdb.Publish(ctx, m.channel, payload).Err()
+	}
+	if err != nil {
 		m.failed(err)
 		return fmt.Errorf("forward a cancellation to the replica running its request: %w", err)
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport/sessiontest"
@@ -43,17 +45,20 @@ func testRedis(t *testing.T, addr string) *redis.Client {
 
 // testPrefix is a key prefix of this test alone; its keys are removed
 // afterwards.
-func testPrefix(t *testing.T, rdb *redis.Client) string {
+func testPrefix(t *testing.T, rdb redis.UniversalClient) string {
 	t.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	p := "mcp-test:" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()
-		keys := keysMatching(t, rdb, p+"*")
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
+		// One DEL a key: on a cluster the keys are in many slots.
+		_, _ = rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for _, k := range keysMatching(t, rdb, p+"*") {
+				pl.Del(ctx, k)
+			}
+			return nil
+		})
 	})
 	return p
 }
@@ -163,11 +168,31 @@ func publish(t *testing.T, uri string, origin *harness) {
 }
 
 // logged waits until the session's GET log holds seq events.
-func logged(t *testing.T, rdb *redis.Client, prefix, sid string, seq int) {
+func logged(t *testing.T, rdb redis.UniversalClient, prefix, sid string, seq int) {
 	t.Helper()
 	key := redisKeys(prefix).session(sid)
 	testutil.Eventually(t, th.WaitLong, fmt.Sprintf("%d events in the redis log", seq), func() bool {
 		n := hgetInt(t, rdb, key, "gseq")
 		return n >= seq
 	})
+}
+
+// clusterRedis returns a client of the test Redis Cluster, made as a
+// deployment in redis.mode cluster makes it.
+func clusterRedis(t *testing.T) *redis.ClusterClient {
+	t.Helper()
+	c, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: redistest.ClusterURL(t),
+		Timeouts: redisconn.DefaultTimeouts(), Breaker: redisconn.DefaultBreaker()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c.Client().(*redis.ClusterClient)
+}
+
+// onEachRedis runs test on the single test Redis and on the test Redis
+// Cluster.
+func onEachRedis(t *testing.T, test func(t *testing.T, rdb redis.UniversalClient)) {
+	t.Run("single node", func(t *testing.T) { test(t, testRedis(t, testRedisAddr)) })
+	t.Run("cluster", func(t *testing.T) { test(t, clusterRedis(t)) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,11 +77,30 @@ func isMember(t testing.TB, rdb redis.UniversalClient, set, member string) bool 
 	return in
 }
 
+// keysMatching lists the keys matching pattern, on every master of a
+// cluster.
 func keysMatching(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
 	t.Helper()
-	keys, err := rdb.Keys(context.Background(), pattern).Result()
+	ctx := context.Background()
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		keys, err := rdb.Keys(ctx, pattern).Result()
+		if err != nil {
+			t.Fatalf("KEYS %s: %v", pattern, err)
+		}
+		return keys
+	}
+	var mu sync.Mutex
+	var keys []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		k, err := node.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	})
 	if err != nil {
-		t.Fatalf("KEYS %s: %v", pattern, err)
+		t.Fatalf("KEYS %s on each master: %v", pattern, err)
 	}
 	return keys
 }

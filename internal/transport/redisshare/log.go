@@ -451,7 +451,7 @@ func (m *redisSessions) evalAppend(ctx context.Context, p redis.Pipeliner, id st
 	}
 	return m.lua.appendEvent(ctx, p, appendArgs{
 		hash: m.hashKey(id), log: m.logKey(id), ttlMs: m.ttlMs(), maxLen: m.logSize, data: op.data,
-		channel: m.channel, wake: wake, tokenField: "t:" + m.self, token: op.tok,
+		channel: m.changeChannel(id), wake: wake, tokenField: "t:" + m.self, token: op.tok,
 		home: home, deadHome: deadHome, homeChange: change, subField: sub,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,14 +26,21 @@ type luaScripts struct {
 	epoch, await, forward, capAdd    *redis.Script
 }
 
-func loadLuaScripts() (*luaScripts, error) {
+// loadLuaScripts loads the scripts; sharded, for a Redis Cluster, they
+// publish with SPUBLISH on the session's own shard channel, which is in
+// the slot of the keys they change (shardbus.go), rather than PUBLISH.
+func loadLuaScripts(sharded bool) (*luaScripts, error) {
 	var err error
 	load := func(name string) *redis.Script {
 		src, rerr := luaFiles.ReadFile("lua/" + name + ".lua")
 		if rerr != nil && err == nil {
 			err = fmt.Errorf("load lua script %s: %w", name, rerr)
 		}
-		return redis.NewScript(string(src))
+		text := string(src)
+		if sharded {
+			text = strings.ReplaceAll(text, publishCall, "redis.call('SPUBLISH',")
+		}
+		return redis.NewScript(text)
 	}
 	l := &luaScripts{
 		append: load("append"), flushed: load("flushed"),
@@ -42,6 +50,10 @@ func loadLuaScripts() (*luaScripts, error) {
 	}
 	return l, err
 }
+
+// publishCall is how every script publishes: the text a sharded store
+// replaces.
+const publishCall = "redis.call('PUBLISH',"
 
 func flag(b bool, yes, no string) string {
 	if b {

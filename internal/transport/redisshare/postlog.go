@@ -197,7 +197,7 @@ func (m *redisSessions) evalPostAppend(ctx context.Context, p redis.Pipeliner, o
 	return m.lua.appendPost(ctx, p, postAppendArgs{
 		hash: m.hashKey(id), log: op.post.key, ttlMs: m.ttlMs(), maxLen: m.logSize,
 		seq: op.seq, data: op.data, final: op.final,
-		channel: m.channel, wake: m.postWake(id, op.post.st.Name()), origin: m.self, reqID: op.post.reqID,
+		channel: m.changeChannel(id), wake: m.postWake(id, op.post.st.Name()), origin: m.self, reqID: op.post.reqID,
 	})
 }
 
@@ -372,7 +372,7 @@ func (p *postLog) orphaned(st *transport.Stream, owner string, buf []transport.E
 	defer cancel()
 	n, err := p.m.lua.orphanPost(ctx, p.m.rdb, postOrphanArgs{
 		hash: p.m.hashKey(p.sid), log: p.key, ttlMs: p.m.ttlMs(), maxLen: p.m.logSize, seq: seq, data: data,
-		channel: p.m.channel, wake: p.m.postWake(p.sid, st.Name()), origin: owner, reqID: reqID,
+		channel: p.m.changeChannel(p.sid), wake: p.m.postWake(p.sid, st.Name()), origin: owner, reqID: reqID,
 	}).Int()
 	if err != nil {
 		p.m.failed(err)

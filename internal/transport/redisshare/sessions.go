@@ -50,9 +50,10 @@ import (
 // first time a request names the id (materialised), so a request
 // for a session this replica knows costs no Redis round trip. Changes —
 // log level, subscriptions, home, end — are written through a script that
-// also PUBLISHes them on <prefix>sessions; every replica, the writer
-// included, applies them in the channel's order, so concurrent writers
-// converge on Redis's last write.
+// also PUBLISHes them on <prefix>sessions (on a Redis Cluster, SPUBLISHes
+// them on the session's own <prefix>cs:{<id>}:ch; shardbus.go); every
+// replica holding a copy, the writer included, applies them in the
+// channel's order, so concurrent writers converge on Redis's last write.
 //
 // Connections, in-flight requests and server-to-client requests stay
 // local: they belong to the replica holding the connection. Messages
@@ -130,6 +131,9 @@ type redisSessions struct {
 	wg      sync.WaitGroup
 	psMu    sync.Mutex
 	ps      *redis.PubSub
+	// shard carries the changes on a Redis Cluster, a shard channel per
+	// session (shardbus.go); nil elsewhere, where one channel does.
+	shard *shardBus
 }
 
 // redisTuning holds the timings tests shorten.
@@ -210,7 +214,8 @@ var (
 const maxConcurrentLoads = 64
 
 func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Options, cfg transport.SharingConfig) (*redisSessions, error) {
-	lua, err := loadLuaScripts()
+	cluster, sharded := rdb.(*redis.ClusterClient)
+	lua, err := loadLuaScripts(sharded)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +239,12 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Optio
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
 	m.wg.Add(3)
-	go m.subscribe()
+	if sharded {
+		m.shard = newShardBus(m, cluster)
+		go m.shard.run()
+	} else {
+		go m.subscribe()
+	}
 	go m.sweep(cmp.Or(m.tune.sweep, min(max(m.idle/4, 10*time.Millisecond), time.Minute)))
 	go m.appender()
 	return m, nil
@@ -361,6 +371,19 @@ func (m *redisSessions) Create(ctx context.Context, in transport.SessionInit) (*
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
+	// Subscribed before the session exists in Redis: no change of it is
+	// published before this replica hears it.
+	if err := m.watchChanges(ctx, id); err != nil {
+		s.Terminate()
+		m.failed(err)
+		return m.createOffline(in, err)
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			m.unwatchChanges(id)
+		}
+	}()
 	if err := m.reserve(ctx, s.Principal(), s.Tenant(), id); err != nil {
 		s.Terminate()
 		if errors.Is(err, transport.ErrPrincipalSessions) || errors.Is(err, transport.ErrTenantSessions) {
@@ -397,6 +420,7 @@ func (m *redisSessions) Create(ctx context.Context, in transport.SessionInit) (*
 		return nil, transport.ErrClosed
 	}
 	m.byID[id] = c
+	kept = true
 	return s, nil
 }
 
@@ -441,6 +465,7 @@ func (m *redisSessions) createOffline(in transport.SessionInit, cause error) (*t
 	c := m.share(s, true)
 	c.setLost()
 	m.byID[id] = c
+	m.watchChangesLater(id)
 	m.log.Debug().Err(cause).Msg("transport: client session created without redis; written back when it answers")
 	if !errors.Is(cause, errRedisSkipped) {
 		// One operation failed but Redis is not known to be down: try the
@@ -645,64 +670,82 @@ func (m *redisSessions) verdict(c lossCheck, id string) error {
 }
 
 func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall) (*transport.ClientSession, error) {
-	c, err := m.load(ctx, id)
+	c, watched, err := m.load(ctx, id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.loading, id)
-	switch {
-	case err != nil:
-		return nil, err
-	case m.closed:
-		c.s.Terminate()
-		return nil, transport.ErrClosed
-	case len(m.byID) >= m.limit:
-		c.s.Terminate()
-		return nil, transport.ErrTooManySessions
+	if err == nil {
+		switch {
+		case m.closed:
+			c.s.Terminate()
+			err = transport.ErrClosed
+		case len(m.byID) >= m.limit:
+			c.s.Terminate()
+			err = transport.ErrTooManySessions
+		}
 	}
 	for _, ch := range lc.changes {
+		if err != nil {
+			break
+		}
 		if ch.Op == opEnd {
 			c.s.Terminate()
-			return nil, transport.ErrSessionNotFound
+			err = transport.ErrSessionNotFound
+			break
 		}
 		c.apply(ch)
+	}
+	if err != nil {
+		if watched {
+			m.unwatchChanges(id)
+		}
+		return nil, err
 	}
 	m.byID[id] = c
 	return c.s, nil
 }
 
-// load reads a session's hash and builds a local copy of it.
-func (m *redisSessions) load(ctx context.Context, id string) (*redisCopy, error) {
+// load reads a session's hash and builds a local copy of it; watched:
+// it subscribed to the session's changes (watchChanges), which the copy keeps,
+// or materialise gives back if it is not kept.
+func (m *redisSessions) load(ctx context.Context, id string) (c *redisCopy, watched bool, err error) {
 	if err := m.skipping(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.conn.Timeout(redisconn.Session))
 	defer cancel()
+	// Subscribed before the read: a change published after it is heard
+	// (loadCall), one before it is in what it reads.
+	if err := m.watchChanges(ctx, id); err != nil {
+		m.failed(err)
+		return nil, false, err
+	}
 	var read *redis.MapStringStringCmd
 	var lc lossCheck
-	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read = p.HGetAll(ctx, m.hashKey(id))
 		lc = m.queueLossCheck(ctx, p, id)
 		return nil
 	})
 	if err != nil {
 		m.failed(err)
-		return nil, fmt.Errorf("load client session from redis: %w", err)
+		return nil, true, fmt.Errorf("load client session from redis: %w", err)
 	}
 	m.ok()
 	h := read.Val()
 	if h["v"] == "" {
-		return nil, m.verdict(lc, id)
+		return nil, true, m.verdict(lc, id)
 	}
 	in := transport.SessionInit{Version: h["v"], Tenant: h["tenant"], Principal: h["principal"], EventLogSize: m.logSize}
 	if err := json.Unmarshal([]byte(h["client"]), &in.Client); err != nil {
-		return nil, fmt.Errorf("decode client session %s: client info: %w", id, err)
+		return nil, true, fmt.Errorf("decode client session %s: client info: %w", id, err)
 	}
 	if err := json.Unmarshal([]byte(h["caps"]), &in.Capabilities); err != nil {
-		return nil, fmt.Errorf("decode client session %s: capabilities: %w", id, err)
+		return nil, true, fmt.Errorf("decode client session %s: capabilities: %w", id, err)
 	}
-	c := m.share(transport.NewClientSession(m.parent, id, in, m.now()), h["home"] == m.self)
+	c = m.share(transport.NewClientSession(m.parent, id, in, m.now()), h["home"] == m.self)
 	c.reset(h)
-	return c, nil
+	return c, true, nil
 }
 
 // Delete ends the session everywhere, so it is 404 on every replica
@@ -718,7 +761,7 @@ func (m *redisSessions) Delete(ctx context.Context, id string) error {
 	defer cancel()
 	var cmd *redis.Cmd
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = m.lua.deleteSession(ctx, p, deleteArgs{hash: m.hashKey(id), log: m.logKey(id), tombstone: m.endKey(id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg})
+		cmd = m.lua.deleteSession(ctx, p, deleteArgs{hash: m.hashKey(id), log: m.logKey(id), tombstone: m.endKey(id), ttlMs: m.ttlMs(), channel: m.changeChannel(id), msg: msg})
 		// The local copy, if any, knows the subscriptions; members it
 		// misses are removed when an update finds the session gone.
 		m.mu.RLock()
@@ -754,6 +797,7 @@ func (m *redisSessions) drop(id string) bool {
 	delete(m.byID, id)
 	m.mu.Unlock()
 	if c != nil {
+		m.unwatchChanges(id)
 		c.s.Terminate()
 	}
 	return c != nil
@@ -774,6 +818,7 @@ func (m *redisSessions) evict(c *redisCopy, cutoff time.Time) {
 	}
 	delete(m.byID, c.id)
 	m.mu.Unlock()
+	m.unwatchChanges(c.id)
 	c.s.Terminate()
 }
 
@@ -920,7 +965,7 @@ func (m *redisSessions) evalChange(ctx context.Context, p redis.Pipeliner, sc *r
 			kind = "hsetv"
 		}
 	}
-	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(sc.id), log: m.logKey(sc.id), ttlMs: m.ttlMs(), channel: m.channel, msg: msg, kind: kind, field: field, value: value, base: c.Base})
+	cmd := m.lua.updateField(ctx, p, updateArgs{hash: m.hashKey(sc.id), log: m.logKey(sc.id), ttlMs: m.ttlMs(), channel: m.changeChannel(sc.id), msg: msg, kind: kind, field: field, value: value, base: c.Base})
 	if c.Op == opSub || c.Op == opUnsub {
 		m.indexSubs(ctx, p, sc.id, sc.s.Tenant(), []string{c.URI}, c.Op == opSub)
 	}

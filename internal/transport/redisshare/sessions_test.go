@@ -25,9 +25,14 @@ import (
 // A, call on B, subscription changes seen by both, events written while
 // no stream is open read by a GET on B, a resumption on A with
 // Last-Event-ID that replays exactly the missed events once, and a DELETE
-// on A that ends the session on B too.
+// on A that ends the session on B too. It runs on a single Redis and on
+// a Redis Cluster, where the changes go on sharded channels
+// (shardbus.go).
 func TestRedisSessions_AnyReplica(t *testing.T) {
-	rdb := testRedis(t, testRedisAddr)
+	onEachRedis(t, anyReplica)
+}
+
+func anyReplica(t *testing.T, rdb redis.UniversalClient) {
 	prefix := testPrefix(t, rdb)
 	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
 

@@ -133,6 +133,7 @@ func (m *redisSessions) onChange(payload string) {
 	switch {
 	case s == nil:
 	case c.Op == opEnd:
+		m.unwatchChanges(c.ID)
 		s.s.Terminate() // DELETE or expiry ends it on every replica
 	case c.Op == opSync && c.Origin != m.self:
 		m.resync([]*redisCopy{s})
@@ -313,7 +314,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 		seq, flushed := s.s.Standalone().Position()
 		rewrites = append(rewrites, rewriteOf{s, rewriteArgs{
 			hash: m.hashKey(s.id), log: m.logKey(s.id), tombstone: m.endKey(s.id),
-			ttlMs: m.ttlMs(), channel: m.channel, msg: msg, gseq: seq, gflushed: flushed, fields: fields,
+			ttlMs: m.ttlMs(), channel: m.changeChannel(s.id), msg: msg, gseq: seq, gflushed: flushed, fields: fields,
 		}})
 	}
 	for _, s := range refresh {

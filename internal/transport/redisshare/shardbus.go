@@ -1,0 +1,474 @@
+package redisshare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+)
+
+// shardBus carries the changes of client sessions on a Redis Cluster
+// (docs/adr/0050-sharded-session-changes.md). Each session's changes go
+// on a shard channel of its own, named after its hash and so in its slot,
+// which the scripts SPUBLISH in the same step as the change (Redis 7
+// sharded pub/sub): only the nodes of that slot's shard relay it, where
+// PUBLISH would cross the whole cluster bus to every node. A replica
+// subscribes to a session's channel while it holds a copy of the session,
+// and to nothing else: every message it acts on is about a copy it holds.
+//
+// The subscriptions to one node share a link, one go-redis PubSub used
+// one channel per command and never resubscribed: go-redis resubscribes
+// all of a PubSub's shard channels in one SSUBSCRIBE after a reconnect,
+// which Redis refuses for channels of different slots (CROSSSLOT). A link
+// that fails is closed, and its channels are routed and subscribed again;
+// each copy whose channel comes back is re-read, since what was published
+// meanwhile is missed (pub/sub keeps nothing).
+type shardBus struct {
+	m   *redisSessions
+	rdb *redis.ClusterClient
+
+	mu    sync.Mutex
+	subs  map[string]*shardSub  // wanted, by session id
+	links map[string]*shardLink // by node address
+	// todo: sessions whose channel is to be routed and subscribed, or,
+	// no longer wanted, unsubscribed.
+	todo map[string]struct{}
+	// pending: subscriptions sent and not yet confirmed.
+	pending map[string]struct{}
+	// due: sessions whose channel came back after it was lost; their
+	// copies are re-read.
+	due  []string
+	kick chan struct{} // capacity 1
+}
+
+// shardSub is the subscription to one session's channel.
+type shardSub struct {
+	refs int
+	// link is where the SSUBSCRIBE was sent (nil: not yet), at sent.
+	link *shardLink
+	sent time.Time
+	// ready is closed once Redis confirmed the subscription.
+	ready     chan struct{}
+	confirmed bool
+	// reread: when confirmed, re-read the copy (the channel was lost
+	// after the copy was built, or the copy was built without it).
+	reread bool
+}
+
+// shardLink is the pub/sub connection to one node.
+type shardLink struct {
+	addr  string
+	ps    *redis.PubSub
+	chans map[string]string // channel → session id, subscribed over it
+}
+
+func newShardBus(m *redisSessions, rdb *redis.ClusterClient) *shardBus {
+	return &shardBus{m: m, rdb: rdb, subs: map[string]*shardSub{}, links: map[string]*shardLink{},
+		todo: map[string]struct{}{}, pending: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+}
+
+// channel is session id's: a name in the slot of its hash.
+func (b *shardBus) channel(id string) string { return b.m.hashKey(id) + ":ch" }
+
+// want takes a reference on the subscription to session id's channel,
+// and returns what is closed once Redis confirmed it. A copy read from
+// Redis after that misses no change; reread asks for the copy to be
+// re-read when the subscription is confirmed (one built while Redis could
+// not be reached). Every want is paired with one release.
+func (b *shardBus) want(id string, reread bool) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[id]
+	if s == nil {
+		s = &shardSub{ready: make(chan struct{})}
+		b.subs[id] = s
+		b.todo[id] = struct{}{}
+		b.poke()
+	}
+	s.refs++
+	s.reread = s.reread || reread
+	return s.ready
+}
+
+// release gives back a reference want took; the channel is unsubscribed
+// with the last.
+func (b *shardBus) release(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.subs[id]
+	if s == nil {
+		return
+	}
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	delete(b.subs, id)
+	delete(b.pending, id)
+	if s.link != nil {
+		b.todo[id] = struct{}{}
+		b.poke()
+	}
+}
+
+func (b *shardBus) poke() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run subscribes and unsubscribes as the copies come and go, and retries
+// what failed every tick, until the store stops.
+func (b *shardBus) run() {
+	defer b.m.wg.Done()
+	t := time.NewTicker(b.m.tune.minBackoff)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.m.stop:
+			b.closeLinks()
+			return
+		case <-b.kick:
+		case <-t.C:
+			b.expirePending()
+		}
+		b.reconcile()
+	}
+}
+
+// reconcile sends what todo asks for and re-reads the copies whose
+// channel came back.
+func (b *shardBus) reconcile() {
+	b.mu.Lock()
+	ids := slices.Collect(maps.Keys(b.todo))
+	clear(b.todo)
+	due := b.due
+	b.due = nil
+	b.mu.Unlock()
+	for _, id := range ids {
+		b.settle(id)
+	}
+	if len(due) > 0 {
+		b.m.resync(b.m.copiesOf(due))
+	}
+	b.closeIdleLinks()
+}
+
+// settle brings session id's subscription to what is wanted: routed and
+// sent if wanted and not sent, ended on its link if not wanted.
+func (b *shardBus) settle(id string) {
+	ch := b.channel(id)
+	ctx, cancel := context.WithTimeout(b.m.bg, b.m.conn.Timeout(redisconn.Session))
+	defer cancel()
+	b.mu.Lock()
+	s := b.subs[id]
+	var stale []*shardLink // links subscribed to ch it no longer should be
+	for _, l := range b.links {
+		if _, on := l.chans[ch]; on && (s == nil || s.link != l) {
+			delete(l.chans, ch)
+			stale = append(stale, l)
+		}
+	}
+	send := s != nil && s.link == nil
+	b.mu.Unlock()
+	for _, l := range stale {
+		if err := l.ps.SUnsubscribe(ctx, ch); err != nil {
+			b.fail(l, err)
+		}
+	}
+	if !send {
+		return
+	}
+	node, err := b.rdb.MasterForKey(ctx, ch)
+	if err != nil {
+		b.retry(id, s, fmt.Errorf("route the channel of client session %s: %w", id, err))
+		return
+	}
+	b.mu.Lock()
+	if b.subs[id] != s || s.link != nil {
+		b.mu.Unlock()
+		return // released, or sent, meanwhile
+	}
+	l := b.linkTo(node)
+	// Recorded before it is sent: the confirmation may come first.
+	s.link, s.sent = l, time.Now()
+	l.chans[ch] = id
+	b.pending[id] = struct{}{}
+	b.mu.Unlock()
+	if err := l.ps.SSubscribe(ctx, ch); err != nil {
+		b.fail(l, err)
+	}
+}
+
+// retry puts a subscription that could not be sent back in todo, for the
+// next tick (not at once: Redis failed it).
+func (b *shardBus) retry(id string, s *shardSub, err error) {
+	b.m.failed(err)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs[id] == s {
+		b.todo[id] = struct{}{}
+	}
+}
+
+// linkTo returns the link to node, made if there is none; under mu.
+func (b *shardBus) linkTo(node *redis.Client) *shardLink {
+	addr := node.Options().Addr
+	if l := b.links[addr]; l != nil {
+		return l
+	}
+	l := &shardLink{addr: addr, ps: node.SSubscribe(b.m.bg), chans: map[string]string{}}
+	b.links[addr] = l
+	b.m.wg.Add(1)
+	go b.receive(l)
+	return l
+}
+
+// expirePending sends again, routed anew, the subscriptions no answer
+// confirmed within the session bound: an SSUBSCRIBE a node refused
+// (MOVED, after a slot moved) is answered with an error that names no
+// channel.
+func (b *shardBus) expirePending() {
+	cutoff := time.Now().Add(-b.m.conn.Timeout(redisconn.Session))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.pending {
+		s := b.subs[id]
+		if s == nil || s.confirmed {
+			delete(b.pending, id)
+			continue
+		}
+		if s.link != nil && s.sent.Before(cutoff) {
+			delete(b.pending, id)
+			s.link = nil
+			b.todo[id] = struct{}{}
+		}
+	}
+}
+
+// receive reads link l until it fails or the store stops, applying every
+// change and recording every confirmation.
+func (b *shardBus) receive(l *shardLink) {
+	defer b.m.wg.Done()
+	idle, pinged := 0, false
+	for {
+		msg, err := l.ps.ReceiveTimeout(b.m.bg, b.m.tune.poll)
+		if b.m.stopping() {
+			return
+		}
+		if err != nil && isTimeout(err) {
+			if idle++; idle < 2 {
+				continue
+			}
+			if pinged {
+				b.fail(l, errors.New("no answer to PING"))
+				return
+			}
+			ctx, cancel := context.WithTimeout(b.m.bg, b.m.timeout)
+			err = l.ps.Ping(ctx)
+			cancel()
+			if err == nil {
+				idle, pinged = 0, true
+				continue
+			}
+		}
+		var rerr redis.Error
+		if errors.As(err, &rerr) && !redisconn.Unhealthy(err) {
+			// A node's answer to a command of ours (MOVED: the slot
+			// moved), not a broken link: what waits on it is routed anew.
+			b.misrouted(l)
+			continue
+		}
+		if err != nil {
+			b.fail(l, err)
+			return
+		}
+		idle, pinged = 0, false
+		switch msg := msg.(type) {
+		case *redis.Subscription:
+			switch msg.Kind {
+			case "ssubscribe":
+				b.confirmed(l, msg.Channel)
+			case "sunsubscribe":
+				b.unsubscribed(l, msg.Channel)
+			}
+		case *redis.Message:
+			b.m.onChange(msg.Payload)
+		}
+	}
+}
+
+// confirmed records Redis's confirmation of ch on l.
+func (b *shardBus) confirmed(l *shardLink, ch string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := l.chans[ch]
+	s := b.subs[id]
+	if s == nil || s.link != l || s.confirmed {
+		return
+	}
+	s.confirmed = true
+	close(s.ready)
+	delete(b.pending, id)
+	if s.reread {
+		s.reread = false
+		b.due = append(b.due, id)
+		b.poke()
+	}
+}
+
+// unsubscribed handles a SUNSUBSCRIBE: ours, for a channel no longer
+// wanted, or the node's, when the slot moved to another shard (a
+// resharding, or a failover that made the node a replica); the channel is
+// then routed anew and the copy re-read.
+func (b *shardBus) unsubscribed(l *shardLink, ch string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, on := l.chans[ch]
+	s := b.subs[id]
+	if !on || s == nil || s.link != l || !s.confirmed {
+		return
+	}
+	delete(l.chans, ch)
+	b.lose(id, s)
+	b.rdb.ReloadState(b.m.bg)
+}
+
+// misrouted routes anew every subscription l has not confirmed: one of
+// them was refused, and the answer does not say which.
+func (b *shardBus) misrouted(l *shardLink) {
+	b.rdb.ReloadState(b.m.bg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch, id := range l.chans {
+		if s := b.subs[id]; s != nil && s.link == l && !s.confirmed {
+			delete(l.chans, ch)
+			delete(b.pending, id)
+			s.link = nil
+			b.todo[id] = struct{}{}
+		}
+	}
+}
+
+// fail closes link l after err and routes its channels anew, at the next
+// tick; their copies are re-read once they are back.
+func (b *shardBus) fail(l *shardLink, err error) {
+	_ = l.ps.Close()
+	b.rdb.ReloadState(b.m.bg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.links[l.addr] != l {
+		return // failed already
+	}
+	delete(b.links, l.addr)
+	if !b.m.stopping() && len(l.chans) > 0 {
+		b.m.log.Warn().Err(err).Str("node", l.addr).Int("sessions", len(l.chans)).
+			Msg("transport: client-session channels on a redis node lost; re-reading those sessions once they are back")
+	}
+	for _, id := range l.chans {
+		if s := b.subs[id]; s != nil && s.link == l {
+			b.lose(id, s)
+		}
+	}
+	clear(l.chans)
+}
+
+// lose marks s, confirmed or not, as to be subscribed again, at the next
+// tick; under mu.
+func (b *shardBus) lose(id string, s *shardSub) {
+	if s.confirmed {
+		s.confirmed, s.reread = false, true
+		s.ready = make(chan struct{})
+	}
+	s.link = nil
+	delete(b.pending, id)
+	b.todo[id] = struct{}{}
+}
+
+// closeIdleLinks closes the links no channel uses any more.
+func (b *shardBus) closeIdleLinks() {
+	b.mu.Lock()
+	var idle []*shardLink
+	for addr, l := range b.links {
+		if len(l.chans) == 0 {
+			delete(b.links, addr)
+			idle = append(idle, l)
+		}
+	}
+	b.mu.Unlock()
+	for _, l := range idle {
+		_ = l.ps.Close() // its receive sees ErrClosed and stops
+	}
+}
+
+func (b *shardBus) closeLinks() {
+	b.mu.Lock()
+	all := slices.Collect(maps.Values(b.links))
+	clear(b.links)
+	b.mu.Unlock()
+	for _, l := range all {
+		_ = l.ps.Close()
+	}
+}
+
+// changeChannel is where the changes of session id are published: its
+// own shard channel on a cluster, the store's one channel otherwise.
+func (m *redisSessions) changeChannel(id string) string {
+	if m.shard != nil {
+		return m.shard.channel(id)
+	}
+	return m.channel
+}
+
+// watchChanges subscribes to session id's changes, on a cluster, and waits
+// until Redis confirmed it, so that a read of the session after it misses
+// none; every watchChanges that succeeds is paired with one unwatchChanges. Elsewhere
+// the store's one subscription covers every session (sync.go).
+func (m *redisSessions) watchChanges(ctx context.Context, id string) error {
+	if m.shard == nil {
+		return nil
+	}
+	select {
+	case <-m.shard.want(id, false):
+		return nil
+	case <-ctx.Done():
+		m.shard.release(id)
+		return fmt.Errorf("subscribe to the changes of client session %s: %w", id, ctx.Err())
+	}
+}
+
+// watchChangesLater subscribes to session id's changes without waiting, for a
+// copy built while Redis could not be reached: it is re-read once the
+// subscription holds.
+func (m *redisSessions) watchChangesLater(id string) {
+	if m.shard != nil {
+		m.shard.want(id, true)
+	}
+}
+
+// unwatchChanges gives back what watchChanges or watchChangesLater took.
+func (m *redisSessions) unwatchChanges(id string) {
+	if m.shard != nil {
+		m.shard.release(id)
+	}
+}
+
+// copiesOf returns this replica's copies of ids, those it holds.
+func (m *redisSessions) copiesOf(ids []string) []*redisCopy {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*redisCopy, 0, len(ids))
+	for _, id := range ids {
+		if c := m.byID[id]; c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
