@@ -75,6 +75,11 @@ type redisCopy struct {
 	// skipped or failing); the next sweep retries it. It is no reason to
 	// write anything back.
 	refreshDue bool
+	// rereads counts the re-reads of the hash in flight; heard keeps the
+	// client's changes the channel delivered since the first began, for
+	// the re-read to apply again over a hash that may predate them.
+	rereads int
+	heard   []sessionChange
 }
 
 // Changed writes the client's change through to Redis.
@@ -240,6 +245,11 @@ func (c *redisCopy) apply(ch sessionChange) {
 	if ch.Op != opHome {
 		if cc, ok := fromWire(ch); ok {
 			c.s.ApplyChange(cc)
+			c.smu.Lock()
+			if c.rereads > 0 {
+				c.heard = append(c.heard, ch)
+			}
+			c.smu.Unlock()
 		}
 		return
 	}
@@ -333,6 +343,28 @@ func (c *redisCopy) reset(h map[string]string) {
 	if superseded {
 		c.s.Supersede()
 	}
+}
+
+// startReread: a re-read of the hash is about to be sent; the changes
+// the channel delivers from now on are kept for it.
+func (c *redisCopy) startReread() {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.rereads++
+}
+
+// endReread ends a re-read and returns the changes heard since the
+// first one in flight began, in the channel's order (all of them to the
+// last to end, since another's hash may be as old).
+func (c *redisCopy) endReread() []sessionChange {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	c.rereads--
+	heard := slices.Clone(c.heard)
+	if c.rereads == 0 {
+		c.heard = nil
+	}
+	return heard
 }
 
 // keepUnsaved records ch, which Redis has not taken, for the sweeper to

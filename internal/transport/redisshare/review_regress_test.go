@@ -658,3 +658,35 @@ func TestSweeperKeepsCopyJustGiven(t *testing.T) {
 	}
 	b.ToolsListOK(t, sid)
 }
+
+// TestRereadKeepsChangesHeardMeanwhile: a replica re-reads its copy (its
+// channel came back) and another replica's change is published after the
+// read was sent but heard before the reset: the hash predates it, and the
+// reset must not undo it. The copy keeps the level and the subscription
+// B set, as Redis does.
+func TestRereadKeepsChangesHeardMeanwhile(t *testing.T) {
+	rdb := testRedis(t, testRedisAddr)
+	prefix := testPrefix(t, rdb)
+	a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
+	ca := a.copyOf(t, sid)
+	hash := redisKeys(prefix).session(sid)
+
+	ca.startReread()
+	old := hgetAll(t, rdb, hash) // the read, sent before B's changes
+	if r := b.Post(t, sid, th.RPC("lvl", "logging/setLevel", map[string]any{"level": "error"})); r.Status != http.StatusOK {
+		t.Fatalf("setLevel on B: %s", r)
+	}
+	b.Subscribe(t, sid, "test://x")
+	testutil.Eventually(t, th.WaitLong, "A to hear B's changes", func() bool {
+		return ca.s.LogLevel() == "error" && subscribed(ca.s, "test://x")
+	})
+	a.shared().reread([]*redisCopy{ca}, []map[string]string{old})
+	if lvl := ca.s.LogLevel(); lvl != "error" || !subscribed(ca.s, "test://x") {
+		t.Fatalf("after the re-read: level %q, subscribed %v; want B's level and subscription", lvl, subscribed(ca.s, "test://x"))
+	}
+	if h := hgetAll(t, rdb, hash); h["level"] != "error" || h["s:test://x"] == "" {
+		t.Fatalf("redis holds %v", h)
+	}
+}

@@ -150,6 +150,9 @@ func (m *redisSessions) resync(all []*redisCopy) {
 	if len(all) == 0 {
 		return
 	}
+	for _, s := range all {
+		s.startReread()
+	}
 	ctx, cancel := context.WithTimeout(m.bg, m.timeout+time.Duration(len(all))*time.Millisecond)
 	defer cancel()
 	cmds := make([]*redis.MapStringStringCmd, len(all))
@@ -161,15 +164,40 @@ func (m *redisSessions) resync(all []*redisCopy) {
 	})
 	if err != nil {
 		m.failed(err)
+		for _, s := range all {
+			s.endReread()
+		}
 		return
 	}
+	hashes := make([]map[string]string, len(all))
+	for i := range all {
+		hashes[i] = cmds[i].Val()
+	}
+	m.reread(all, hashes)
+}
+
+// reread brings each copy of all to hashes[i], what Redis held when it
+// was read. The client's changes heard on the channel since the read
+// was sent are applied again on top: the hash may predate them, and every
+// change is an assignment, so one the hash already holds changes nothing
+// (as for a copy being built, loadCall).
+func (m *redisSessions) reread(all []*redisCopy, hashes []map[string]string) {
 	for i, s := range all {
-		switch h := cmds[i].Val(); {
+		switch h := hashes[i]; {
 		case h["v"] != "":
 			// Changes this copy holds that Redis lacks stay on top, and
 			// the sweeper replays them; a copy that was to be written
-			// back was by another replica.
+			// back was by another replica. Under mu, as the channel's
+			// changes are applied: none lands between the reset and the
+			// changes heard.
+			m.mu.Lock()
 			s.reset(h)
+			for _, ch := range s.endReread() {
+				if cc, ok := fromWire(ch); ok {
+					s.s.ApplyChange(cc)
+				}
+			}
+			m.mu.Unlock()
 			if s.clearLost() {
 				m.kickSweep()
 			}
@@ -179,6 +207,7 @@ func (m *redisSessions) resync(all []*redisCopy) {
 				s.s.Standalone().Notify()
 			}
 		default:
+			s.endReread()
 			m.missing(s)
 		}
 	}
