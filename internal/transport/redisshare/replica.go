@@ -48,9 +48,10 @@ type redisCopy struct {
 	// writes them to every subscriber's log (fanout.go).
 	homeID string
 	// homeVer is the version (hash field hv) of the home this copy knows:
-	// Redis raises it at every change of home. A home change on the
-	// channel that is not newer is stale, published before one this copy
-	// applied or made.
+	// Redis raises it at every change of home, to at least its clock in
+	// microseconds, so that it rises across a data loss too (update.lua).
+	// A home change on the channel that is not newer is stale, published
+	// before one this copy applied or made.
 	homeVer uint64
 	// claims counts this copy's home claims on their way to Redis, and
 	// held keeps the newest home change another replica published

@@ -32,8 +32,11 @@ redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '0-' .. seq, 'd', ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[6], ARGV[7], 'gseq', seq)
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'hbc', '1') end
 if takeover then
-  redis.call('HSET', KEYS[1], 'home', ARGV[8], 'hfrom', ARGV[10])
-  local hv = redis.call('HINCRBY', KEYS[1], 'hv', 1)
+  -- The new home version as update.lua makes it: newer than any before
+  -- it, even over a hash written back from a copy that lagged.
+  local t = redis.call('TIME')
+  local hv = string.format('%d', math.max(tonumber(redis.call('HGET', KEYS[1], 'hv') or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  redis.call('HSET', KEYS[1], 'home', ARGV[8], 'hfrom', ARGV[10], 'hv', hv)
   redis.call('PUBLISH', ARGV[4], string.sub(ARGV[11], 1, -2) .. ',"hv":' .. hv .. '}')
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])

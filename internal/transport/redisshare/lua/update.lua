@@ -8,6 +8,10 @@
 -- hsetv found another value and another home version; the home
 -- version (hash field hv) after the change, 0 for a field other than
 -- home.
+-- A new home version is the larger of the next integer and Redis's clock
+-- in microseconds: newer than any before it even where a copy that lagged
+-- wrote the hash back (its hv behind) after Redis lost it. Formatted with
+-- %d: Lua's own number format would round it.
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local res = 1
 local prev = false
@@ -23,13 +27,14 @@ local hv = 0
 local msg = ARGV[3]
 if home then
   if res == 1 and prev ~= ARGV[6] then
-    redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0')
-    hv = redis.call('HINCRBY', KEYS[1], 'hv', 1)
+    local t = redis.call('TIME')
+    hv = math.max(tonumber(redis.call('HGET', KEYS[1], 'hv') or '0') + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+    redis.call('HSET', KEYS[1], 'hfrom', prev or '', 'hbc', '0', 'hv', string.format('%d', hv))
   else
     hv = tonumber(redis.call('HGET', KEYS[1], 'hv') or '0')
   end
   -- The message is a JSON object: the version goes in before its brace.
-  msg = string.sub(msg, 1, -2) .. ',"hv":' .. hv .. '}'
+  msg = string.sub(msg, 1, -2) .. ',"hv":' .. string.format('%d', hv) .. '}'
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
