@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgtest"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
@@ -17,9 +19,9 @@ import (
 // A master of the Redis Cluster is lost mid-run and its replica takes
 // over (docs/adr/0044-one-redis-foundation.md): every client keeps being
 // served meanwhile, on both replicas, and the client-session state the
-// server acknowledged before — the sessions and their subscriptions — is
-// still in Redis afterwards, as a replica that never saw the sessions
-// finds.
+// server acknowledged — the sessions and their subscriptions, those made
+// while the master was being lost included — is in Redis afterwards, as a
+// replica that never saw the sessions finds.
 func TestClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs server processes and a Redis Cluster")
@@ -50,6 +52,11 @@ func TestClusterFailover(t *testing.T) {
 		calls    atomic.Int64
 		mu       sync.Mutex
 		failures []string
+		// failing: the master is lost and no replica has taken over
+		// yet; each client then subscribes once more, to its own URI,
+		// and acked records it if the server acknowledged that.
+		failing atomic.Bool
+		acked   = make([]atomic.Bool, len(clients))
 	)
 	for i, c := range clients {
 		wg.Go(func() {
@@ -61,6 +68,17 @@ func TestClusterFailover(t *testing.T) {
 				default:
 				}
 				r := rs[(i+n)%2]
+				if failing.Load() && !acked[i].Load() {
+					a, err := post(r.url, c.sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":%q}}`, 100+n, ownURI(i)))
+					if err == nil && a.status == http.StatusOK && !strings.Contains(a.body, `"error":{`) {
+						acked[i].Store(true)
+					} else {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("%s, session %d: subscribe: %d %v %s", r.name, i, a.status, err, short(a.body)))
+						mu.Unlock()
+					}
+					continue
+				}
 				a, err := post(r.url, c.sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"namespace":"team","key":"plan"}}}`, 100+n))
 				calls.Add(1)
 				if err != nil || a.status != http.StatusOK || strings.Contains(a.body, `"error":{`) || strings.Contains(a.body, `"isError":true`) {
@@ -78,7 +96,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	awaitCalls(100)
 	before := calls.Load()
-	lost := cluster.FailOver("{" + clients[0].sid + "}")
+	lost := cluster.FailOver("{"+clients[0].sid+"}", func() { failing.Store(true) })
 	awaitCalls(100) // and on, with the promoted replica serving
 
 	close(stop)
@@ -100,4 +118,27 @@ func TestClusterFailover(t *testing.T) {
 	for i := range clients {
 		updates(t, streams[i], planURI, 1, 10*time.Second)
 	}
+	// A subscription whose write met the lost master is replayed once
+	// the slot is served again; the update is made once it is in Redis
+	// (a mutation reaches the subscribers Redis knows of at that moment).
+	rdb, err := redis.ParseClusterURL(cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(rdb)
+	t.Cleanup(func() { _ = cc.Close() })
+	for i, c := range clients {
+		if !acked[i].Load() {
+			t.Fatalf("session %d made no subscription during the failover", i)
+		}
+		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("session %d's subscription to reach Redis", i), func() bool {
+			v, err := cc.HGet(t.Context(), "mcp-runtime:cs:{"+c.sid+"}", "s:"+ownURI(i)).Result()
+			return err == nil && v == "1"
+		})
+		clients[0].must(r1, storeCall(300+i, fmt.Sprintf("own-%d", i), 1))
+		updates(t, streams[i], ownURI(i), 1, 10*time.Second)
+	}
 }
+
+// ownURI is the resource client i subscribes to during the failover.
+func ownURI(i int) string { return fmt.Sprintf("memory://team/own-%d", i) }

@@ -76,8 +76,10 @@ func (c *Cluster) URL() string {
 
 // FailOver kills the master that serves key's slot, as a lost node would
 // be, and waits until its replica serves the slot in its place. It
-// returns the killed master's address.
-func (c *Cluster) FailOver(key string) string {
+// returns the killed master's address. whileDown, if any, are called once
+// the master is dead, before a replica has taken over: what they set off
+// meets a slot that nobody serves.
+func (c *Cluster) FailOver(key string, whileDown ...func()) string {
 	c.t.Helper()
 	out, err := cli(c.nodes[0].port, "cluster", "keyslot", key)
 	if err != nil {
@@ -101,6 +103,9 @@ func (c *Cluster) FailOver(key string) string {
 		c.t.Fatalf("redistest: no node serves slot %d", slot)
 	}
 	victim.Stop()
+	for _, f := range whileDown {
+		f()
+	}
 	c.await("a replica to take over slot "+strconv.Itoa(slot), func() bool {
 		o := c.owner(rest, slot)
 		return o != "" && o != master && c.formed(rest, 2)

@@ -112,6 +112,7 @@ type redisSessions struct {
 	epoch string
 
 	kick       chan struct{} // capacity 1: run a sweep now
+	retry      chan struct{} // capacity 1: run a sweep after a backoff (retrySoon)
 	logq       chan logOp    // GET-stream log writes, in order (log.go)
 	nextTok    atomic.Uint64
 	logDropped atomic.Int64 // events dropped on a full queue this episode
@@ -226,7 +227,7 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Optio
 		idle: cfg.IdleTimeout, limit: cfg.MaxSessions, caps: capLimits{perPrincipal: cfg.MaxSessionsPerPrincipal, perTenant: cfg.MaxSessionsPerTenant},
 		logSize: cfg.EventLogSize, timeout: o.Timeout, now: cfg.Now, log: cfg.Logger, tune: o.tune, self: hex.EncodeToString(id[:]),
 		byID: map[string]*redisCopy{}, loading: map[string]*loadCall{}, loads: make(chan struct{}, maxConcurrentLoads),
-		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
+		logq: make(chan logOp, 4096), kick: make(chan struct{}, 1), retry: make(chan struct{}, 1), stop: make(chan struct{}), drained: make(chan struct{}),
 		lua: lua,
 	}
 	m.conn = o.Conn
@@ -929,6 +930,7 @@ func (m *redisSessions) writeThrough(sc *redisCopy, c sessionChange) uint64 {
 	if err != nil {
 		m.failed(err)
 		sc.keepUnsaved(c)
+		m.retrySoon()
 		return 0
 	}
 	m.ok()
@@ -1001,6 +1003,19 @@ func (m *redisSessions) missing(c *redisCopy) {
 	}
 	c.setLost()
 	m.kickSweep()
+}
+
+// retrySoon asks for a sweep after a backoff: a write Redis failed while
+// its breaker stays closed (a cluster node lost until its replica takes
+// over, a burst of errors too short to open it) is replayed within
+// seconds, not at the next round, which a long idle timeout puts up to a
+// minute away. A write skipped while the breaker is open waits for its
+// closing, which kicks the sweeper (health).
+func (m *redisSessions) retrySoon() {
+	select {
+	case m.retry <- struct{}{}:
+	default:
+	}
 }
 
 func (m *redisSessions) kickSweep() {

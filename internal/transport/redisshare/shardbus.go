@@ -368,16 +368,25 @@ func (b *shardBus) fail(l *shardLink, err error) {
 		return // failed already
 	}
 	delete(b.links, l.addr)
-	if !b.m.stopping() && len(l.chans) > 0 {
-		b.m.log.Warn().Err(err).Str("node", l.addr).Int("sessions", len(l.chans)).
-			Msg("transport: client-session channels on a redis node lost; re-reading those sessions once they are back")
-	}
+	live := 0
 	for _, id := range l.chans {
 		if s := b.subs[id]; s != nil && s.link == l {
+			if s.confirmed {
+				live++
+			}
 			b.lose(id, s)
 		}
 	}
 	clear(l.chans)
+	switch {
+	case b.m.stopping():
+	case live > 0:
+		b.m.log.Warn().Err(err).Str("node", l.addr).Int("sessions", live).
+			Msg("transport: client-session channels on a redis node lost; re-reading those sessions once they are back")
+	default:
+		// Another attempt at a node still down: said once, above.
+		b.m.log.Debug().Err(err).Str("node", l.addr).Msg("transport: cannot subscribe to client-session channels on a redis node yet")
+	}
 }
 
 // lose marks s, confirmed or not, as to be subscribed again, at the next

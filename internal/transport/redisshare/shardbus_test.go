@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -134,4 +135,33 @@ func TestShardedChannelsFailOver(t *testing.T) {
 	if n := shardSubscribers(t, cc, a.shared().changeChannel(sid)); n != 2 {
 		t.Fatalf("%d subscribers on the new master, want 2", n)
 	}
+}
+
+// A subscription the client makes while the master of its session's slot
+// is lost, before a replica took over, is acknowledged (the change holds
+// on the replica) and reaches Redis once the slot is served again,
+// within a backoff, not at the sweeper's next round (an hour away here).
+func TestSubscribeWhileMasterLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster of its own")
+	}
+	cluster := redistest.StartCluster(t)
+	c, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: cluster.URL(),
+		Timeouts: redisconn.DefaultTimeouts(), Breaker: redisconn.DefaultBreaker()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cc := c.Client().(*redis.ClusterClient)
+	prefix := testPrefix(t, cc)
+	rare := func(c *replicaConfig) { c.share.tune.sweep = time.Hour }
+	a, b := replica(t, cc, prefix, rare), replica(t, cc, prefix, rare)
+	sid := a.Initialize(t)
+	b.ToolsListOK(t, sid)
+	key := redisKeys(prefix).session(sid)
+	cluster.FailOver(key, func() { b.Subscribe(t, sid, "test://own") })
+	testutil.Eventually(t, th.WaitLong, "the subscription to reach Redis", func() bool {
+		v, err := cc.HGet(context.Background(), key, "s:test://own").Result()
+		return err == nil && v != ""
+	})
 }

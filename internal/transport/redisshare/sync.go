@@ -226,15 +226,29 @@ func (m *redisSessions) sweep(every time.Duration) {
 	defer t.Stop()
 	beat := time.NewTicker(m.tune.heartbeat)
 	defer beat.Stop()
+	// backoff runs while a retry is due (retrySoon); nil otherwise.
+	var backoff *time.Timer
+	var retryAt <-chan time.Time
 	last := m.now()
 	for {
 		select {
 		case <-m.stop:
+			if backoff != nil {
+				backoff.Stop()
+			}
 			return
 		case <-beat.C:
 			m.heartbeat(true) // homes are taken over from dead replicas
 			m.beats.Add(1)
 			continue
+		case <-m.retry:
+			if backoff == nil {
+				backoff = time.NewTimer(m.tune.minBackoff)
+				retryAt = backoff.C
+			}
+			continue
+		case <-retryAt:
+			backoff, retryAt = nil, nil
 		case <-t.C:
 		case <-m.kick: // Redis answers again: write back what it missed now
 		}
@@ -401,6 +415,9 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 		}
 		for i, s := range replay {
 			s.restoreUnsaved(ops[i]...)
+		}
+		if len(replay)+len(rewrite) > 0 {
+			m.retrySoon()
 		}
 		return
 	}
