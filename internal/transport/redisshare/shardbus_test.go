@@ -82,17 +82,7 @@ func TestShardedChannels(t *testing.T) {
 // the channels it carried on the new master, and re-read the sessions
 // whose channel was lost, so a change made meanwhile is not missed.
 func TestShardedChannelsFailOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster of its own")
-	}
-	cluster := redistest.StartCluster(t)
-	c, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: cluster.URL(),
-		Timeouts: redisconn.DefaultTimeouts(), Breaker: redisconn.DefaultBreaker()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cc := c.Client().(*redis.ClusterClient)
+	cluster, cc := privateCluster(t)
 	prefix := testPrefix(t, cc)
 	a, b := replica(t, cc, prefix), replica(t, cc, prefix)
 	sid := a.Initialize(t)
@@ -142,17 +132,7 @@ func TestShardedChannelsFailOver(t *testing.T) {
 // on the replica) and reaches Redis once the slot is served again,
 // within a backoff, not at the sweeper's next round (an hour away here).
 func TestSubscribeWhileMasterLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis Cluster of its own")
-	}
-	cluster := redistest.StartCluster(t)
-	c, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: cluster.URL(),
-		Timeouts: redisconn.DefaultTimeouts(), Breaker: redisconn.DefaultBreaker()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cc := c.Client().(*redis.ClusterClient)
+	cluster, cc := privateCluster(t)
 	prefix := testPrefix(t, cc)
 	rare := func(c *replicaConfig) { c.share.tune.sweep = time.Hour }
 	a, b := replica(t, cc, prefix, rare), replica(t, cc, prefix, rare)
@@ -164,4 +144,21 @@ func TestSubscribeWhileMasterLost(t *testing.T) {
 		v, err := cc.HGet(context.Background(), key, "s:test://own").Result()
 		return err == nil && v != ""
 	})
+}
+
+// privateCluster starts a Redis Cluster of the test's own, for losing a
+// node, and a client of it made as a deployment makes it.
+func privateCluster(t *testing.T) (*redistest.Cluster, *redis.ClusterClient) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster of its own")
+	}
+	cluster := redistest.StartCluster(t)
+	c, err := redisconn.Open(redisconn.Options{Mode: redisconn.Cluster, URL: cluster.URL(),
+		Timeouts: redisconn.DefaultTimeouts(), Breaker: redisconn.DefaultBreaker()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return cluster, c.Client().(*redis.ClusterClient)
 }
