@@ -91,9 +91,15 @@ func (s *Server) Initialize(params json.RawMessage) (*protocol.InitializeParams,
 	return &p, &protocol.InitializeResult{
 		ProtocolVersion: protocol.Negotiate(p.ProtocolVersion),
 		Capabilities:    s.capabilities(),
-		ServerInfo:      protocol.Implementation{Name: s.opts.Name, Title: s.opts.Title, Version: s.opts.Version},
+		ServerInfo:      s.Info(),
 		Instructions:    s.opts.Instructions,
 	}, nil
+}
+
+// Info is the server's name, title and version, as initialize and every
+// modern result give it.
+func (s *Server) Info() protocol.Implementation {
+	return protocol.Implementation{Name: s.opts.Name, Title: s.opts.Title, Version: s.opts.Version}
 }
 
 // capabilities advertises exactly what the server serves

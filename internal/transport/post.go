@@ -65,6 +65,12 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.method, rec.id = msg.Method, msg.ID
 
+	// The era first, from the body: a modern request never reaches the
+	// initialize branch or a session lookup (basic/versioning).
+	if msg.Kind != protocol.KindResponse && isModern(msg, r.Header) {
+		t.modern(w, r, msg, sseOK, rec)
+		return
+	}
 	if msg.Kind == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
 		t.initialize(w, r, msg, rec)
 		return
@@ -468,24 +474,34 @@ func (t *Transport) dispatch(ctx context.Context, req *handlers.Request, prep *h
 			out = protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		}
 	}()
-	result, outcome, err := t.srv.Run(ctx, req, prep)
-	rec.tool, rec.toolError = outcome.Tool, outcome.ToolError
-	if err != nil {
-		var perr *protocol.Error
-		if !errors.As(err, &perr) {
-			t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Msg("handler failed")
-			perr = protocol.Errorf(protocol.CodeInternalError, "internal error")
-		}
+	result, perr := t.run(ctx, req, prep, rec)
+	if perr != nil {
 		rec.rpcCode = perr.Code
 		return protocol.AppendError(nil, req.ID, perr)
 	}
-	out, err = protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
+	out, err := protocol.AppendResponse(make([]byte, 0, 512), req.ID, result)
 	if err != nil {
-		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", outcome.Tool).Msg("encode result")
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", rec.tool).Msg("encode result")
 		rec.rpcCode = protocol.CodeInternalError
 		return protocol.AppendError(nil, req.ID, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
 	}
 	return out
+}
+
+// run calls the handler and records the tool it ran; an error that is
+// not a *protocol.Error is logged and becomes -32603.
+func (t *Transport) run(ctx context.Context, req *handlers.Request, prep *handlers.Prepared, rec *requestLog) (any, *protocol.Error) {
+	result, outcome, err := t.srv.Run(ctx, req, prep)
+	rec.tool, rec.toolError = outcome.Tool, outcome.ToolError
+	if err == nil {
+		return result, nil
+	}
+	var perr *protocol.Error
+	if !errors.As(err, &perr) {
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Msg("handler failed")
+		perr = protocol.Errorf(protocol.CodeInternalError, "internal error")
+	}
+	return nil, perr
 }
 
 func decodeInto(raw []byte, v any) error {

@@ -104,6 +104,10 @@ type Transport struct {
 	// openStreams counts the SSE responses being served now.
 	openStreams atomic.Int64
 
+	// serverInfo is the JSON of the server's name and version, which
+	// every modern result carries in _meta (basic/index).
+	serverInfo []byte
+
 	ctx    context.Context // parent of every client session
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // detached handlers
@@ -134,7 +138,8 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions()}
+	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions(),
+		serverInfo: protocol.ServerInfoJSON(srv.Info())}
 	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
 	case t.sessions != nil:
@@ -176,7 +181,7 @@ func (t *Transport) cors() func(http.Handler) http.Handler {
 		AllowOriginFunc: func(_ *http.Request, origin string) bool { return t.origins.allows(origin) },
 		AllowedMethods:  []string{http.MethodGet, http.MethodPost, http.MethodDelete},
 		AllowedHeaders: []string{"Accept", "Authorization", "Content-Type", "Last-Event-ID",
-			headerSessionID, headerProtocolVersion},
+			headerSessionID, headerProtocolVersion, protocol.HeaderMethod, protocol.HeaderName},
 		ExposedHeaders: []string{headerSessionID, headerProtocolVersion, "WWW-Authenticate"},
 		MaxAge:         600,
 	})

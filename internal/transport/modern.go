@@ -1,0 +1,312 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
+
+// The modern era (MCP 2026-07-28; docs/adr/0051-modern-era-requests.md)
+// on the same endpoint as the legacy one: a request says which era it
+// speaks in its params' _meta (basic/versioning, "Dual-era"), and one of
+// the modern era is served on its own, without a client session — its
+// Mcp-Session-Id and Last-Event-ID are ignored, and neither is minted or
+// echoed.
+
+// isModern reports whether msg, a request or notification, is of the
+// modern era: its _meta names a protocol version, or, without one, the
+// MCP-Protocol-Version header names a modern version (the request is
+// then modern and malformed, answered 400/-32602, rather than taken for
+// a legacy one lacking its session). initialize without the _meta key
+// selects the legacy era whatever its headers say.
+func isModern(msg *protocol.Message, h http.Header) bool {
+	if protocol.IsModernRequest(msg.Params) {
+		return true
+	}
+	return msg.Method != protocol.MethodInitialize && protocol.IsModernVersion(h.Get(headerProtocolVersion))
+}
+
+// modern serves one modern request or notification: validated in the
+// order of the specification and the conformance suite (CheckModern:
+// _meta, headers, version; then the method; basic/versioning), run with
+// the request's own view of the client (modernClient), answered as JSON
+// or as an SSE stream of the notifications that relate to it, then its
+// response. Closing that stream cancels the request
+// (basic/patterns/cancellation).
+func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol.Message, sseOK bool, rec *requestLog) {
+	if msg.Kind == protocol.KindNotification {
+		// The era defines no client notification over HTTP: closing a
+		// response stream is the cancellation
+		// (basic/transports/streamable-http, "Sending Messages"). One
+		// is accepted and goes nowhere; it never reaches a legacy
+		// session.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	meta, serr := protocol.CheckModern(msg, r.Header)
+	if serr != nil {
+		rec.rpcCode = serr.Code
+		writeError(w, serr.Status, msg.ID, serr.Error)
+		return
+	}
+	if protocol.RemovedInModern(msg.Method) {
+		rec.rpcCode = protocol.CodeMethodNotFound
+		writeError(w, http.StatusNotFound, msg.ID, protocol.Errorf(protocol.CodeMethodNotFound,
+			"method not found: %s is not part of protocol %s", logging.Field(msg.Method), meta.ProtocolVersion))
+		return
+	}
+	client, err := newModernClient(meta)
+	if err != nil {
+		rec.rpcCode = protocol.CodeInvalidParams
+		writeError(w, http.StatusBadRequest, msg.ID, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: client}
+	prep := t.srv.Prepare(req)
+	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
+	req.Peer = ex
+	ex.finish(t.dispatchModern(r.Context(), req, &prep, rec))
+}
+
+// modernReply is a modern request's response and the HTTP status it is
+// sent with when it is the whole answer (not the last event of a stream).
+type modernReply struct {
+	body   []byte
+	status int
+}
+
+// dispatchModern runs the handler as dispatch does, and encodes its
+// result as a modern one: resultType, serverInfo in _meta, and the cache
+// hint of the methods whose results a client may cache
+// (server/utilities/caching).
+func (t *Transport) dispatchModern(ctx context.Context, req *handlers.Request, prep *handlers.Prepared, rec *requestLog) (out modernReply) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Str("method", logging.Field(req.Method)).Bytes("stack", debug.Stack()).Msg("panic in handler")
+			out = t.modernError(req, rec, protocol.Errorf(protocol.CodeInternalError, "internal error"))
+		}
+	}()
+	result, perr := t.run(ctx, req, prep, rec)
+	if perr != nil {
+		return t.modernError(req, rec, perr)
+	}
+	body, err := t.appendModernResponse(req.ID, req.Method, result)
+	if err != nil {
+		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", rec.tool).Msg("encode result")
+		return t.modernError(req, rec, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
+	}
+	return modernReply{body: body, status: http.StatusOK}
+}
+
+// appendModernResponse encodes result as the response to request id of
+// method.
+func (t *Transport) appendModernResponse(id protocol.ID, method string, result any) ([]byte, error) {
+	var raw []byte
+	var err error
+	if r, ok := result.(*protocol.CallToolResult); ok {
+		raw, err = protocol.AppendToolResult(make([]byte, 0, 256), r)
+	} else {
+		raw, err = protocol.Marshal(result)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var hint *protocol.CacheHint
+	if cacheable(method) {
+		hint = &protocol.CacheHint{}
+	}
+	res, err := protocol.AppendModernResult(make([]byte, 0, len(raw)+160), raw, protocol.ResultComplete, hint, t.serverInfo)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.AppendResult(make([]byte, 0, len(res)+48), id, res), nil
+}
+
+// cacheable reports whether results of method carry a cache hint
+// (server/utilities/caching): these must; no other may need one. Until
+// hints are drawn from State Sync's policies they say what is always
+// true: stale at once (ttlMs 0), and private (the results are filtered by
+// the caller's authorization and tenant).
+func cacheable(method string) bool {
+	switch method {
+	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesList,
+		protocol.MethodResourcesTemplatesList, protocol.MethodResourcesRead, protocol.MethodServerDiscover:
+		return true
+	}
+	return false
+}
+
+// modernError is the response carrying perr, with the HTTP status the
+// era gives it: 404 for a method the server does not serve
+// (basic/transports/streamable-http, "Protocol Version"), 200 for the
+// errors of a method it serves. A resource that does not exist is
+// -32602 with data.uri, never -32002 (server/resources, "Error
+// Handling").
+func (t *Transport) modernError(req *handlers.Request, rec *requestLog, perr *protocol.Error) modernReply {
+	status := http.StatusOK
+	switch perr.Code {
+	case protocol.CodeMethodNotFound:
+		status = http.StatusNotFound
+	case protocol.CodeResourceNotFound:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(req.Params, &p) // read before: it decoded
+		data, _ := json.Marshal(p)         // a string: cannot fail
+		perr = &protocol.Error{Code: protocol.CodeInvalidParams, Message: perr.Message, Data: data}
+	}
+	rec.rpcCode = perr.Code
+	return modernReply{body: protocol.AppendError(nil, req.ID, perr), status: status}
+}
+
+// modernExchange is a modern request in flight: the handlers.Peer its
+// handler talks through. Notifications that relate to the request go on
+// its own SSE stream, opened by the first one; there is no other stream
+// to send anything on, and no event ids, since the era has no resumption
+// (basic/transports/streamable-http, "Receiving Messages").
+type modernExchange struct {
+	t     *Transport
+	w     http.ResponseWriter
+	r     *http.Request
+	id    protocol.ID
+	sseOK bool
+	// logs: the request's _meta set a log level; without one no
+	// notifications/message is sent (basic/index, "Logging").
+	logs bool
+
+	mu        sync.Mutex
+	streaming bool // the SSE stream has started
+	answered  bool // the response has been sent
+}
+
+// Notify implements handlers.Peer. A client that takes only JSON gets
+// none: its answer is one JSON object.
+func (ex *modernExchange) Notify(_ context.Context, method string, params any) error {
+	if !ex.sseOK || (method == protocol.NotificationMessage && !ex.logs) {
+		return nil
+	}
+	n, err := protocol.MarshalNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.answered {
+		return nil // after the response the stream is done
+	}
+	ex.event(n)
+	return nil
+}
+
+// Request implements handlers.Peer: in this era a server sends the
+// client no request of its own; what it needs from the client travels as
+// the input requests of an InputRequiredResult (basic/patterns/mrtr),
+// which this server does not make.
+func (ex *modernExchange) Request(_ context.Context, method string, _ any) (json.RawMessage, error) {
+	return nil, protocol.Errorf(protocol.CodeInvalidRequest,
+		"cannot send %s to a client of protocol %s: the server sends the client no requests in that era", method, protocol.Version20260728)
+}
+
+// CloseStream implements handlers.Peer: the era has no polling (no
+// resumption), so the stream stays until the response.
+func (ex *modernExchange) CloseStream(int) {}
+
+// Answer implements handlers.Peer: the response now, before the handler
+// returns (a call that overran its timeout, INV-MCP-TIMEOUT-001).
+func (ex *modernExchange) Answer(result any) bool {
+	out, err := ex.t.appendModernResponse(ex.id, protocol.MethodToolsCall, result)
+	reply := modernReply{body: out, status: http.StatusOK}
+	if err != nil {
+		ex.t.log.Error().Err(err).Msg("encode early answer")
+		reply = modernReply{body: protocol.AppendError(nil, ex.id, protocol.Errorf(protocol.CodeInternalError, "internal error")), status: http.StatusOK}
+	}
+	return ex.answer(reply)
+}
+
+// finish sends the handler's response unless one was sent.
+func (ex *modernExchange) finish(reply modernReply) { ex.answer(reply) }
+
+func (ex *modernExchange) answer(reply modernReply) bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.answered {
+		return false
+	}
+	ex.answered = true
+	if ex.streaming {
+		ex.event(reply.body)
+		return true
+	}
+	writeJSON(ex.w, reply.status, reply.body)
+	_ = http.NewResponseController(ex.w).Flush()
+	return true
+}
+
+// event writes one SSE event, starting the stream if need be; under mu.
+// A client that stops reading is cut off by the write deadline; one that
+// went away has cancelled the request, whose handler ends with its
+// context.
+func (ex *modernExchange) event(data []byte) {
+	if !ex.streaming {
+		ex.streaming = true
+		startSSE(ex.w)
+	}
+	rc := http.NewResponseController(ex.w)
+	_ = rc.SetWriteDeadline(ex.t.now().Add(ex.t.opts.WriteTimeout))
+	buf := make([]byte, 0, len(data)+16)
+	buf = append(buf, "data: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	_, _ = ex.w.Write(buf)
+	_ = rc.Flush()
+	_ = rc.SetWriteDeadline(time.Time{})
+}
+
+// modernClient is what a modern request says of its client, in its _meta
+// (basic/index): the handlers.Session of that request alone. It names no
+// session, and the methods that changed one are not of this era.
+type modernClient struct {
+	version string
+	info    protocol.Implementation
+	caps    protocol.ClientCapabilities
+	level   protocol.LoggingLevel
+}
+
+func newModernClient(m protocol.ModernMeta) (*modernClient, error) {
+	c := &modernClient{version: m.ProtocolVersion, level: m.LogLevel}
+	if err := json.Unmarshal(m.ClientCapabilities, &c.caps); err != nil {
+		return nil, fmt.Errorf("_meta[%q]: %w", protocol.MetaClientCapabilities, err)
+	}
+	if m.ClientInfo != nil {
+		if err := json.Unmarshal(m.ClientInfo, &c.info); err != nil {
+			return nil, fmt.Errorf("_meta[%q]: %w", protocol.MetaClientInfo, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *modernClient) ID() string                                      { return "" }
+func (c *modernClient) ProtocolVersion() string                         { return c.version }
+func (c *modernClient) ClientInfo() protocol.Implementation             { return c.info }
+func (c *modernClient) ClientCapabilities() protocol.ClientCapabilities { return c.caps }
+func (c *modernClient) LogLevel() protocol.LoggingLevel                 { return c.level }
+
+// SetLogLevel, Subscribe and Unsubscribe change a client session; a
+// modern request has none (logging/setLevel and resources/subscribe are
+// answered 404 before a handler runs).
+func (c *modernClient) SetLogLevel(protocol.LoggingLevel) {}
+
+func (c *modernClient) Subscribe(string) error {
+	return errors.New("a request of protocol 2026-07-28 has no client session to subscribe")
+}
+
+func (c *modernClient) Unsubscribe(string) {}
