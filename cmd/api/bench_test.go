@@ -18,6 +18,9 @@ import (
 type benchClient struct {
 	a   *app
 	sid string
+	// modern: the headers of a 2026-07-28 request; nil for the legacy
+	// era's session.
+	modern http.Header
 }
 
 // newBenchClient builds the app from cfg and performs the initialize
@@ -41,12 +44,20 @@ func newBenchClient(b *testing.B, cfg config.Config) *benchClient {
 	return c
 }
 
-// post sends one JSON-RPC message on the session.
+// post sends one JSON-RPC message on the session, or, when the client
+// speaks the 2026-07-28 era (modern), a request of that era with its
+// headers.
 func (c *benchClient) post(body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if c.modern != nil {
+		for k, v := range c.modern {
+			req.Header[k] = v
+		}
+	} else {
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
@@ -95,6 +106,19 @@ func BenchmarkAPI_ToolsCall(b *testing.B) {
 	c := newBenchClient(b, config.Default())
 	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"runtime_echo","arguments":{"text":"hello"}}}`
 	c.mustPost(b, call, `"text":"hello"`)
+	c.loop(b, call)
+}
+
+// BenchmarkAPI_ToolsCallModern is BenchmarkAPI_ToolsCall in the
+// 2026-07-28 era: no session, the client's _meta and headers checked on
+// every request, the result decorated (resultType, serverInfo).
+func BenchmarkAPI_ToolsCallModern(b *testing.B) {
+	c := newBenchClient(b, config.Default())
+	c.sid = ""
+	c.modern = http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"runtime_echo"}}
+	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"runtime_echo","arguments":{"text":"hello"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	c.mustPost(b, call, `"text":"hello"`, `"resultType":"complete"`)
 	c.loop(b, call)
 }
 

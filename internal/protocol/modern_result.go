@@ -114,3 +114,29 @@ func ServerInfoJSON(impl Implementation) []byte {
 	b, _ := json.Marshal(impl) // strings only: cannot fail
 	return b
 }
+
+// AppendModernToolResponse appends the response to request id carrying
+// r, a tools/call result without _meta of its own, as a modern result
+// (resultType complete, serverInfo in _meta, no cache hint: a call's
+// result is never cached, server/utilities/caching). It writes what
+// AppendResponse and AppendModernResult would together, without
+// encoding the result twice: the tools/call hot path.
+func AppendModernToolResponse(dst []byte, id ID, r *CallToolResult, serverInfo []byte) ([]byte, error) {
+	if len(r.Meta) > 0 {
+		return nil, errors.New("AppendModernToolResponse: the result has a _meta of its own")
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"result":{"resultType":"complete",`...)
+	at := len(dst)
+	dst, err := AppendToolResult(dst, r)
+	if err != nil {
+		return nil, err
+	}
+	// AppendToolResult wrote an object: its members follow ours, and
+	// _meta goes before its closing brace.
+	dst = append(dst[:at], dst[at+1:len(dst)-1]...)
+	dst = append(dst, `,"_meta":{"`+MetaServerInfo+`":`...)
+	dst = append(dst, serverInfo...)
+	return append(dst, "}}}"...), nil
+}

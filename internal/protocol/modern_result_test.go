@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -73,4 +74,45 @@ func FuzzAppendModernResult(f *testing.F) {
 			t.Fatalf("%q gave %s", result, got)
 		}
 	})
+}
+
+// The tools/call fast path writes what the general one does: the same
+// JSON, member for member, for results of every shape a tool returns.
+func TestAppendModernToolResponse(t *testing.T) {
+	info := protocol.ServerInfoJSON(protocol.Implementation{Name: "s", Version: "1"})
+	cases := map[string]*protocol.CallToolResult{
+		"text":       {Content: []protocol.Content{protocol.TextContent("hi")}},
+		"empty":      {},
+		"structured": {Content: []protocol.Content{protocol.TextContent("x")}, StructuredContent: json.RawMessage(`{"a":[1,2]}`)},
+		"error":      {Content: []protocol.Content{protocol.TextContent("failed")}, IsError: true},
+		"raw blocks": {RawContent: []json.RawMessage{json.RawMessage(`{"type":"text","text":"up","x":1}`)}},
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := protocol.AppendModernToolResponse(nil, protocol.ID("7"), r, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := protocol.AppendToolResult(nil, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := protocol.AppendModernResult(nil, plain, protocol.ResultComplete, nil, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := protocol.AppendResult(nil, protocol.ID("7"), res)
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("invalid JSON %s: %v", got, err)
+			}
+			_ = json.Unmarshal(want, &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("fast path\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	if _, err := protocol.AppendModernToolResponse(nil, protocol.ID("7"), &protocol.CallToolResult{Meta: json.RawMessage(`{"k":1}`)}, info); err == nil {
+		t.Fatal("a result with _meta of its own took the fast path")
+	}
 }

@@ -64,13 +64,7 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 			"method not found: %s is not part of protocol %s", logging.Field(msg.Method), meta.ProtocolVersion))
 		return
 	}
-	client, err := newModernClient(meta)
-	if err != nil {
-		rec.rpcCode = protocol.CodeInvalidParams
-		writeError(w, http.StatusBadRequest, msg.ID, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err))
-		return
-	}
-	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: client}
+	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta)}
 	prep := t.srv.Prepare(req)
 	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
 	req.Peer = ex
@@ -113,6 +107,9 @@ func (t *Transport) appendModernResponse(id protocol.ID, method string, result a
 	var raw []byte
 	var err error
 	if r, ok := result.(*protocol.CallToolResult); ok {
+		if len(r.Meta) == 0 && len(t.serverInfo) > 0 {
+			return protocol.AppendModernToolResponse(make([]byte, 0, 512), id, r, t.serverInfo)
+		}
 		raw, err = protocol.AppendToolResult(make([]byte, 0, 256), r)
 	} else {
 		raw, err = protocol.Marshal(result)
@@ -274,31 +271,49 @@ func (ex *modernExchange) event(data []byte) {
 // modernClient is what a modern request says of its client, in its _meta
 // (basic/index): the handlers.Session of that request alone. It names no
 // session, and the methods that changed one are not of this era.
+//
+// The capabilities and client info are decoded when a handler first asks
+// for them (most never do), from _meta members CheckModern found to be
+// objects; one that does not decode into its type reads as empty, as an
+// absent one would.
 type modernClient struct {
 	version string
-	info    protocol.Implementation
-	caps    protocol.ClientCapabilities
 	level   protocol.LoggingLevel
+	raw     protocol.ModernMeta
+
+	once sync.Once
+	info protocol.Implementation
+	caps protocol.ClientCapabilities
 }
 
-func newModernClient(m protocol.ModernMeta) (*modernClient, error) {
-	c := &modernClient{version: m.ProtocolVersion, level: m.LogLevel}
-	if err := json.Unmarshal(m.ClientCapabilities, &c.caps); err != nil {
-		return nil, fmt.Errorf("_meta[%q]: %w", protocol.MetaClientCapabilities, err)
-	}
-	if m.ClientInfo != nil {
-		if err := json.Unmarshal(m.ClientInfo, &c.info); err != nil {
-			return nil, fmt.Errorf("_meta[%q]: %w", protocol.MetaClientInfo, err)
+func newModernClient(m protocol.ModernMeta) *modernClient {
+	return &modernClient{version: m.ProtocolVersion, level: m.LogLevel, raw: m}
+}
+
+func (c *modernClient) decode() {
+	c.once.Do(func() {
+		if json.Unmarshal(c.raw.ClientCapabilities, &c.caps) != nil {
+			c.caps = protocol.ClientCapabilities{}
 		}
-	}
-	return c, nil
+		if c.raw.ClientInfo != nil && json.Unmarshal(c.raw.ClientInfo, &c.info) != nil {
+			c.info = protocol.Implementation{}
+		}
+	})
 }
 
-func (c *modernClient) ID() string                                      { return "" }
-func (c *modernClient) ProtocolVersion() string                         { return c.version }
-func (c *modernClient) ClientInfo() protocol.Implementation             { return c.info }
-func (c *modernClient) ClientCapabilities() protocol.ClientCapabilities { return c.caps }
-func (c *modernClient) LogLevel() protocol.LoggingLevel                 { return c.level }
+func (c *modernClient) ID() string                      { return "" }
+func (c *modernClient) ProtocolVersion() string         { return c.version }
+func (c *modernClient) LogLevel() protocol.LoggingLevel { return c.level }
+
+func (c *modernClient) ClientInfo() protocol.Implementation {
+	c.decode()
+	return c.info
+}
+
+func (c *modernClient) ClientCapabilities() protocol.ClientCapabilities {
+	c.decode()
+	return c.caps
+}
 
 // SetLogLevel, Subscribe and Unsubscribe change a client session; a
 // modern request has none (logging/setLevel and resources/subscribe are
