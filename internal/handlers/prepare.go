@@ -31,6 +31,17 @@ func (s *Server) Prepare(req *Request) Prepared {
 	return p
 }
 
+// ParamHeaders returns, for a tools/call of a tool whose inputSchema
+// mirrors arguments into Mcp-Param-* headers (x-mcp-header), those
+// arguments and the call's arguments, for the transport to check its
+// headers against (basic/transports/streamable-http); nil otherwise.
+func (p *Prepared) ParamHeaders() ([]protocol.ParamHeader, []byte) {
+	if p.tool == nil || len(p.tool.params) == 0 {
+		return nil, nil
+	}
+	return p.tool.params, p.args
+}
+
 // LongRunning reports whether the request is a tools/call of a tool
 // registered LongRunning (see Tool.LongRunning).
 func (p *Prepared) LongRunning() bool { return p.tool != nil && p.tool.LongRunning }

@@ -19,6 +19,10 @@ type registeredTool struct {
 	exposed string
 	schema  *argSchema
 	listed  protocol.Tool
+	// params are the arguments its inputSchema mirrors into Mcp-Param-*
+	// headers (x-mcp-header), which a modern request's headers must
+	// match (basic/transports/streamable-http).
+	params []protocol.ParamHeader
 }
 
 // toolSet is an immutable snapshot; readers never lock (the upstream issue
@@ -198,10 +202,17 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 		}
 	}
 	exposed := toolname.Exposed(t.Name, r.sep)
+	params, err := protocol.ParamHeaders(t.InputSchema)
+	if err != nil {
+		// server/tools, "x-mcp-header": a client must refuse the whole
+		// definition, so it is not offered.
+		return nil, fmt.Errorf("register tool %s: inputSchema: %w", t.Name, err)
+	}
 	return &registeredTool{
 		Tool:    t,
 		exposed: exposed,
 		schema:  s,
+		params:  params,
 		listed: protocol.Tool{
 			Name:         exposed,
 			Title:        t.Title,

@@ -47,6 +47,12 @@ func TestToolRegistrationErrors(t *testing.T) {
 			t.InputSchema = json.RawMessage(`{"type":"object","properties":{"a":{"type":"strin"}}}`)
 		}), "inputSchema"},
 		{"schema properties not an object", valid(func(t *Tool) { t.InputSchema = json.RawMessage(`{"type":"object","properties":5}`) }), "inputSchema"},
+		{"x-mcp-header on an object", valid(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`)
+		}), "x-mcp-header"},
+		{"x-mcp-header repeated", valid(func(t *Tool) {
+			t.InputSchema = json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}}`)
+		}), "x-mcp-header"},
 		{"outputSchema array", valid(func(t *Tool) { t.OutputSchema = json.RawMessage(`[]`) }), "outputSchema"},
 		{"outputSchema type string", valid(func(t *Tool) { t.OutputSchema = json.RawMessage(`{"type":"string"}`) }), "outputSchema"},
 		{"outputSchema invalid JSON", valid(func(t *Tool) { t.OutputSchema = json.RawMessage(`{"type":`) }), "outputSchema"},

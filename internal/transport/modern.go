@@ -66,6 +66,13 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta)}
 	prep := t.srv.Prepare(req)
+	if specs, args := prep.ParamHeaders(); specs != nil {
+		if serr := protocol.CheckParamHeaders(specs, args, r.Header); serr != nil {
+			rec.rpcCode = serr.Code
+			writeError(w, serr.Status, msg.ID, serr.Error)
+			return
+		}
+	}
 	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
 	req.Peer = ex
 	ex.finish(t.dispatchModern(r.Context(), req, &prep, rec))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
@@ -272,4 +273,53 @@ func TestModernNoServerRequests(t *testing.T) {
 	if !strings.Contains(string(r.Body), "the server sends the client no requests") {
 		t.Fatalf("the call does not say why it failed: %s", r)
 	}
+}
+
+// A modern tools/call of a tool that mirrors an argument into a header
+// (x-mcp-header) must send that header with the argument's value, and
+// none without the argument (basic/transports/streamable-http, "Custom
+// Headers from Tool Parameters"); a legacy call is not checked.
+func TestModernParamHeaders(t *testing.T) {
+	route := handlers.Tool{
+		Name: "route", Description: "Answers with its region.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`),
+		Handler: func(_ context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+			return handlers.TextResult("routed " + string(call.Arguments)), nil
+		},
+	}
+	h := newHarness(t, func(c *harnessConfig) { c.Tools = []handlers.Tool{route} })
+	withRegion := map[string]any{"name": "route", "arguments": map[string]any{"region": "eu-west"}}
+	without := map[string]any{"name": "route", "arguments": map[string]any{}}
+	cases := []struct {
+		name   string
+		params map[string]any
+		header []string
+		status int
+	}{
+		{"header matches", withRegion, []string{"Mcp-Param-Region", "eu-west"}, http.StatusOK},
+		{"header Base64-encoded", withRegion, []string{"Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?="}, http.StatusOK},
+		{"header missing", withRegion, nil, http.StatusBadRequest},
+		{"header differs", withRegion, []string{"Mcp-Param-Region", "us-east"}, http.StatusBadRequest},
+		{"no argument, no header", without, nil, http.StatusOK},
+		{"no argument, a header", without, []string{"Mcp-Param-Region", "eu-west"}, http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.Post(t, "", modernBody(1, "tools/call", tc.params, nil), append(modernHeaders("tools/call", "route"), tc.header...)...)
+			if tc.status == http.StatusOK {
+				if r.Status != http.StatusOK || strings.Contains(string(r.Body), `"error"`) {
+					t.Fatalf("%s", r)
+				}
+				return
+			}
+			th.WantRPCError(t, r, tc.status, "1", protocol.CodeHeaderMismatch)
+		})
+	}
+	t.Run("a legacy call is not checked", func(t *testing.T) {
+		sid := h.Initialize(t)
+		r := h.Post(t, sid, th.ToolCall(1, "route", map[string]any{"region": "eu-west"}, nil), "Mcp-Param-Region", "us-east")
+		if text, _ := th.ToolText(t, th.ResultOf(t, r, "1")); !strings.HasPrefix(text, "routed") {
+			t.Fatalf("%s", r)
+		}
+	})
 }

@@ -330,6 +330,8 @@ type (
 		// SpanValue, when set, is put on every request's context under
 		// requestValue, as a tracing middleware puts its span.
 		SpanValue string
+		// Tools are registered besides the fixtures.
+		Tools []handlers.Tool
 	}
 )
 
@@ -372,7 +374,7 @@ func New(tb testing.TB, cfg Config, build func(*handlers.Server) (Transport, err
 	if cfg.EchoOnly {
 		tools = []handlers.Tool{echoTool()}
 	}
-	if err := reg.Add(tools...); err != nil {
+	if err := reg.Add(append(tools, cfg.Tools...)...); err != nil {
 		tb.Fatal(err)
 	}
 	srv := handlers.NewServer(handlers.Options{Name: "transport-test", Version: "test"}, reg)
