@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +47,9 @@ type shardBus struct {
 	// copies are re-read.
 	due  []string
 	kick chan struct{} // capacity 1
+	// rounds counts the finished rounds of reconcile: what a test waits
+	// for instead of a sleep.
+	rounds atomic.Int64
 }
 
 // shardSub is the subscription to one session's channel.
@@ -159,6 +163,7 @@ func (b *shardBus) reconcile() {
 		b.m.resync(b.m.copiesOf(due))
 	}
 	b.closeIdleLinks()
+	b.rounds.Add(1)
 }
 
 // settle brings session id's subscription to what is wanted: routed and
