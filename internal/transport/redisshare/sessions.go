@@ -159,8 +159,13 @@ const livenessBeats = 3
 type loadCall struct {
 	done    chan struct{}
 	changes []sessionChange
-	sess    *transport.ClientSession
-	err     error
+	// reread: the session's channel was lost and came back while the
+	// load was in flight, so what was published meanwhile is neither in
+	// changes nor, if the hash was read before it, in the copy: the copy
+	// is re-read once made (shardbus.go); under mu.
+	reread bool
+	sess   *transport.ClientSession
+	err    error
 }
 
 // Operations on the channel.
@@ -673,7 +678,6 @@ func (m *redisSessions) verdict(c lossCheck, id string) error {
 func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall) (*transport.ClientSession, error) {
 	c, watched, err := m.load(ctx, id)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.loading, id)
 	if err == nil {
 		switch {
@@ -700,9 +704,15 @@ func (m *redisSessions) materialise(ctx context.Context, id string, lc *loadCall
 		if watched {
 			m.unwatchChanges(id)
 		}
+		m.mu.Unlock()
 		return nil, err
 	}
 	m.byID[id] = c
+	reread := lc.reread
+	m.mu.Unlock()
+	if reread {
+		m.resync([]*redisCopy{c})
+	}
 	return c.s, nil
 }
 

@@ -71,7 +71,33 @@ type shardLink struct {
 	addr  string
 	ps    *redis.PubSub
 	chans map[string]string // channel → session id, subscribed over it
+	// ops are the SSUBSCRIBEs and SUNSUBSCRIBEs the link's sender is to
+	// send, in order; under shardBus.mu. A node slow to take them (its
+	// link dialling again while a lost master is replaced, a host gone)
+	// holds up its own channels, never those of another node.
+	ops  []linkOp
+	wake chan struct{} // capacity 1: ops were queued
+	// done is closed with the link; the sender then closes ps.
+	done      chan struct{}
+	closeOnce sync.Once
+	// idleSince is when the link last carried no channel (zero while it
+	// carries one); under shardBus.mu.
+	idleSince time.Time
 }
+
+// linkOp is a subscription (sub) or unsubscription of one channel.
+type linkOp struct {
+	ch  string
+	sub bool
+}
+
+// idleLinkLinger is how long a link to a node carries no channel before
+// it is closed: requests naming sessions nobody created subscribe and
+// unsubscribe at once, and must not dial a connection each.
+const idleLinkLinger = time.Minute
+
+// close ends the link; its sender closes the connection.
+func (l *shardLink) close() { l.closeOnce.Do(func() { close(l.done) }) }
 
 func newShardBus(m *redisSessions, rdb *redis.ClusterClient) *shardBus {
 	return &shardBus{m: m, rdb: rdb, subs: map[string]*shardSub{}, links: map[string]*shardLink{},
@@ -160,55 +186,98 @@ func (b *shardBus) reconcile() {
 		b.settle(id)
 	}
 	if len(due) > 0 {
-		b.m.resync(b.m.copiesOf(due))
+		b.m.resync(b.m.rereadCopies(due))
 	}
 	b.closeIdleLinks()
 	b.rounds.Add(1)
 }
 
 // settle brings session id's subscription to what is wanted: routed and
-// sent if wanted and not sent, ended on its link if not wanted.
+// sent if wanted and not sent, ended on its link if not wanted. It queues
+// the commands for the links' senders rather than send them itself: one
+// node slow to take a connection would hold up every other node's
+// subscriptions, and so every load and create of the replica.
 func (b *shardBus) settle(id string) {
 	ch := b.channel(id)
-	ctx, cancel := context.WithTimeout(b.m.bg, b.m.conn.Timeout(redisconn.Session))
-	defer cancel()
 	b.mu.Lock()
 	s := b.subs[id]
-	var stale []*shardLink // links subscribed to ch it no longer should be
 	for _, l := range b.links {
+		// Subscribed to ch where it no longer should be.
 		if _, on := l.chans[ch]; on && (s == nil || s.link != l) {
 			delete(l.chans, ch)
-			stale = append(stale, l)
+			b.queue(l, linkOp{ch: ch})
 		}
 	}
 	send := s != nil && s.link == nil
 	b.mu.Unlock()
-	for _, l := range stale {
-		if err := l.ps.SUnsubscribe(ctx, ch); err != nil {
-			b.fail(l, err)
-		}
-	}
 	if !send {
 		return
 	}
+	ctx, cancel := context.WithTimeout(b.m.bg, b.m.conn.Timeout(redisconn.Session))
+	defer cancel()
 	node, err := b.rdb.MasterForKey(ctx, ch)
 	if err != nil {
 		b.retry(id, s, fmt.Errorf("route the channel of client session %s: %w", id, err))
 		return
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.subs[id] != s || s.link != nil {
-		b.mu.Unlock()
 		return // released, or sent, meanwhile
 	}
 	l := b.linkTo(node)
 	// Recorded before it is sent: the confirmation may come first.
 	s.link, s.sent = l, time.Now()
 	l.chans[ch] = id
+	l.idleSince = time.Time{}
 	b.pending[id] = struct{}{}
-	b.mu.Unlock()
-	if err := l.ps.SSubscribe(ctx, ch); err != nil {
-		b.fail(l, err)
+	b.queue(l, linkOp{ch: ch, sub: true})
+}
+
+// queue asks l's sender to send op; under mu.
+func (b *shardBus) queue(l *shardLink, op linkOp) {
+	l.ops = append(l.ops, op)
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send sends link l's queued commands, in order, until the link is
+// closed or a command fails it; then it closes the connection, which
+// ends receive.
+func (b *shardBus) send(l *shardLink) {
+	defer b.m.wg.Done()
+	defer func() { _ = l.ps.Close() }()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.wake:
+		}
+		b.mu.Lock()
+		ops := l.ops
+		l.ops = nil
+		b.mu.Unlock()
+		for _, op := range ops {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(b.m.bg, b.m.conn.Timeout(redisconn.Session))
+			var err error
+			if op.sub {
+				err = l.ps.SSubscribe(ctx, op.ch)
+			} else {
+				err = l.ps.SUnsubscribe(ctx, op.ch)
+			}
+			cancel()
+			if err != nil {
+				b.fail(l, err)
+				return
+			}
+		}
 	}
 }
 
@@ -229,10 +298,12 @@ func (b *shardBus) linkTo(node *redis.Client) *shardLink {
 	if l := b.links[addr]; l != nil {
 		return l
 	}
-	l := &shardLink{addr: addr, ps: node.SSubscribe(b.m.bg), chans: map[string]string{}}
+	l := &shardLink{addr: addr, ps: node.SSubscribe(b.m.bg), chans: map[string]string{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.links[addr] = l
-	b.m.wg.Add(1)
+	b.m.wg.Add(2)
 	go b.receive(l)
+	go b.send(l)
 	return l
 }
 
@@ -365,13 +436,15 @@ func (b *shardBus) misrouted(l *shardLink) {
 // fail closes link l after err and routes its channels anew, at the next
 // tick; their copies are re-read once they are back.
 func (b *shardBus) fail(l *shardLink, err error) {
-	_ = l.ps.Close()
-	b.rdb.ReloadState(b.m.bg)
+	l.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.links[l.addr] != l {
-		return // failed already
+		return // failed already, or closed as idle
 	}
+	// The slot map may be what is wrong; a link closed as idle says
+	// nothing of it.
+	b.rdb.ReloadState(b.m.bg)
 	delete(b.links, l.addr)
 	live := 0
 	for _, id := range l.chans {
@@ -406,30 +479,33 @@ func (b *shardBus) lose(id string, s *shardSub) {
 	b.todo[id] = struct{}{}
 }
 
-// closeIdleLinks closes the links no channel uses any more.
+// closeIdleLinks closes the links no channel has used for
+// idleLinkLinger. Their senders close the connections, not this
+// goroutine: a link dialling again holds its connection's lock.
 func (b *shardBus) closeIdleLinks() {
+	now := b.m.now()
 	b.mu.Lock()
-	var idle []*shardLink
+	defer b.mu.Unlock()
 	for addr, l := range b.links {
-		if len(l.chans) == 0 {
+		switch {
+		case len(l.chans) > 0:
+			l.idleSince = time.Time{}
+		case l.idleSince.IsZero():
+			l.idleSince = now
+		case now.Sub(l.idleSince) >= idleLinkLinger:
 			delete(b.links, addr)
-			idle = append(idle, l)
+			l.close() // its receive sees ErrClosed and stops
 		}
-	}
-	b.mu.Unlock()
-	for _, l := range idle {
-		_ = l.ps.Close() // its receive sees ErrClosed and stops
 	}
 }
 
 func (b *shardBus) closeLinks() {
 	b.mu.Lock()
-	all := slices.Collect(maps.Values(b.links))
-	clear(b.links)
-	b.mu.Unlock()
-	for _, l := range all {
-		_ = l.ps.Close()
+	defer b.mu.Unlock()
+	for _, l := range b.links {
+		l.close()
 	}
+	clear(b.links)
 }
 
 // changeChannel is where the changes of session id are published: its
@@ -474,14 +550,19 @@ func (m *redisSessions) unwatchChanges(id string) {
 	}
 }
 
-// copiesOf returns this replica's copies of ids, those it holds.
-func (m *redisSessions) copiesOf(ids []string) []*redisCopy {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+// rereadCopies returns this replica's copies of ids, to be re-read after
+// their channel came back; a load of one in flight, which may have read
+// the hash before what the channel missed, re-reads the copy it makes
+// (loadCall.reread, materialise).
+func (m *redisSessions) rereadCopies(ids []string) []*redisCopy {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	out := make([]*redisCopy, 0, len(ids))
 	for _, id := range ids {
 		if c := m.byID[id]; c != nil {
 			out = append(out, c)
+		} else if lc := m.loading[id]; lc != nil {
+			lc.reread = true
 		}
 	}
 	return out
