@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
 // shardBus carries the changes of client sessions on a Redis Cluster
@@ -528,6 +529,9 @@ func (m *redisSessions) watchChanges(ctx context.Context, id string) error {
 	select {
 	case <-m.shard.want(id, false):
 		return nil
+	case <-m.stop:
+		m.shard.release(id) // the bus has stopped: nothing will confirm it
+		return transport.ErrClosed
 	case <-ctx.Done():
 		m.shard.release(id)
 		return fmt.Errorf("subscribe to the changes of client session %s: %w", id, ctx.Err())
