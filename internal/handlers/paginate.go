@@ -80,7 +80,8 @@ func encodeCursor(kind listKind, k listKey) string {
 // is not a cursor encodeCursor(kind, …) returns.
 func decodeCursor(kind listKind, cursor string) (k listKey, legacy, ok bool) {
 	raw, err := cursorEncoding.DecodeString(cursor)
-	if err != nil {
+	// The decoder skips line breaks: a cursor with any is not ours.
+	if err != nil || cursorEncoding.EncodedLen(len(raw)) != len(cursor) {
 		return listKey{}, false, false
 	}
 	s := string(raw)

@@ -379,6 +379,10 @@ func TestBadCursors(t *testing.T) {
 			return base64.URLEncoding.EncodeToString([]byte("k1" + string(k) + ":0:t_on"))
 		}, false},
 		{"valid cursor with pad", func(k listKind) string { return encodeCursor(k, listKey{name: "t_one"}) + "=" }, false},
+		{"valid cursor with a line break", func(k listKind) string {
+			c := encodeCursor(k, listKey{name: "t_one"})
+			return c[:4] + "\r\n" + c[4:]
+		}, false},
 		{"wrong version", func(k listKind) string { return b64("k2" + string(k) + ":0:t_one") }, false},
 		{"another list's cursor", func(k listKind) string {
 			other := kindTools
