@@ -23,7 +23,10 @@ import (
 type Federated interface {
 	// Prompts, Resources and ResourceTemplates return the merged lists
 	// as they are listed (items with Raw set, prompts under their listed
-	// names), in a stable order: snapshots the server does not modify.
+	// names): snapshots the server does not modify, with no listed name,
+	// URI or URI template twice. Sorted by it, bytewise, they are served
+	// as they are; otherwise the server sorts a copy for each request
+	// (docs/adr/0053-list-order-and-cursors.md).
 	Prompts() []protocol.Prompt
 	Resources() []protocol.Resource
 	ResourceTemplates() []protocol.ResourceTemplate
@@ -70,52 +73,76 @@ func (s *Server) ResourceSchemes() []string {
 func (s *Server) servesPrompts() bool     { return s.fed != nil || s.prompts.len() > 0 }
 func (s *Server) servesCompletions() bool { return s.fed != nil || s.hasCompletions() }
 
+// served is a list as served: the server's own items (group ""), then
+// the upstreams' (upstreamGroup), each part sorted by name — the order of
+// their keys (docs/adr/0053-list-order-and-cursors.md).
+type served[T any] struct {
+	items []T
+	own   int // items[:own] are the server's own
+	name  func(*T) string
+}
+
+// key is the position of items[i].
+func (l served[T]) key(i int) listKey {
+	k := listKey{name: l.name(&l.items[i])}
+	if i >= l.own {
+		k.group = upstreamGroup
+	}
+	return k
+}
+
+// serve is the list of own, sorted by name, then of the items of theirs
+// that skip does not refuse, sorted by name.
+func serve[T any](own, theirs []T, name func(*T) string, skip func(*T) bool) served[T] {
+	l := served[T]{items: own, own: len(own), name: name}
+	if len(theirs) == 0 {
+		return l
+	}
+	theirs = sortedByKey(theirs, func(it *T) listKey { return listKey{name: name(it)} })
+	l.items = make([]T, len(own), len(own)+len(theirs))
+	copy(l.items, own)
+	for i := range theirs {
+		if !skip(&theirs[i]) {
+			l.items = append(l.items, theirs[i])
+		}
+	}
+	return l
+}
+
+func promptName(p *protocol.Prompt) string            { return p.Name }
+func resourceURI(r *protocol.Resource) string         { return r.URI }
+func templateURI(t *protocol.ResourceTemplate) string { return t.URITemplate }
+
 // allPrompts is the server's prompts, then the upstreams' whose listed
 // names are not the server's own.
-func (s *Server) allPrompts() []protocol.Prompt {
-	own := s.prompts.list()
-	if s.fed == nil {
-		return own
+func (s *Server) allPrompts() served[protocol.Prompt] {
+	var theirs []protocol.Prompt
+	if s.fed != nil {
+		theirs = s.fed.Prompts()
 	}
-	return appendUnless(own, s.fed.Prompts(), func(p protocol.Prompt) bool { return s.prompts.get(p.Name) != nil })
+	return serve(s.prompts.list(), theirs, promptName, func(p *protocol.Prompt) bool { return s.prompts.get(p.Name) != nil })
 }
 
 // concreteResources is the server's concrete resources, then the
 // upstreams' whose URIs are not the server's own.
-func (s *Server) concreteResources() []protocol.Resource {
-	own := s.resources.list()
-	if s.fed == nil {
-		return own
+func (s *Server) concreteResources() served[protocol.Resource] {
+	var theirs []protocol.Resource
+	if s.fed != nil {
+		theirs = s.fed.Resources()
 	}
-	return appendUnless(own, s.fed.Resources(), func(r protocol.Resource) bool { return s.resources.serves(r.URI) })
+	return serve(s.resources.list(), theirs, resourceURI, func(r *protocol.Resource) bool { return s.resources.serves(r.URI) })
 }
 
 // allTemplates is the server's resource templates, then the upstreams'
 // that are not the server's own.
-func (s *Server) allTemplates() []protocol.ResourceTemplate {
-	own := s.resources.listTemplates()
-	if s.fed == nil {
-		return own
+func (s *Server) allTemplates() served[protocol.ResourceTemplate] {
+	var theirs []protocol.ResourceTemplate
+	if s.fed != nil {
+		theirs = s.fed.ResourceTemplates()
 	}
-	return appendUnless(own, s.fed.ResourceTemplates(), func(t protocol.ResourceTemplate) bool {
+	return serve(s.resources.listTemplates(), theirs, templateURI, func(t *protocol.ResourceTemplate) bool {
 		return s.resources.template(t.URITemplate) != nil
 	})
-}
-
-// appendUnless appends to own the items of theirs that skip does not
-// refuse, in a new slice when it adds any.
-func appendUnless[T any](own, theirs []T, skip func(T) bool) []T {
-	if len(theirs) == 0 {
-		return own
-	}
-	out := make([]T, len(own), len(own)+len(theirs))
-	copy(out, own)
-	for _, it := range theirs {
-		if !skip(it) {
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 // methodNotFound answers a method the server does not serve.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -116,7 +117,8 @@ func TestResourceListerErrors(t *testing.T) {
 	}{
 		{"forged lister cursor", numberLister{n: 3}, "d:forged", protocol.CodeInvalidParams},
 		{"forged offset cursor", numberLister{n: 3}, "forged", protocol.CodeInvalidParams},
-		{"offset past the end", numberLister{n: 3}, encodeCursor(2), protocol.CodeInvalidParams},
+		{"offset cursor of an earlier version", numberLister{n: 3}, base64.RawURLEncoding.EncodeToString([]byte("o1:0")), protocol.CodeInvalidParams},
+		{"another list's cursor", numberLister{n: 3}, encodeCursor(kindTools, listKey{name: "s://0"}), protocol.CodeInvalidParams},
 		{"lister fails", numberLister{err: down}, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,12 +17,12 @@ func (s *Server) listTools(params []byte) (any, error) {
 	if perr := decodeParams(params, &p); perr != nil {
 		return nil, perr
 	}
-	all := s.tools.snap.Load().listed
-	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	set := s.tools.snap.Load()
+	start, end, next, perr := page(kindTools, len(set.keys), func(i int) listKey { return set.keys[i] }, p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
-	return &protocol.ListToolsResult{Tools: all[start:end], NextCursor: next}, nil
+	return &protocol.ListToolsResult{Tools: set.listed[start:end], NextCursor: next}, nil
 }
 
 // callToolParams reads tools/call params with the zero-copy member scanner
@@ -132,8 +132,8 @@ func isProgressToken(raw json.RawMessage) bool {
 
 // dynamicCursor prefixes the cursors of the ResourceLister. A
 // resources/list cursor is either dynamicCursor and the lister's own
-// cursor (the walk is still in the lister's resources) or an offset
-// cursor into the concrete resources (the lister is done).
+// cursor (the walk is still in the lister's resources) or a position in
+// the concrete resources (the lister is done; see page).
 const dynamicCursor = "d:"
 
 // listResources lists the lister's resources first, then the concrete
@@ -169,11 +169,11 @@ func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	all := s.concreteResources()
-	start, end, next, perr := page(len(all), staticCursor, max(s.opts.PageSize-len(items), 0))
+	start, end, next, perr := page(kindResources, len(all.items), all.key, staticCursor, s.opts.PageSize-len(items))
 	if perr != nil {
 		return nil, perr
 	}
-	items = append(items, all[start:end]...)
+	items = append(items, all.items[start:end]...)
 	if items == nil {
 		items = []protocol.Resource{}
 	}
@@ -212,11 +212,11 @@ func (s *Server) listTemplates(params []byte) (any, error) {
 		return nil, perr
 	}
 	all := s.allTemplates()
-	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	start, end, next, perr := page(kindTemplates, len(all.items), all.key, p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
-	return &protocol.ListResourceTemplatesResult{ResourceTemplates: all[start:end], NextCursor: next}, nil
+	return &protocol.ListResourceTemplatesResult{ResourceTemplates: all.items[start:end], NextCursor: next}, nil
 }
 
 func uriParam(raw []byte) (string, *protocol.Error) {
@@ -303,11 +303,11 @@ func (s *Server) listPrompts(params []byte) (any, error) {
 		return nil, perr
 	}
 	all := s.allPrompts()
-	start, end, next, perr := page(len(all), p.Cursor, s.opts.PageSize)
+	start, end, next, perr := page(kindPrompts, len(all.items), all.key, p.Cursor, s.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
-	return &protocol.ListPromptsResult{Prompts: all[start:end], NextCursor: next}, nil
+	return &protocol.ListPromptsResult{Prompts: all.items[start:end], NextCursor: next}, nil
 }
 
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {

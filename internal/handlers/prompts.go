@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -17,14 +19,21 @@ type Prompt struct {
 	Complete func(ctx context.Context, s Session, argument, prefix string) ([]string, error)
 }
 
-// PromptRegistry holds prompts in registration order.
+// PromptRegistry holds prompts; it lists them by name
+// (docs/adr/0053-list-order-and-cursors.md).
 type PromptRegistry struct {
-	mu      sync.RWMutex
-	ordered []*Prompt
-	byName  map[string]*Prompt
+	mu     sync.RWMutex
+	byName map[string]*Prompt
+	// listed is prompts/list's part of them, sorted by name; replaced,
+	// never modified, by add.
+	listed []protocol.Prompt
 }
 
-func newPromptRegistry() *PromptRegistry { return &PromptRegistry{byName: map[string]*Prompt{}} }
+// newPromptRegistry returns an empty registry; its list is empty, not
+// nil, so that prompts/list has a "prompts" array.
+func newPromptRegistry() *PromptRegistry {
+	return &PromptRegistry{byName: map[string]*Prompt{}, listed: []protocol.Prompt{}}
+}
 
 func (r *PromptRegistry) add(p Prompt) error {
 	if p.Name == "" || p.Get == nil {
@@ -38,8 +47,9 @@ func (r *PromptRegistry) add(p Prompt) error {
 	if _, dup := r.byName[p.Name]; dup {
 		return fmt.Errorf("register prompt %s: already registered", p.Name)
 	}
-	r.ordered = append(r.ordered, &p)
 	r.byName[p.Name] = &p
+	i, _ := slices.BinarySearchFunc(r.listed, p.Name, func(l protocol.Prompt, name string) int { return strings.Compare(l.Name, name) })
+	r.listed = slices.Insert(slices.Clone(r.listed), i, p.Prompt)
 	return nil
 }
 
@@ -49,18 +59,15 @@ func (r *PromptRegistry) get(name string) *Prompt {
 	return r.byName[name]
 }
 
+// list returns the prompts sorted by name; the caller must not modify it.
 func (r *PromptRegistry) list() []protocol.Prompt {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]protocol.Prompt, len(r.ordered))
-	for i, p := range r.ordered {
-		out[i] = p.Prompt
-	}
-	return out
+	return r.listed
 }
 
 func (r *PromptRegistry) len() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return len(r.ordered)
+	return len(r.listed)
 }

@@ -76,7 +76,8 @@ func TestPrompts(t *testing.T) {
 				t.Errorf("greet arguments = %+v", p.Arguments)
 			}
 		}
-		if want := []string{"greet", "nil.messages", "failing"}; !slices.Equal(names, want) || pages != 2 {
+		// By name, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+		if want := []string{"failing", "greet", "nil.messages"}; !slices.Equal(names, want) || pages != 2 {
 			t.Fatalf("prompts = %v in %d pages, want %v in 2", names, pages, want)
 		}
 	})

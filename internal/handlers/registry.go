@@ -33,7 +33,12 @@ type toolSet struct {
 	byCanonical map[string]*registeredTool
 	// byBare holds the tools of each BareName, in registration order.
 	byBare map[string][]*registeredTool
+	// listed is tools/list, in the order of keys: by group, the
+	// server's own tools (group "") first, then by exposed name. It
+	// depends on the set of tools alone, not on the order they were
+	// registered or discovered in (docs/adr/0053-list-order-and-cursors.md).
 	listed []protocol.Tool
+	keys   []listKey
 }
 
 // newToolSet indexes ordered and builds its tools/list.
@@ -44,16 +49,26 @@ func (r *ToolRegistry) newToolSet(ordered []*registeredTool) *toolSet {
 		byCanonical: make(map[string]*registeredTool, len(ordered)),
 		byBare:      map[string][]*registeredTool{},
 		listed:      make([]protocol.Tool, len(ordered)),
+		keys:        make([]listKey, len(ordered)),
 	}
-	for i, t := range ordered {
+	for _, t := range ordered {
 		s.byExposed[t.exposed], s.byCanonical[t.Name] = t, t
 		if t.BareName != "" {
 			s.byBare[t.BareName] = append(s.byBare[t.BareName], t)
 		}
-		s.listed[i] = r.listing(t)
+	}
+	byKey := slices.Clone(ordered)
+	// Exposed names are unique in a registry (addChecked), so no two
+	// tools have the same key.
+	slices.SortFunc(byKey, func(a, b *registeredTool) int { return toolKey(a).compare(toolKey(b)) })
+	for i, t := range byKey {
+		s.listed[i], s.keys[i] = r.listing(t), toolKey(t)
 	}
 	return s
 }
+
+// toolKey is t's position in tools/list.
+func toolKey(t *registeredTool) listKey { return listKey{group: t.Group, name: t.exposed} }
 
 // addChecked appends rt to the set being built in ordered/names, or says why its
 // names are taken.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -207,8 +208,10 @@ func TestExposedNames(t *testing.T) {
 	// Long names are registered, listed and callable under both names.
 	e := newEnv(t, echoTool(long), echoTool(sibling))
 	list := unmarshal[protocol.ListToolsResult](t, e.ok(t, protocol.MethodToolsList, ""))
-	if len(list.Tools) != 2 || list.Tools[0].Name != exp || list.Tools[1].Name != reg.ExposedName(sibling) {
-		t.Fatalf("tools/list names = %+v", list.Tools)
+	want := []string{exp, reg.ExposedName(sibling)}
+	slices.Sort(want) // tools/list is by exposed name
+	if len(list.Tools) != 2 || list.Tools[0].Name != want[0] || list.Tools[1].Name != want[1] {
+		t.Fatalf("tools/list names = %+v, want %v", list.Tools, want)
 	}
 	for _, name := range []string{exp, long} {
 		req := &Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1), Session: e.sess, Peer: e.peer,
@@ -308,14 +311,15 @@ func TestToolsListPagination(t *testing.T) {
 		}
 		params = `{"cursor":"` + res.NextCursor + `"}`
 	}
-	if got, want := strings.Join(names, ","), "t_one,t_two,t_three,t_four,t_five"; got != want {
+	// By exposed name, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+	if got, want := strings.Join(names, ","), "t_five,t_four,t_one,t_three,t_two"; got != want {
 		t.Fatalf("tools = %s, want %s", got, want)
 	}
 
 	t.Run("absent, null and empty params list the first page", func(t *testing.T) {
 		for _, p := range []string{"", "{}", `{"cursor":null}`} {
 			res := unmarshal[protocol.ListToolsResult](t, e.ok(t, protocol.MethodToolsList, p))
-			if len(res.Tools) != 2 || res.Tools[0].Name != "t_one" || res.NextCursor == "" {
+			if len(res.Tools) != 2 || res.Tools[0].Name != "t_five" || res.NextCursor == "" {
 				t.Errorf("params %q: %+v", p, res)
 			}
 		}
@@ -348,29 +352,65 @@ func TestToolsListPagination(t *testing.T) {
 	})
 }
 
+// A cursor the server did not issue is -32602 "unknown or expired
+// cursor" on every list, and so is an offset cursor of an earlier
+// version (docs/adr/0053-list-order-and-cursors.md).
 func TestBadCursors(t *testing.T) {
 	e := newEnv(t, fiveTools()...)
 	if err := e.s.AddResource(Resource{Resource: protocol.Resource{URI: "test://r", Name: "r"}, Read: func(context.Context, Session) ([]protocol.ResourceContents, error) { return nil, nil }}); err != nil {
 		t.Fatal(err)
 	}
-	cursors := map[string]string{
-		"garbage":               "garbage",
-		"not base64":            "!!!not*base64!!!",
-		"padded base64":         base64.URLEncoding.EncodeToString([]byte("o1:2")),
-		"past the end":          encodeCursor(6),
-		"far past the end":      encodeCursor(1 << 40),
-		"negative":              base64.RawURLEncoding.EncodeToString([]byte("o1:-1")),
-		"wrong prefix":          base64.RawURLEncoding.EncodeToString([]byte("o2:2")),
-		"offset not a number":   base64.RawURLEncoding.EncodeToString([]byte("o1:two")),
-		"empty":                 "",
-		"huge offset":           base64.RawURLEncoding.EncodeToString([]byte("o1:99999999999999999999999")),
-		"valid cursor with pad": encodeCursor(2) + "=",
+	b64 := func(raw string) string { return base64.RawURLEncoding.EncodeToString([]byte(raw)) }
+	methods := map[string]listKind{
+		protocol.MethodToolsList:              kindTools,
+		protocol.MethodResourcesList:          kindResources,
+		protocol.MethodResourcesTemplatesList: kindTemplates,
+		protocol.MethodPromptsList:            kindPrompts,
 	}
-	for name, cursor := range cursors {
-		t.Run(name, func(t *testing.T) {
-			for _, method := range []string{protocol.MethodToolsList, protocol.MethodResourcesList, protocol.MethodResourcesTemplatesList, protocol.MethodPromptsList} {
-				c, _ := json.Marshal(cursor)
-				e.fails(t, protocol.CodeInvalidParams, method, `{"cursor":`+string(c)+`}`)
+	for _, tc := range []struct {
+		name   string
+		cursor func(kind listKind) string
+		legacy bool // the message says to list again
+	}{
+		{"garbage", func(listKind) string { return "garbage" }, false},
+		{"not base64", func(listKind) string { return "!!!not*base64!!!" }, false},
+		{"empty", func(listKind) string { return "" }, false},
+		{"padded base64", func(k listKind) string {
+			return base64.URLEncoding.EncodeToString([]byte("k1" + string(k) + ":0:t_on"))
+		}, false},
+		{"valid cursor with pad", func(k listKind) string { return encodeCursor(k, listKey{name: "t_one"}) + "=" }, false},
+		{"valid cursor with a line break", func(k listKind) string {
+			c := encodeCursor(k, listKey{name: "t_one"})
+			return c[:4] + "\r\n" + c[4:]
+		}, false},
+		{"wrong version", func(k listKind) string { return b64("k2" + string(k) + ":0:t_one") }, false},
+		{"another list's cursor", func(k listKind) string {
+			other := kindTools
+			if k == kindTools {
+				other = kindPrompts
+			}
+			return encodeCursor(other, listKey{name: "t_one"})
+		}, false},
+		{"no group length", func(k listKind) string { return b64("k1" + string(k) + ":t_one") }, false},
+		{"group length not a number", func(k listKind) string { return b64("k1" + string(k) + ":x:t_one") }, false},
+		{"negative group length", func(k listKind) string { return b64("k1" + string(k) + ":-1:t_one") }, false},
+		{"group length with a leading zero", func(k listKind) string { return b64("k1" + string(k) + ":00:t_one") }, false},
+		{"group longer than the cursor", func(k listKind) string { return b64("k1" + string(k) + ":6:t_one") }, false},
+		{"huge group length", func(k listKind) string { return b64("k1" + string(k) + ":99999999999999999999999:t_one") }, false},
+		{"offset of an earlier version", func(listKind) string { return b64("o1:2") }, true},
+		{"offset past the end of an earlier version", func(listKind) string { return b64("o1:6") }, true},
+		{"garbage offset of an earlier version", func(listKind) string { return b64("o1:two") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for method, kind := range methods {
+				c, _ := json.Marshal(tc.cursor(kind))
+				perr := e.fails(t, protocol.CodeInvalidParams, method, `{"cursor":`+string(c)+`}`)
+				if !strings.Contains(perr.Message, "unknown or expired cursor") {
+					t.Errorf("%s: message %q", method, perr.Message)
+				}
+				if got := strings.Contains(perr.Message, "list again"); got != tc.legacy {
+					t.Errorf("%s: message %q, want it to say to list again: %v", method, perr.Message, tc.legacy)
+				}
 			}
 		})
 	}
@@ -380,10 +420,12 @@ func TestBadCursors(t *testing.T) {
 			t.Errorf("message %q does not name the field", perr.Message)
 		}
 	})
-	t.Run("end cursor lists nothing", func(t *testing.T) {
-		res := unmarshal[protocol.ListToolsResult](t, e.ok(t, protocol.MethodToolsList, `{"cursor":"`+encodeCursor(5)+`"}`))
-		if len(res.Tools) != 0 || res.NextCursor != "" {
-			t.Errorf("%+v", res)
+	t.Run("a cursor after the last tool lists nothing", func(t *testing.T) {
+		for _, name := range []string{"t_two", "t_zzz"} {
+			res := unmarshal[protocol.ListToolsResult](t, e.ok(t, protocol.MethodToolsList, `{"cursor":"`+encodeCursor(kindTools, listKey{name: name})+`"}`))
+			if len(res.Tools) != 0 || res.NextCursor != "" {
+				t.Errorf("after %s: %+v", name, res)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -119,11 +120,20 @@ type ResourceRegistry struct {
 	mu        sync.RWMutex
 	resources []*Resource
 	byURI     map[string]*Resource
+	// templates are in registration order, the order a URI is matched in.
 	templates []*ResourceTemplate
+	// listed and listedTemplates are what resources/list and
+	// resources/templates/list show of them, sorted by URI and URI
+	// template (docs/adr/0053-list-order-and-cursors.md); replaced,
+	// never modified, by add and addTemplate.
+	listed          []protocol.Resource
+	listedTemplates []protocol.ResourceTemplate
 }
 
+// newResourceRegistry returns an empty registry; its lists are empty, not
+// nil, so that the list results have their arrays.
 func newResourceRegistry() *ResourceRegistry {
-	return &ResourceRegistry{byURI: map[string]*Resource{}}
+	return &ResourceRegistry{byURI: map[string]*Resource{}, listed: []protocol.Resource{}, listedTemplates: []protocol.ResourceTemplate{}}
 }
 
 func (r *ResourceRegistry) add(res Resource) error {
@@ -140,6 +150,8 @@ func (r *ResourceRegistry) add(res Resource) error {
 	}
 	r.resources = append(r.resources, &res)
 	r.byURI[res.URI] = &res
+	i, _ := slices.BinarySearchFunc(r.listed, res.URI, func(l protocol.Resource, uri string) int { return strings.Compare(l.URI, uri) })
+	r.listed = slices.Insert(slices.Clone(r.listed), i, res.Resource)
 	return nil
 }
 
@@ -154,28 +166,34 @@ func (r *ResourceRegistry) addTemplate(t ResourceTemplate) error {
 	t.parts = parts
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A second template of the same text could never be read or
+	// completed (template finds the first), and the list's keys must be
+	// unique.
+	i, dup := slices.BinarySearchFunc(r.listedTemplates, t.URITemplate, func(l protocol.ResourceTemplate, uri string) int {
+		return strings.Compare(l.URITemplate, uri)
+	})
+	if dup {
+		return fmt.Errorf("register resource template %q: already registered", t.URITemplate)
+	}
 	r.templates = append(r.templates, &t)
+	r.listedTemplates = slices.Insert(slices.Clone(r.listedTemplates), i, t.ResourceTemplate)
 	return nil
 }
 
+// list returns the concrete resources sorted by URI; the caller must not
+// modify it.
 func (r *ResourceRegistry) list() []protocol.Resource {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]protocol.Resource, len(r.resources))
-	for i, res := range r.resources {
-		out[i] = res.Resource
-	}
-	return out
+	return r.listed
 }
 
+// listTemplates returns the templates sorted by URI template; the caller
+// must not modify it.
 func (r *ResourceRegistry) listTemplates() []protocol.ResourceTemplate {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]protocol.ResourceTemplate, len(r.templates))
-	for i, t := range r.templates {
-		out[i] = t.ResourceTemplate
-	}
-	return out
+	return r.listedTemplates
 }
 
 // read serves uri from a concrete resource, else the first matching template.

@@ -118,7 +118,8 @@ func TestResourcesList(t *testing.T) {
 	for _, it := range items {
 		uris = append(uris, unmarshal[protocol.Resource](t, it).URI)
 	}
-	want := []string{"test://static/a", "test://static/b", "test://static/c", "test://static/blob", "test://static/empty", "test://static/gone", "test://static/broken"}
+	// By URI, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+	want := []string{"test://static/a", "test://static/b", "test://static/blob", "test://static/broken", "test://static/c", "test://static/empty", "test://static/gone"}
 	if !slices.Equal(uris, want) || pages != 4 {
 		t.Fatalf("resources = %v in %d pages, want %v in 4", uris, pages, want)
 	}
@@ -128,7 +129,7 @@ func TestResourcesList(t *testing.T) {
 	for _, it := range items {
 		tmpls = append(tmpls, unmarshal[protocol.ResourceTemplate](t, it).URITemplate)
 	}
-	if want := []string{"test://template/{id}/data", "test://pair/{a}-{b}", "test://last/{key}"}; !slices.Equal(tmpls, want) || pages != 2 {
+	if want := []string{"test://last/{key}", "test://pair/{a}-{b}", "test://template/{id}/data"}; !slices.Equal(tmpls, want) || pages != 2 {
 		t.Fatalf("templates = %v in %d pages, want %v in 2", tmpls, pages, want)
 	}
 
