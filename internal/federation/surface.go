@@ -152,7 +152,7 @@ func (s *Surface) buildView(sf *upstream.Surface) *surfaceView {
 		v.templates = append(v.templates, protocol.ResourceTemplate{URITemplate: t.URITemplate, Raw: t.Listed})
 	}
 	// Listed by name, URI and URI template, the order handlers serves
-	// (docs/adr/0053-list-order-and-cursors.md), so that it need not sort
+	// (docs/adr/0052-list-order-and-cursors.md), so that it need not sort
 	// them for every request. Only the lists: a URI still goes to the
 	// first template in tmpls, server id order, that matches it.
 	slices.SortFunc(v.prompts, func(a, b protocol.Prompt) int { return strings.Compare(a.Name, b.Name) })

@@ -26,7 +26,7 @@ type Federated interface {
 	// names): snapshots the server does not modify, with no listed name,
 	// URI or URI template twice. Sorted by it, bytewise, they are served
 	// as they are; otherwise the server sorts a copy for each request
-	// (docs/adr/0053-list-order-and-cursors.md).
+	// (docs/adr/0052-list-order-and-cursors.md).
 	Prompts() []protocol.Prompt
 	Resources() []protocol.Resource
 	ResourceTemplates() []protocol.ResourceTemplate
@@ -75,7 +75,7 @@ func (s *Server) servesCompletions() bool { return s.fed != nil || s.hasCompleti
 
 // served is a list as served: the server's own items (group ""), then
 // the upstreams' (upstreamGroup), each part sorted by name — the order of
-// their keys (docs/adr/0053-list-order-and-cursors.md).
+// their keys (docs/adr/0052-list-order-and-cursors.md).
 type served[T any] struct {
 	items []T
 	own   int // items[:own] are the server's own

@@ -15,7 +15,7 @@ import (
 )
 
 // Tests of the list order and its cursors
-// (docs/adr/0053-list-order-and-cursors.md).
+// (docs/adr/0052-list-order-and-cursors.md).
 
 // groupTool is a tool of group named canonical.
 func groupTool(group, canonical string) Tool {

@@ -11,7 +11,7 @@ import (
 )
 
 // Lists are in the order of their items' keys, and a cursor names the key
-// of the last item a page returned (docs/adr/0053-list-order-and-cursors.md).
+// of the last item a page returned (docs/adr/0052-list-order-and-cursors.md).
 // A key is a function of the item alone — never of registration or
 // discovery order — so every replica holding the same items lists them
 // in the same order (server/tools: tools SHOULD be listed in a

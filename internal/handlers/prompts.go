@@ -20,7 +20,7 @@ type Prompt struct {
 }
 
 // PromptRegistry holds prompts; it lists them by name
-// (docs/adr/0053-list-order-and-cursors.md).
+// (docs/adr/0052-list-order-and-cursors.md).
 type PromptRegistry struct {
 	mu     sync.RWMutex
 	byName map[string]*Prompt

@@ -76,7 +76,7 @@ func TestPrompts(t *testing.T) {
 				t.Errorf("greet arguments = %+v", p.Arguments)
 			}
 		}
-		// By name, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+		// By name, not in registration order (docs/adr/0052-list-order-and-cursors.md).
 		if want := []string{"failing", "greet", "nil.messages"}; !slices.Equal(names, want) || pages != 2 {
 			t.Fatalf("prompts = %v in %d pages, want %v in 2", names, pages, want)
 		}

@@ -36,7 +36,7 @@ type toolSet struct {
 	// listed is tools/list, in the order of keys: by group, the
 	// server's own tools (group "") first, then by exposed name. It
 	// depends on the set of tools alone, not on the order they were
-	// registered or discovered in (docs/adr/0053-list-order-and-cursors.md).
+	// registered or discovered in (docs/adr/0052-list-order-and-cursors.md).
 	listed []protocol.Tool
 	keys   []listKey
 }

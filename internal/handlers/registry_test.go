@@ -311,7 +311,7 @@ func TestToolsListPagination(t *testing.T) {
 		}
 		params = `{"cursor":"` + res.NextCursor + `"}`
 	}
-	// By exposed name, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+	// By exposed name, not in registration order (docs/adr/0052-list-order-and-cursors.md).
 	if got, want := strings.Join(names, ","), "t_five,t_four,t_one,t_three,t_two"; got != want {
 		t.Fatalf("tools = %s, want %s", got, want)
 	}
@@ -354,7 +354,7 @@ func TestToolsListPagination(t *testing.T) {
 
 // A cursor the server did not issue is -32602 "unknown or expired
 // cursor" on every list, and so is an offset cursor of an earlier
-// version (docs/adr/0053-list-order-and-cursors.md).
+// version (docs/adr/0052-list-order-and-cursors.md).
 func TestBadCursors(t *testing.T) {
 	e := newEnv(t, fiveTools()...)
 	if err := e.s.AddResource(Resource{Resource: protocol.Resource{URI: "test://r", Name: "r"}, Read: func(context.Context, Session) ([]protocol.ResourceContents, error) { return nil, nil }}); err != nil {

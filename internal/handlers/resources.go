@@ -124,7 +124,7 @@ type ResourceRegistry struct {
 	templates []*ResourceTemplate
 	// listed and listedTemplates are what resources/list and
 	// resources/templates/list show of them, sorted by URI and URI
-	// template (docs/adr/0053-list-order-and-cursors.md); replaced,
+	// template (docs/adr/0052-list-order-and-cursors.md); replaced,
 	// never modified, by add and addTemplate.
 	listed          []protocol.Resource
 	listedTemplates []protocol.ResourceTemplate

@@ -118,7 +118,7 @@ func TestResourcesList(t *testing.T) {
 	for _, it := range items {
 		uris = append(uris, unmarshal[protocol.Resource](t, it).URI)
 	}
-	// By URI, not in registration order (docs/adr/0053-list-order-and-cursors.md).
+	// By URI, not in registration order (docs/adr/0052-list-order-and-cursors.md).
 	want := []string{"test://static/a", "test://static/b", "test://static/blob", "test://static/broken", "test://static/c", "test://static/empty", "test://static/gone"}
 	if !slices.Equal(uris, want) || pages != 4 {
 		t.Fatalf("resources = %v in %d pages, want %v in 4", uris, pages, want)
