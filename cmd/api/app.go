@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/ratelimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtimetools"
+	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
@@ -152,6 +153,14 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		}
 		share = shared
 	}
+	syncEngine, err := newSyncEngine(cfg.StateSync)
+	if err != nil {
+		return nil, err
+	}
+	var hints *statesync.Hints
+	if syncEngine != nil {
+		hints = statesync.NewHints(syncEngine, cfg.StateSync.Hints.ImmutableTTL())
+	}
 	tr, err := transport.New(srv, transport.Options{
 		AllowedOrigins:          cfg.AllowedOrigins,
 		LoopbackOnly:            isLoopback(host),
@@ -174,6 +183,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
 		Share:                   share,
+		Hints:                   cacheHints{sync: hints, lists: cfg.Federation.SyncInterval()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
@@ -195,7 +205,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
-	notifier, err := wireStateSync(cfg.StateSync, srv, tr, logger)
+	notifier, err := wireStateSync(cfg.StateSync, syncEngine, srv, tr, logger)
 	if err != nil {
 		return nil, err
 	}

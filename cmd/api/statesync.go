@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -17,15 +19,11 @@ import (
 // changes whether or not the policy layer is on (resources/subscribe is
 // plain MCP). With the layer off, nothing is installed on the tools/list
 // or tools/call path.
-func wireStateSync(cfg config.StateSync, srv *handlers.Server, d statesync.Deliverer, log zerolog.Logger) (*statesync.Notifier, error) {
-	if !cfg.Enabled {
+func wireStateSync(cfg config.StateSync, engine *statesync.Engine, srv *handlers.Server, d statesync.Deliverer, log zerolog.Logger) (*statesync.Notifier, error) {
+	if engine == nil {
 		return statesync.NewNotifier(d, nil, log), nil
 	}
 	sc := cfg.SyncConfig()
-	engine, err := statesync.NewEngine(sc)
-	if err != nil {
-		return nil, fmt.Errorf("stateSync: %w", err)
-	}
 	for _, o := range statesync.DetectOverlaps(sc.Policies) {
 		log.Warn().Int("shadowingIndex", o.ShadowingIndex).Int("shadowedIndex", o.ShadowedIndex).
 			Stringer("kind", o.Kind).Msg("stateSync: " + o.Message)
@@ -39,4 +37,43 @@ func wireStateSync(cfg config.StateSync, srv *handlers.Server, d statesync.Deliv
 		return n.AfterCall(ctx, call.Name, res)
 	})
 	return n, nil
+}
+
+// newSyncEngine builds State Sync's policy engine; nil when State Sync
+// is off.
+func newSyncEngine(cfg config.StateSync) (*statesync.Engine, error) {
+	if !cfg.Enabled {
+		return nil, nil
+	}
+	engine, err := statesync.NewEngine(cfg.SyncConfig())
+	if err != nil {
+		return nil, fmt.Errorf("stateSync: %w", err)
+	}
+	return engine, nil
+}
+
+// cacheHints give the results of the 2026-07-28 era their cache hints
+// (docs/adr/0053-cache-hints-from-policies.md): a resource as the
+// policies of its scheme's domain say, private (it is a tenant's data);
+// the lists of tools, prompts and templates and server/discover public
+// (the same for every caller) for at most the federation's sync
+// interval, within which a change of an upstream's offer reaches every
+// replica; resources/list, a tenant's entities, which change, never.
+type cacheHints struct {
+	sync  *statesync.Hints
+	lists time.Duration
+}
+
+func (h cacheHints) Hint(method string, params json.RawMessage) protocol.CacheHint {
+	switch method {
+	case protocol.MethodResourcesRead:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(params, &p) // the handler answered it: it decodes
+		return protocol.CacheHint{TTL: h.sync.ResourceTTL(p.URI)}
+	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesTemplatesList, protocol.MethodServerDiscover:
+		return protocol.CacheHint{TTL: h.lists, Public: true}
+	}
+	return protocol.CacheHint{}
 }

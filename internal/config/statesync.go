@@ -1,6 +1,11 @@
 package config
 
-import "github.com/mcp-runtime/mcp-runtime/internal/statesync"
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
+)
 
 // StateSync configures State Sync (DESIGN.md, "State Sync"): the
 // cache-control directive each tool's description carries, and which
@@ -13,7 +18,25 @@ type StateSync struct {
 	// Policies are matched in order against canonical tool names; the
 	// first match wins. Setting them replaces the shipped list below.
 	Policies []SyncPolicy `yaml:"policies"`
+	// Hints are the cache hints the policies give results of the
+	// 2026-07-28 era (docs/adr/0053-cache-hints-from-policies.md); apart
+	// from cache.*, the server's own in-process cache.
+	Hints StateSyncHints `yaml:"hints"`
 }
+
+// StateSyncHints configures the cache hints drawn from the policies.
+type StateSyncHints struct {
+	// ImmutableTTLMs is how long a client may keep a resource whose
+	// domain the policies make immutable (default one hour; at most a
+	// day, the longest a client keeps anything).
+	ImmutableTTLMs int64 `yaml:"immutableTtlMs"`
+}
+
+// maxHintTTLMs is a day: the TypeScript client clamps ttlMs to it.
+const maxHintTTLMs = 86_400_000
+
+// ImmutableTTL is ImmutableTTLMs as a duration.
+func (h StateSyncHints) ImmutableTTL() time.Duration { return ms(h.ImmutableTTLMs) }
 
 // StateSyncDefaults apply to a tool no policy matches.
 type StateSyncDefaults struct {
@@ -45,7 +68,8 @@ func defaultStateSync() StateSync {
 	policies = append(policies, mutations("agent", "register", "remove")...)
 	// The echo tool returns its input: nothing about it goes stale.
 	policies = append(policies, SyncPolicy{Match: "runtime.echo", CacheControl: "immutable"})
-	return StateSync{Enabled: true, Defaults: StateSyncDefaults{CacheControl: "no-store"}, Policies: policies}
+	return StateSync{Enabled: true, Defaults: StateSyncDefaults{CacheControl: "no-store"}, Policies: policies,
+		Hints: StateSyncHints{ImmutableTTLMs: 3_600_000}}
 }
 
 // SyncConfig returns the section as internal/statesync takes it.
@@ -65,6 +89,9 @@ func (s StateSync) SyncConfig() statesync.Config {
 func (s StateSync) validate() error {
 	if !s.Enabled {
 		return nil
+	}
+	if s.Hints.ImmutableTTLMs < 0 || s.Hints.ImmutableTTLMs > maxHintTTLMs {
+		return fmt.Errorf("stateSync.hints.immutableTtlMs must be between 0 and %d (a day), got %d", maxHintTTLMs, s.Hints.ImmutableTTLMs)
 	}
 	return s.SyncConfig().Validate()
 }

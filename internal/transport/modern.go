@@ -100,7 +100,7 @@ func (t *Transport) dispatchModern(ctx context.Context, req *handlers.Request, p
 	if perr != nil {
 		return t.modernError(req, rec, perr)
 	}
-	body, err := t.appendModernResponse(req.ID, req.Method, result)
+	body, err := t.appendModernResponse(req.ID, req.Method, req.Params, result)
 	if err != nil {
 		t.log.Error().Err(err).Str("method", logging.Field(req.Method)).Str("tool", rec.tool).Msg("encode result")
 		return t.modernError(req, rec, protocol.Errorf(protocol.CodeInternalError, "internal error: result could not be encoded"))
@@ -108,9 +108,17 @@ func (t *Transport) dispatchModern(ctx context.Context, req *handlers.Request, p
 	return modernReply{body: body, status: http.StatusOK}
 }
 
+// CacheHints say how long, and for whom, the result of a request of
+// method with params may be cached (server/utilities/caching). Hint is
+// asked only for the methods whose results carry a hint, after the
+// handler answered them.
+type CacheHints interface {
+	Hint(method string, params json.RawMessage) protocol.CacheHint
+}
+
 // appendModernResponse encodes result as the response to request id of
-// method.
-func (t *Transport) appendModernResponse(id protocol.ID, method string, result any) ([]byte, error) {
+// method with params.
+func (t *Transport) appendModernResponse(id protocol.ID, method string, params json.RawMessage, result any) ([]byte, error) {
 	var raw []byte
 	var err error
 	if r, ok := result.(*protocol.CallToolResult); ok {
@@ -127,6 +135,9 @@ func (t *Transport) appendModernResponse(id protocol.ID, method string, result a
 	var hint *protocol.CacheHint
 	if cacheable(method) {
 		hint = &protocol.CacheHint{}
+		if t.opts.Hints != nil {
+			*hint = t.opts.Hints.Hint(method, params)
+		}
 	}
 	res, err := protocol.AppendModernResult(make([]byte, 0, len(raw)+160), raw, protocol.ResultComplete, hint, t.serverInfo)
 	if err != nil {
@@ -136,10 +147,7 @@ func (t *Transport) appendModernResponse(id protocol.ID, method string, result a
 }
 
 // cacheable reports whether results of method carry a cache hint
-// (server/utilities/caching): these must; no other may need one. Until
-// hints are drawn from State Sync's policies they say what is always
-// true: stale at once (ttlMs 0), and private (the results are filtered by
-// the caller's authorization and tenant).
+// (server/utilities/caching): these must; no other may need one.
 func cacheable(method string) bool {
 	switch method {
 	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesList,
@@ -227,7 +235,7 @@ func (ex *modernExchange) CloseStream(int) {}
 // Answer implements handlers.Peer: the response now, before the handler
 // returns (a call that overran its timeout, INV-MCP-TIMEOUT-001).
 func (ex *modernExchange) Answer(result any) bool {
-	out, err := ex.t.appendModernResponse(ex.id, protocol.MethodToolsCall, result)
+	out, err := ex.t.appendModernResponse(ex.id, protocol.MethodToolsCall, nil, result)
 	reply := modernReply{body: out, status: http.StatusOK}
 	if err != nil {
 		ex.t.log.Error().Err(err).Msg("encode early answer")

@@ -83,6 +83,10 @@ type Options struct {
 	// transport opens its session store there, so that any replica
 	// serves any request.
 	Share Sharing
+	// Hints give the cache hints of the results of the 2026-07-28 era
+	// that carry one (server/utilities/caching); nil: every one is
+	// stale at once (ttlMs 0) and private.
+	Hints CacheHints
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request that declares no
+// client capabilities.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// A client of the 2026-07-28 era stores and reads through cmd/api with no
+// session, as defaults ship it, and the results carry the hints the
+// policies give: the memory domain is invalidated by its mutations, so a
+// read is kept for no time and privately; the tool list is the same for
+// every caller, kept for at most the federation's sync interval.
+func TestModernRequests(t *testing.T) {
+	cfg := pgConfig(t)
+	url, _ := runServer(t, cfg, io.Discard)
+	modern := func(method, name, params string) map[string]any {
+		t.Helper()
+		h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method}
+		if name != "" {
+			h = append(h, "Mcp-Name", name)
+		}
+		a := post(t, url, "", "", `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{`+params+`,`+modernMeta+`}}`, h...)
+		if a.status != http.StatusOK || a.header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("%s: %d %s (session %q)", method, a.status, a.body, a.header.Get("Mcp-Session-Id"))
+		}
+		var env struct {
+			Result map[string]any  `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &env); err != nil || env.Error != nil {
+			t.Fatalf("%s: %s", method, a.body)
+		}
+		return env.Result
+	}
+	if r := modern("tools/call", "memory_store", `"name":"memory_store","arguments":{"namespace":"team","key":"plan","value":{"step":1}}`); r["isError"] == true {
+		t.Fatalf("memory_store: %v", r)
+	}
+	read := modern("resources/read", "memory://team/plan", `"uri":"memory://team/plan"`)
+	if read["ttlMs"] != float64(0) || read["cacheScope"] != "private" || read["resultType"] != "complete" {
+		t.Fatalf("resources/read hints %v %v %v", read["resultType"], read["ttlMs"], read["cacheScope"])
+	}
+	list := modern("tools/list", "", `"cursor":null`)
+	if want := float64(cfg.Federation.SyncInterval().Milliseconds()); list["ttlMs"] != want || list["cacheScope"] != "public" {
+		t.Fatalf("tools/list hints %v %v, want %v public", list["ttlMs"], list["cacheScope"], want)
+	}
+}
+
+// The hints as the policies give them, method by method.
+func TestCacheHints(t *testing.T) {
+	const hour = time.Hour
+	engine := func(c statesync.Config) *statesync.Hints {
+		e, err := statesync.NewEngine(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return statesync.NewHints(e, hour)
+	}
+	shipped := engine(config.Default().StateSync.SyncConfig())
+	reference := engine(statesync.Config{Defaults: statesync.Defaults{CacheControl: statesync.NoStore},
+		Policies: []statesync.Policy{{Match: "countries.*", CacheControl: statesync.Immutable}}})
+	cases := []struct {
+		name   string
+		hints  cacheHints
+		method string
+		params string
+		want   protocol.CacheHint
+	}{
+		{"memory, invalidated by its mutations", cacheHints{shipped, time.Minute}, "resources/read", `{"uri":"memory://team/plan"}`, protocol.CacheHint{}},
+		{"an immutable domain", cacheHints{reference, time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{TTL: hour}},
+		{"State Sync off", cacheHints{nil, time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{}},
+		{"tools/list", cacheHints{shipped, time.Minute}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"prompts/list", cacheHints{shipped, time.Minute}, "prompts/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"resources/templates/list", cacheHints{shipped, time.Minute}, "resources/templates/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"resources/list, a tenant's entities", cacheHints{shipped, time.Minute}, "resources/list", `{}`, protocol.CacheHint{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.hints.Hint(tc.method, json.RawMessage(tc.params)); got != tc.want {
+				t.Fatalf("Hint(%s, %s) = %+v, want %+v", tc.method, tc.params, got, tc.want)
+			}
+		})
+	}
+}
