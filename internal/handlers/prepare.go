@@ -42,6 +42,15 @@ func (p *Prepared) ParamHeaders() ([]protocol.ParamHeader, []byte) {
 	return p.tool.params, p.args
 }
 
+// ClientCapabilities returns the client capabilities a tools/call's tool
+// needs (Tool.ClientCapabilities); nil for any other request.
+func (p *Prepared) ClientCapabilities() []string {
+	if p.tool == nil {
+		return nil
+	}
+	return p.tool.ClientCapabilities
+}
+
 // LongRunning reports whether the request is a tools/call of a tool
 // registered LongRunning (see Tool.LongRunning).
 func (p *Prepared) LongRunning() bool { return p.tool != nil && p.tool.LongRunning }

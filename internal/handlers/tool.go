@@ -53,6 +53,13 @@ type Tool struct {
 	// "search" finds "server-a.search" (INV-MCP-ECO-003). When several
 	// tools share it, the call fails with AMBIGUOUS_TOOL.
 	BareName string
+	// ClientCapabilities names the client capabilities the tool's
+	// handler needs ("sampling", "elicitation", "roots"): a request of
+	// the 2026-07-28 era that does not declare one of them is refused
+	// with -32021 before the handler runs (basic/index, "Client
+	// Capabilities"). A legacy session's capabilities are the handler's
+	// to check, as they always were.
+	ClientCapabilities []string
 }
 
 // ToolCall is what a tool handler gets besides its context.

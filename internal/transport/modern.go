@@ -66,6 +66,18 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta)}
 	prep := t.srv.Prepare(req)
+	var missing []string
+	for _, name := range prep.ClientCapabilities() {
+		if !meta.HasCapability(name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		serr := protocol.MissingCapability(missing...)
+		rec.rpcCode = serr.Code
+		writeError(w, serr.Status, msg.ID, serr.Error)
+		return
+	}
 	if specs, args := prep.ParamHeaders(); specs != nil {
 		if serr := protocol.CheckParamHeaders(specs, args, r.Header); serr != nil {
 			rec.rpcCode = serr.Code

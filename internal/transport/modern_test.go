@@ -323,3 +323,33 @@ func TestModernParamHeaders(t *testing.T) {
 		}
 	})
 }
+
+// A modern request for a tool that needs client capabilities it did not
+// declare is refused before the tool runs: 400/-32021, naming them in
+// data.requiredCapabilities (basic/index, "Client Capabilities").
+func TestModernMissingCapability(t *testing.T) {
+	ran := 0
+	needs := handlers.Tool{
+		Name: "needs", Description: "Needs sampling and roots.", ClientCapabilities: []string{"sampling", "roots"},
+		Handler: func(context.Context, *handlers.ToolCall) (*protocol.CallToolResult, error) {
+			ran++
+			return handlers.TextResult("ran"), nil
+		},
+	}
+	h := newHarness(t, func(c *harnessConfig) { c.Tools = []handlers.Tool{needs} })
+	call := map[string]any{"name": "needs", "arguments": map[string]any{}}
+	r := h.Post(t, "", modernBody(1, "tools/call", call, map[string]any{protocol.MetaClientCapabilities: map[string]any{"sampling": map[string]any{}}}),
+		modernHeaders("tools/call", "needs")...)
+	th.WantRPCError(t, r, http.StatusBadRequest, "1", protocol.CodeMissingClientCapability)
+	if !strings.Contains(string(r.Body), `"requiredCapabilities":{"roots":{}}`) {
+		t.Errorf("data does not name the missing capability: %s", r)
+	}
+	if ran != 0 {
+		t.Fatal("the tool ran without the capabilities it needs")
+	}
+	caps := map[string]any{"sampling": map[string]any{}, "roots": map[string]any{}}
+	r = h.Post(t, "", modernBody(2, "tools/call", call, map[string]any{protocol.MetaClientCapabilities: caps}), modernHeaders("tools/call", "needs")...)
+	if text, _ := th.ToolText(t, th.ResultOf(t, r, "2")); text != "ran" {
+		t.Fatalf("with the capabilities declared: %s", r)
+	}
+}
