@@ -172,6 +172,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		MaxSessionsPerPrincipal: cfg.SessionsPerPrincipal(),
 		MaxSessionsPerTenant:    cfg.Transport.MaxSessionsPerTenant,
 		MaxStreamsPerSession:    cfg.Transport.MaxStreamsPerSession,
+		MaxRequestsPerPrincipal: cfg.RequestsPerPrincipal(),
 		MaxClientInfoBytes:      cfg.Transport.MaxClientInfoBytes,
 		MaxCapabilitiesBytes:    cfg.Transport.MaxCapabilitiesBytes,
 		MaxInitializeDepth:      cfg.Transport.MaxInitializeDepth,

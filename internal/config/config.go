@@ -141,6 +141,13 @@ type Transport struct {
 	// MaxStreamsPerSession caps the SSE streams one client session has
 	// open on a replica; a GET that would open one more gets 429.
 	MaxStreamsPerSession int `yaml:"maxStreamsPerSession"`
+	// MaxRequestsPerPrincipal caps the requests of the 2026-07-28 era
+	// one principal has in flight on a replica, each holding its stream
+	// (the modern counterpart of the session caps); over it a request
+	// gets 429. 0, the default, means 64 when requests are authenticated
+	// and no cap in auth mode none, where every client is one principal;
+	// see [Config.RequestsPerPrincipal].
+	MaxRequestsPerPrincipal int `yaml:"maxRequestsPerPrincipal"`
 	// MaxConnections caps the connections held open at once. At the cap
 	// a new connection takes the place of one that has waited at least a
 	// second for its client to send (stalled requests first, then idle
@@ -204,6 +211,21 @@ func Default() Config {
 // auth mode none every caller is the one anonymous principal, and a cap
 // would be the whole deployment's: there is none by default (README,
 // Limits).
+// defaultRequestsPerPrincipal is RequestsPerPrincipal's cap when requests
+// are authenticated and none is set: twice a session's streams.
+const defaultRequestsPerPrincipal = 64
+
+// RequestsPerPrincipal is the cap on one principal's modern requests in
+// flight that the transport enforces: the configured one, or, unset,
+// defaultRequestsPerPrincipal when requests are authenticated and none
+// in auth mode none.
+func (c Config) RequestsPerPrincipal() int {
+	if n := c.Transport.MaxRequestsPerPrincipal; n > 0 || c.Auth.Mode == auth.ModeNone {
+		return max(n, 0)
+	}
+	return defaultRequestsPerPrincipal
+}
+
 func (c Config) SessionsPerPrincipal() int {
 	if n := c.Transport.MaxSessionsPerPrincipal; n > 0 || c.Auth.Mode == auth.ModeNone {
 		return n

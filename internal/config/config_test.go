@@ -215,3 +215,25 @@ func TestSessionsPerPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// The cap on one principal's modern requests in flight: the configured
+// one, or by default 64 with authentication on and none in auth mode
+// none.
+func TestRequestsPerPrincipal(t *testing.T) {
+	for _, tc := range []struct {
+		mode      string
+		set, want int
+	}{
+		{auth.ModeNone, 0, 0},
+		{auth.ModeAPIKey, 0, 64},
+		{auth.ModeOAuth, 0, 64},
+		{auth.ModeAPIKey, 8, 8},
+		{auth.ModeNone, 8, 8},
+	} {
+		c := Default()
+		c.Auth.Mode, c.Transport.MaxRequestsPerPrincipal = tc.mode, tc.set
+		if got := c.RequestsPerPrincipal(); got != tc.want {
+			t.Errorf("mode %s, maxRequestsPerPrincipal %d: %d, want %d", tc.mode, tc.set, got, tc.want)
+		}
+	}
+}

@@ -58,6 +58,15 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		writeError(w, serr.Status, msg.ID, serr.Error)
 		return
 	}
+	principal := principalID(r)
+	if !t.admitModern(principal) {
+		rec.rpcCode = protocol.CodeInvalidRequest
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
+			"too many requests in flight: at most %d at once per principal; retry when one has ended", t.opts.MaxRequestsPerPrincipal))
+		return
+	}
+	defer t.releaseModern(principal)
 	if protocol.RemovedInModern(msg.Method) {
 		rec.rpcCode = protocol.CodeMethodNotFound
 		writeError(w, http.StatusNotFound, msg.ID, protocol.Errorf(protocol.CodeMethodNotFound,
@@ -88,6 +97,34 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
 	req.Peer = ex
 	ex.finish(t.dispatchModern(r.Context(), req, &prep, rec))
+}
+
+// admitModern counts a modern request of principal in, unless it would
+// have more than MaxRequestsPerPrincipal in flight.
+func (t *Transport) admitModern(principal string) bool {
+	limit := t.opts.MaxRequestsPerPrincipal
+	if limit <= 0 {
+		return true
+	}
+	t.inflightMu.Lock()
+	defer t.inflightMu.Unlock()
+	if t.inflight[principal] >= limit {
+		return false
+	}
+	t.inflight[principal]++
+	return true
+}
+
+// releaseModern counts a request admitModern let in out.
+func (t *Transport) releaseModern(principal string) {
+	if t.opts.MaxRequestsPerPrincipal <= 0 {
+		return
+	}
+	t.inflightMu.Lock()
+	defer t.inflightMu.Unlock()
+	if t.inflight[principal]--; t.inflight[principal] <= 0 {
+		delete(t.inflight, principal)
+	}
 }
 
 // modernReply is a modern request's response and the HTTP status it is

@@ -353,3 +353,34 @@ func TestModernMissingCapability(t *testing.T) {
 		t.Fatalf("with the capabilities declared: %s", r)
 	}
 }
+
+// One principal has at most MaxRequestsPerPrincipal modern requests in
+// flight on a replica: one more gets 429 with Retry-After, and a place
+// frees when a request ends.
+func TestModernRequestsPerPrincipal(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxRequestsPerPrincipal = 2 }))
+	block := func(id int, key string) <-chan *th.Reply {
+		body := modernBody(id, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": key}}, nil)
+		return h.PostAsync(t, context.Background(), "", body, modernHeaders("tools/call", "block")...)
+	}
+	first, second := block(1, "p1"), block(2, "p2")
+	h.Fx.Block("p1").WaitStarted(t)
+	h.Fx.Block("p2").WaitStarted(t)
+	r := h.Post(t, "", modernBody(3, "tools/list", nil, nil), modernHeaders("tools/list", "")...)
+	th.WantRPCError(t, r, http.StatusTooManyRequests, "3", protocol.CodeInvalidRequest)
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	h.Fx.Block("p1").Release()
+	th.ResultOf(t, th.WaitReply(t, first), "1")
+	if r := h.Post(t, "", modernBody(4, "tools/list", nil, nil), modernHeaders("tools/list", "")...); r.Status != http.StatusOK {
+		t.Fatalf("after one ended: %s", r)
+	}
+	h.Fx.Block("p2").Release()
+	th.ResultOf(t, th.WaitReply(t, second), "2")
+	h.tr.inflightMu.Lock()
+	defer h.tr.inflightMu.Unlock()
+	if len(h.tr.inflight) != 0 {
+		t.Fatalf("counts left behind: %v", h.tr.inflight)
+	}
+}

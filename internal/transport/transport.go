@@ -60,6 +60,12 @@ type Options struct {
 	// stream count, but are bounded by the in-flight request limit rather
 	// than refused. 0 means no cap.
 	MaxStreamsPerSession int
+	// MaxRequestsPerPrincipal caps the requests of the 2026-07-28 era
+	// one principal has in flight on this replica (0: no cap), the
+	// modern counterpart of the caps on sessions and their streams: a
+	// modern request holds its stream for as long as it runs. Over it a
+	// request gets 429.
+	MaxRequestsPerPrincipal int
 	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
 	// each write of a response or stream event.
 	ReadBodyTimeout time.Duration
@@ -108,6 +114,12 @@ type Transport struct {
 	// openStreams counts the SSE responses being served now.
 	openStreams atomic.Int64
 
+	// inflight counts each principal's modern requests in flight
+	// (Options.MaxRequestsPerPrincipal); a principal with none has no
+	// entry.
+	inflightMu sync.Mutex
+	inflight   map[string]int
+
 	// serverInfo is the JSON of the server's name and version, which
 	// every modern result carries in _meta (basic/index).
 	serverInfo []byte
@@ -143,7 +155,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions(),
-		serverInfo: protocol.ServerInfoJSON(srv.Info())}
+		serverInfo: protocol.ServerInfoJSON(srv.Info()), inflight: map[string]int{}}
 	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
 	case t.sessions != nil:
