@@ -1,15 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request that declares no
@@ -90,5 +98,60 @@ func TestCacheHints(t *testing.T) {
 				t.Fatalf("Hint(%s, %s) = %+v, want %+v", tc.method, tc.params, got, tc.want)
 			}
 		})
+	}
+}
+
+// The era the gateway speaks to each upstream is the upstream's own,
+// whatever its client's (docs/adr/0051-modern-era-requests.md): a
+// modern client and a legacy one both call a legacy upstream and a
+// modern (stateless) one, and each upstream hears its own era.
+func TestUpstreamsKeepTheirEra(t *testing.T) {
+	var calls atomic.Int64
+	var mu sync.Mutex
+	heard := map[string][]string{} // upstream → MCP-Protocol-Version of its tools/call requests
+	serve := func(name string, stateless bool) string {
+		s := sdkServer(name, &calls)
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if strings.Contains(string(body), `"method":"tools/call"`) {
+				mu.Lock()
+				heard[name] = append(heard[name], r.Header.Get("MCP-Protocol-Version"))
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	legacyURL, modernURL := serve("old", false), serve("new", true)
+	cs, url := federate(t, []upstream.Config{{ID: "old", URL: legacyURL}, {ID: "new", URL: modernURL}}, "old_search", "new_search")
+
+	for _, tool := range []string{"old_search", "new_search"} {
+		// A legacy client (the go-sdk's, which falls back to initialize
+		// here).
+		env, _ := proxied(t, cs, tool, map[string]any{"query": "q"})
+		if !env.Success {
+			t.Fatalf("legacy client, %s: %+v", tool, env)
+		}
+		// A modern client.
+		a := post(t, url, "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"query":"q"},`+modernMeta+`}}`,
+			"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
+		if a.status != http.StatusOK || !strings.Contains(a.body, `"resultType":"complete"`) || !strings.Contains(a.body, strings.TrimSuffix(tool, "_search")+`:q`) {
+			t.Fatalf("modern client, %s: %d %s", tool, a.status, a.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, want := range map[string]string{"old": "2025-11-25", "new": "2026-07-28"} {
+		if len(heard[name]) != 2 {
+			t.Fatalf("upstream %s heard %d calls, want 2 (%v)", name, len(heard[name]), heard)
+		}
+		for _, v := range heard[name] {
+			if v != want {
+				t.Errorf("upstream %s was called in protocol %q, want %q", name, v, want)
+			}
+		}
 	}
 }

@@ -34,6 +34,14 @@ type searchOut struct {
 // and any extra tools. calls counts the tool calls it received.
 func sdkUpstream(t *testing.T, name string, calls *atomic.Int64, extra ...string) string {
 	t.Helper()
+	s := sdkServer(name, calls, extra...)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// sdkServer is the go-sdk server sdkUpstream serves.
+func sdkServer(name string, calls *atomic.Int64, extra ...string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Searches " + name + ".", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
@@ -64,9 +72,7 @@ func sdkUpstream(t *testing.T, name string, calls *atomic.Int64, extra ...string
 				return nil, searchOut{Hits: []string{tool}}, nil
 			})
 	}
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return s
 }
 
 // toolNames lists the exposed tool names the gateway offers.
