@@ -44,3 +44,56 @@ func TestPrepareAndRun(t *testing.T) {
 		})
 	}
 }
+
+// A tools/call's Mcp-Param-* headers are checked against the tool the
+// call runs, whichever of its names the call gives: exposed, canonical
+// or bare (INV-MCP-ECO-003). Prepare resolves the name once, so a group
+// swapped between Prepare and Run cannot make the call run another tool
+// than the one whose headers were checked.
+func TestPrepareParamHeadersEveryName(t *testing.T) {
+	routed := func(server, header string) Tool {
+		tool := upstreamTool(server, "route")
+		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"` + header + `"}}}`)
+		return tool
+	}
+	for _, tt := range []struct {
+		name, call string
+		want       string // the x-mcp-header found; "" for none
+	}{
+		{"exposed name", "a_route", "Region"},
+		{"canonical name", "a.route", "Region"},
+		{"bare name", "route", "Region"},
+		{"unknown name", "nope", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			if _, errs := e.s.Tools().ReplaceGroup("upstream", []Tool{routed("a", "Region")}); errs != nil {
+				t.Fatal(errs)
+			}
+			req := &Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1), Session: e.sess, Peer: e.peer,
+				Params: json.RawMessage(`{"name":"` + tt.call + `","arguments":{"region":"eu"}}`)}
+			p := e.s.Prepare(req)
+			specs, args := p.ParamHeaders()
+			if got := ""; len(specs) > 0 {
+				got = specs[0].Name
+				if got != tt.want || string(args) != `{"region":"eu"}` {
+					t.Fatalf("ParamHeaders = %+v %s, want %q", specs, args, tt.want)
+				}
+			} else if tt.want != "" {
+				t.Fatalf("ParamHeaders found none, want %q", tt.want)
+			}
+			if tt.want == "" {
+				return
+			}
+			// Another server's tool of the same bare name replaces it
+			// between Prepare and Run: the call runs what was checked.
+			if _, errs := e.s.Tools().ReplaceGroup("upstream", []Tool{routed("b", "Zone")}); errs != nil {
+				t.Fatal(errs)
+			}
+			_, out, err := e.s.Run(context.Background(), req, &p)
+			if err != nil || out.Tool != "a.route" {
+				t.Fatalf("ran %q (err %v), want the prepared a.route", out.Tool, err)
+			}
+		})
+	}
+}

@@ -25,6 +25,8 @@ func TestAppendModernResult(t *testing.T) {
 			`{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
 		{"other spellings of those names are replaced too", `{"ResultType":"input_required","CacheScope":"public","TTLMS":9,"content":[]}`, nil,
 			`{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
+		{"other spellings of serverInfo in _meta are replaced too", `{"content":[],"_meta":{"IO.ModelContextProtocol/ServerInfo":{"name":"upstream"},"x":1}}`, nil,
+			`{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"},"x":1}}`},
 		{"empty", `{}`, nil, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-runtime","version":"1.0.0"}}}`},
 	}
 	for _, tt := range tests {
