@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -290,13 +291,15 @@ func (ex *modernExchange) Answer(result any) bool {
 		ex.t.log.Error().Err(err).Msg("encode early answer")
 		reply = modernReply{body: protocol.AppendError(nil, ex.id, protocol.Errorf(protocol.CodeInternalError, "internal error")), status: http.StatusOK}
 	}
-	return ex.answer(reply)
+	return ex.answer(reply, true)
 }
 
 // finish sends the handler's response unless one was sent.
-func (ex *modernExchange) finish(reply modernReply) { ex.answer(reply) }
+func (ex *modernExchange) finish(reply modernReply) { ex.answer(reply, false) }
 
-func (ex *modernExchange) answer(reply modernReply) bool {
+// answer sends reply unless a response was sent; early says the handler
+// still holds the request.
+func (ex *modernExchange) answer(reply modernReply, early bool) bool {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.answered {
@@ -307,9 +310,31 @@ func (ex *modernExchange) answer(reply modernReply) bool {
 		ex.event(reply.body)
 		return true
 	}
-	writeJSON(ex.w, reply.status, reply.body)
-	_ = http.NewResponseController(ex.w).Flush()
+	ex.whole(reply, early)
 	return true
+}
+
+// whole writes reply as the whole JSON answer; under mu. It carries its
+// Content-Length and is flushed, so that a client has all of it while
+// the handler still holds the request (an early answer from the timeout
+// guard, INV-MCP-TIMEOUT-001: net/http would otherwise end a chunked body
+// only when the handler returns), and it is written under a write
+// deadline, so that a client that stops reading a large answer is cut
+// off rather than holding the handler and its connection (as writeNow
+// and writeFinal do for the legacy era). An early answer also closes the
+// connection: the handler keeps it until it returns, and a client that
+// sent its next request on it would wait that long.
+func (ex *modernExchange) whole(reply modernReply, early bool) {
+	h := ex.w.Header()
+	h.Set("Content-Length", strconv.Itoa(len(reply.body)))
+	if early {
+		h.Set("Connection", "close")
+	}
+	rc := http.NewResponseController(ex.w)
+	_ = rc.SetWriteDeadline(ex.t.now().Add(ex.t.opts.WriteTimeout))
+	writeJSON(ex.w, reply.status, reply.body)
+	_ = rc.Flush()
+	_ = rc.SetWriteDeadline(time.Time{})
 }
 
 // event writes one SSE event, starting the stream if need be; under mu.
