@@ -56,9 +56,8 @@ func (s *Server) callTool(ctx context.Context, req *Request, p *Prepared) (any, 
 	args, meta, t := p.args, p.meta, p.tool
 	var out Outcome
 	if t == nil {
-		var n string
-		_ = json.Unmarshal(p.name, &n) // a valid JSON string
-		switch cands := s.tools.lookupBare(n); len(cands) {
+		n := p.bareName
+		switch cands := p.bare; len(cands) {
 		case 0:
 			// Unknown tool is a protocol error, not a tool result
 			// (server/tools). The name is the caller's, of any length:

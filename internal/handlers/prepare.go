@@ -1,6 +1,10 @@
 package handlers
 
-import "github.com/mcp-runtime/mcp-runtime/internal/protocol"
+import (
+	"encoding/json"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+)
 
 // Outcome is what the request log records of an answered request.
 type Outcome struct {
@@ -16,6 +20,12 @@ type Prepared struct {
 	name, args, meta []byte          // a tools/call's params; name is the raw JSON string
 	perr             *protocol.Error // params that are not a tools/call's
 	tool             *registeredTool // by exposed or canonical name; nil: unknown, or a bare name
+	// bareName and bare: when tool is nil, the name unquoted and the
+	// tools whose BareName it is (INV-MCP-ECO-003), looked up here once
+	// so that the tool whose Mcp-Param-* headers the transport checks is
+	// the tool Run runs, whatever ReplaceGroup does in between.
+	bareName string
+	bare     []*registeredTool
 }
 
 // Prepare reads req for Run, which gets req and the result.
@@ -27,6 +37,10 @@ func (s *Server) Prepare(req *Request) Prepared {
 		if p.perr == nil {
 			p.tool = s.tools.lookupRaw(p.name)
 		}
+		if p.perr == nil && p.tool == nil {
+			_ = json.Unmarshal(p.name, &p.bareName) // a valid JSON string
+			p.bare = s.tools.lookupBare(p.bareName)
+		}
 	}
 	return p
 }
@@ -35,11 +49,18 @@ func (s *Server) Prepare(req *Request) Prepared {
 // mirrors arguments into Mcp-Param-* headers (x-mcp-header), those
 // arguments and the call's arguments, for the transport to check its
 // headers against (basic/transports/streamable-http); nil otherwise.
+//
+// A call by a bare name that one tool has is that tool's call; one that
+// several have runs none (AMBIGUOUS_TOOL), so has nothing to check.
 func (p *Prepared) ParamHeaders() ([]protocol.ParamHeader, []byte) {
-	if p.tool == nil || len(p.tool.params) == 0 {
+	t := p.tool
+	if t == nil && len(p.bare) == 1 {
+		t = p.bare[0]
+	}
+	if t == nil || len(t.params) == 0 {
 		return nil, nil
 	}
-	return p.tool.params, p.args
+	return t.params, p.args
 }
 
 // ClientCapabilities returns the client capabilities a tools/call's tool
