@@ -46,8 +46,8 @@ var errResultNotObject = errors.New("a result must be a JSON object")
 // AppendModernResult appends result (a JSON object, valid JSON) as a
 // modern result: with resultType, with ttlMs and cacheScope when hint is
 // set (the cacheable methods), and with serverInfo (its JSON) added to
-// _meta. Members of those names (in any case) already in result are
-// replaced; the other members of result and of its _meta are kept as
+// _meta. Members of those names (in any case) already in result or its
+// _meta are replaced; the other members of result and of its _meta are kept as
 // written.
 func AppendModernResult(dst, result []byte, resultType string, hint *CacheHint, serverInfo []byte) ([]byte, error) {
 	if i := skipSpace(result, 0); i >= len(result) || result[i] != '{' {
@@ -90,7 +90,10 @@ func AppendModernResult(dst, result []byte, resultType string, hint *CacheHint, 
 	}
 	if len(meta) > 0 && meta[0] == '{' {
 		err = eachMember(meta, func(k string, v []byte) bool {
-			if k == MetaServerInfo && len(serverInfo) > 0 {
+			if len(serverInfo) > 0 && strings.EqualFold(k, MetaServerInfo) {
+				// Ours, in every spelling, as resultType above: a
+				// client decoding names regardless of case would
+				// read the later one, an upstream's.
 				return true
 			}
 			if n > 0 {
