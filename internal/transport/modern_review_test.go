@@ -119,3 +119,46 @@ func TestModernParamHeadersEveryName(t *testing.T) {
 		})
 	}
 }
+
+// The codes the modern era gives its transport (-32020 header mismatch,
+// -32021 missing client capability, -32022 unsupported version) say
+// something of the client's request, and -32042 is one a modern server
+// must not send (schema/2026-07-28; basic/versioning): one that a method
+// served answers with — an upstream's error passed on, or a handler's
+// own — is not sent as it is to a modern client, which would correct its
+// headers, capabilities or version, or wait for a URL elicitation, for
+// another server's reason. The legacy era passes it on unchanged.
+func TestModernReservedCodesFromAHandler(t *testing.T) {
+	h := newHarness(t)
+	for _, code := range []int{protocol.CodeHeaderMismatch, protocol.CodeMissingClientCapability, protocol.CodeUnsupportedProtocolVersion, protocol.CodeURLElicitation} {
+		uri := fmt.Sprintf("test://fails/%d", -code)
+		err := h.Server.AddResource(handlers.Resource{
+			Resource: protocol.Resource{URI: uri, Name: fmt.Sprintf("fails-%d", -code)},
+			Read: func(context.Context, handlers.Session) ([]protocol.ResourceContents, error) {
+				return nil, protocol.Errorf(code, "the upstream answered %d", code)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sid := h.Initialize(t)
+	cases := []struct {
+		name string
+		code int
+	}{
+		{"header mismatch", protocol.CodeHeaderMismatch},
+		{"missing client capability", protocol.CodeMissingClientCapability},
+		{"unsupported protocol version", protocol.CodeUnsupportedProtocolVersion},
+		{"URL elicitation required", protocol.CodeURLElicitation},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			uri := fmt.Sprintf("test://fails/%d", -tc.code)
+			r := h.Post(t, "", modernBody(1, "resources/read", map[string]any{"uri": uri}, nil), modernHeaders("resources/read", uri)...)
+			th.WantRPCError(t, r, http.StatusOK, "1", protocol.CodeInternalError)
+			legacy := h.Post(t, sid, th.RPC(1, "resources/read", map[string]any{"uri": uri}))
+			th.WantRPCError(t, legacy, http.StatusOK, "1", tc.code)
+		})
+	}
+}
