@@ -212,12 +212,20 @@ func cacheable(method string) bool {
 // (basic/transports/streamable-http, "Protocol Version"), 200 for the
 // errors of a method it serves. A resource that does not exist is
 // -32602 with data.uri, never -32002 (server/resources, "Error
-// Handling").
+// Handling"). The codes the era gives the transport (-32020, -32021,
+// -32022: the client's headers, capabilities or version, checked before
+// a handler runs) and -32042, which a modern server must not send
+// (basic/versioning), are -32603 when a handler answers with them, an
+// upstream's error passed on say: they would have the client correct
+// its own request, or wait for an elicitation, for another server's
+// reason.
 func (t *Transport) modernError(req *handlers.Request, rec *requestLog, perr *protocol.Error) modernReply {
 	status := http.StatusOK
 	switch perr.Code {
 	case protocol.CodeMethodNotFound:
 		status = http.StatusNotFound
+	case protocol.CodeHeaderMismatch, protocol.CodeMissingClientCapability, protocol.CodeUnsupportedProtocolVersion, protocol.CodeURLElicitation:
+		perr = &protocol.Error{Code: protocol.CodeInternalError, Message: perr.Message, Data: perr.Data}
 	case protocol.CodeResourceNotFound:
 		var p struct {
 			URI string `json:"uri"`
