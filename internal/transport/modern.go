@@ -59,15 +59,6 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		writeError(w, serr.Status, msg.ID, serr.Error)
 		return
 	}
-	principal := principalID(r)
-	if !t.admitModern(principal) {
-		rec.rpcCode = protocol.CodeInvalidRequest
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
-			"too many requests in flight: at most %d at once per principal; retry when one has ended", t.opts.MaxRequestsPerPrincipal))
-		return
-	}
-	defer t.releaseModern(principal)
 	if protocol.RemovedInModern(msg.Method) {
 		rec.rpcCode = protocol.CodeMethodNotFound
 		writeError(w, http.StatusNotFound, msg.ID, protocol.Errorf(protocol.CodeMethodNotFound,
@@ -95,9 +86,22 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 			return
 		}
 	}
+	// Only the run counts against the principal's requests in flight:
+	// it is what holds the stream. It is counted out before the answer
+	// is written, so a client that has its answer has its place back.
+	principal := principalID(r)
+	if !t.admitModern(principal) {
+		rec.rpcCode = protocol.CodeInvalidRequest
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
+			"too many requests in flight: at most %d at once per principal; retry when one has ended", t.opts.MaxRequestsPerPrincipal))
+		return
+	}
 	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
 	req.Peer = ex
-	ex.finish(t.dispatchModern(r.Context(), req, &prep, rec))
+	reply := t.dispatchModern(r.Context(), req, &prep, rec)
+	t.releaseModern(principal)
+	ex.finish(reply)
 }
 
 // admitModern counts a modern request of principal in, unless it would
