@@ -1021,16 +1021,15 @@ func (m *redisSessions) missing(c *redisCopy) {
 // seconds, not at the next round, which a long idle timeout puts up to a
 // minute away. A write skipped while the breaker is open waits for its
 // closing, which kicks the sweeper (health).
-func (m *redisSessions) retrySoon() {
-	select {
-	case m.retry <- struct{}{}:
-	default:
-	}
-}
+func (m *redisSessions) retrySoon() { signal(m.retry) }
 
-func (m *redisSessions) kickSweep() {
+func (m *redisSessions) kickSweep() { signal(m.kick) }
+
+// signal wakes the goroutine waiting on ch, a channel of capacity 1,
+// without blocking: a wake-up already pending covers this one.
+func signal(ch chan<- struct{}) {
 	select {
-	case m.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

@@ -148,12 +148,7 @@ func (b *shardBus) release(id string) {
 	}
 }
 
-func (b *shardBus) poke() {
-	select {
-	case b.kick <- struct{}{}:
-	default:
-	}
-}
+func (b *shardBus) poke() { signal(b.kick) }
 
 // run subscribes and unsubscribes as the copies come and go, and retries
 // what failed every tick, until the store stops.
@@ -238,10 +233,7 @@ func (b *shardBus) settle(id string) {
 // queue asks l's sender to send op; under mu.
 func (b *shardBus) queue(l *shardLink, op linkOp) {
 	l.ops = append(l.ops, op)
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	signal(l.wake)
 }
 
 // send sends link l's queued commands, in order, until the link is
