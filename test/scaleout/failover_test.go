@@ -120,7 +120,9 @@ func TestClusterFailover(t *testing.T) {
 	}
 	// A subscription whose write met the lost master is replayed once
 	// the slot is served again; the update is made once it is in Redis
-	// (a mutation reaches the subscribers Redis knows of at that moment).
+	// (a mutation reaches the subscribers Redis knows of at that moment):
+	// in the session's hash and in the index by URI the mutation reads,
+	// which is in another slot, so one may land before the other.
 	rdb, err := redis.ParseClusterURL(cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +135,8 @@ func TestClusterFailover(t *testing.T) {
 		}
 		testutil.Eventually(t, 30*time.Second, fmt.Sprintf("session %d's subscription to reach Redis", i), func() bool {
 			v, err := cc.HGet(t.Context(), "mcp-runtime:cs:{"+c.sid+"}", "s:"+ownURI(i)).Result()
-			return err == nil && v == "1"
+			indexed, ierr := cc.SIsMember(t.Context(), "mcp-runtime:subs:7:default:"+ownURI(i), c.sid).Result()
+			return err == nil && v == "1" && ierr == nil && indexed
 		})
 		clients[0].must(r1, storeCall(300+i, fmt.Sprintf("own-%d", i), 1))
 		updates(t, streams[i], ownURI(i), 1, 10*time.Second)
