@@ -161,6 +161,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if syncEngine != nil {
 		hints = statesync.NewHints(syncEngine, cfg.StateSync.Hints.ImmutableTTL())
 	}
+	listHints := &cacheHints{sync: hints, lists: cfg.Federation.SyncInterval()}
 	tr, err := transport.New(srv, transport.Options{
 		AllowedOrigins:          cfg.AllowedOrigins,
 		LoopbackOnly:            isLoopback(host),
@@ -184,7 +185,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Limit:                   limits.request,
 		Observe:                 met.observeHTTP,
 		Share:                   share,
-		Hints:                   cacheHints{sync: hints, lists: cfg.Federation.SyncInterval()},
+		Hints:                   listHints,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
@@ -227,6 +228,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, err
 	}
+	listHints.upstreams = fed.Manager() // before the listener serves a request
 	srv.SetFederated(surf)
 	srv.SetAmbiguousTool(federation.AmbiguousTool(cfg.Response.ResponseLimits()))
 	if err := fed.Start(ctx); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -79,18 +80,22 @@ func TestCacheHints(t *testing.T) {
 		Policies: []statesync.Policy{{Match: "countries.*", CacheControl: statesync.Immutable}}})
 	cases := []struct {
 		name   string
-		hints  cacheHints
+		hints  *cacheHints
 		method string
 		params string
 		want   protocol.CacheHint
 	}{
-		{"memory, invalidated by its mutations", cacheHints{shipped, time.Minute}, "resources/read", `{"uri":"memory://team/plan"}`, protocol.CacheHint{}},
-		{"an immutable domain", cacheHints{reference, time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{TTL: hour}},
-		{"State Sync off", cacheHints{nil, time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{}},
-		{"tools/list", cacheHints{shipped, time.Minute}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
-		{"prompts/list", cacheHints{shipped, time.Minute}, "prompts/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
-		{"resources/templates/list", cacheHints{shipped, time.Minute}, "resources/templates/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
-		{"resources/list, a tenant's entities", cacheHints{shipped, time.Minute}, "resources/list", `{}`, protocol.CacheHint{}},
+		{"memory, invalidated by its mutations", &cacheHints{sync: shipped, lists: time.Minute}, "resources/read", `{"uri":"memory://team/plan"}`, protocol.CacheHint{}},
+		{"an immutable domain", &cacheHints{sync: reference, lists: time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{TTL: hour}},
+		{"State Sync off", &cacheHints{sync: nil, lists: time.Minute}, "resources/read", `{"uri":"countries://FR"}`, protocol.CacheHint{}},
+		{"tools/list", &cacheHints{sync: shipped, lists: time.Minute}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"prompts/list", &cacheHints{sync: shipped, lists: time.Minute}, "prompts/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"resources/templates/list", &cacheHints{sync: shipped, lists: time.Minute}, "resources/templates/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"resources/list, a tenant's entities", &cacheHints{sync: shipped, lists: time.Minute}, "resources/list", `{}`, protocol.CacheHint{}},
+		{"tools/list, a modern upstream's shorter hint", &cacheHints{sync: shipped, lists: time.Minute, upstreams: fixedHint{TTL: 5 * time.Second}}, "tools/list", `{}`, protocol.CacheHint{TTL: 5 * time.Second, Public: true}},
+		{"tools/list, a modern upstream's longer hint", &cacheHints{sync: shipped, lists: time.Minute, upstreams: fixedHint{TTL: time.Hour}}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
+		{"tools/list, an upstream's private list", &cacheHints{sync: shipped, lists: time.Minute, upstreams: fixedHint{TTL: time.Hour, Private: true}}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute}},
+		{"tools/list, legacy upstreams only", &cacheHints{sync: shipped, lists: time.Minute, upstreams: noHint{}}, "tools/list", `{}`, protocol.CacheHint{TTL: time.Minute, Public: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,6 +105,16 @@ func TestCacheHints(t *testing.T) {
 		})
 	}
 }
+
+// fixedHint is a federation whose modern upstreams gave a tool-list hint.
+type fixedHint upstream.ListHint
+
+func (h fixedHint) ToolListHint() (upstream.ListHint, bool) { return upstream.ListHint(h), true }
+
+// noHint is a federation whose upstreams gave none.
+type noHint struct{}
+
+func (noHint) ToolListHint() (upstream.ListHint, bool) { return upstream.ListHint{}, false }
 
 // The era the gateway speaks to each upstream is the upstream's own,
 // whatever its client's (docs/adr/0051-modern-era-requests.md): a
@@ -129,8 +144,7 @@ func TestUpstreamsKeepTheirEra(t *testing.T) {
 	cs, url := federate(t, []upstream.Config{{ID: "old", URL: legacyURL}, {ID: "new", URL: modernURL}}, "old_search", "new_search")
 
 	for _, tool := range []string{"old_search", "new_search"} {
-		// A legacy client (the go-sdk's, which falls back to initialize
-		// here).
+		// A legacy client (the go-sdk's, pinned to 2025-11-25).
 		env, _ := proxied(t, cs, tool, map[string]any{"query": "q"})
 		if !env.Success {
 			t.Fatalf("legacy client, %s: %+v", tool, env)
@@ -153,5 +167,38 @@ func TestUpstreamsKeepTheirEra(t *testing.T) {
 				t.Errorf("upstream %s was called in protocol %q, want %q", name, v, want)
 			}
 		}
+	}
+}
+
+// A modern upstream that lets its tool list be kept five seconds, and
+// only privately, shortens the gateway's own hint and makes it private:
+// the gateway's list holds that upstream's tools.
+func TestUpstreamToolListHint(t *testing.T) {
+	var calls atomic.Int64
+	s := mcp.NewServer(&mcp.Implementation{Name: "hinted", Version: "1.0.0"}, &mcp.ServerOptions{
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 5000, "private" },
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Searches."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
+			calls.Add(1)
+			return nil, searchOut{Hits: []string{in.Query}}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	_, url := federate(t, []upstream.Config{{ID: "hinted", URL: up.URL}}, "hinted_search")
+
+	a := post(t, url, "", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modernMeta+`}}`,
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list")
+	var env struct {
+		Result struct {
+			TTLMs      *int64 `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &env); err != nil || env.Result.TTLMs == nil {
+		t.Fatalf("tools/list: %d %s", a.status, a.body)
+	}
+	if *env.Result.TTLMs != 5000 || env.Result.CacheScope != "private" {
+		t.Errorf("tools/list hint ttlMs %d, %s; want 5000, private (the upstream's)", *env.Result.TTLMs, env.Result.CacheScope)
 	}
 }

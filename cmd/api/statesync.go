@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
 // wireStateSync installs State Sync on srv and returns its notifier, which
@@ -59,12 +60,24 @@ func newSyncEngine(cfg config.StateSync) (*statesync.Engine, error) {
 // (the same for every caller) for at most the federation's sync
 // interval, within which a change of an upstream's offer reaches every
 // replica; resources/list, a tenant's entities, which change, never.
+// The tool list holds the upstreams' tools too, so it is kept no longer
+// than a modern upstream lets its own list be kept, and privately if
+// one says so.
 type cacheHints struct {
 	sync  *statesync.Hints
 	lists time.Duration
+	// upstreams is set once, before the server serves: nil without a
+	// federation.
+	upstreams toolListHinter
 }
 
-func (h cacheHints) Hint(method string, params json.RawMessage) protocol.CacheHint {
+// toolListHinter says how long, and for whom, the upstreams let their
+// tool lists be cached; ok is false when none said.
+type toolListHinter interface {
+	ToolListHint() (hint upstream.ListHint, ok bool)
+}
+
+func (h *cacheHints) Hint(method string, params json.RawMessage) protocol.CacheHint {
 	switch method {
 	case protocol.MethodResourcesRead:
 		var p struct {
@@ -72,7 +85,15 @@ func (h cacheHints) Hint(method string, params json.RawMessage) protocol.CacheHi
 		}
 		_ = json.Unmarshal(params, &p) // the handler answered it: it decodes
 		return protocol.CacheHint{TTL: h.sync.ResourceTTL(p.URI)}
-	case protocol.MethodToolsList, protocol.MethodPromptsList, protocol.MethodResourcesTemplatesList, protocol.MethodServerDiscover:
+	case protocol.MethodToolsList:
+		hint := protocol.CacheHint{TTL: h.lists, Public: true}
+		if h.upstreams != nil {
+			if up, ok := h.upstreams.ToolListHint(); ok {
+				hint = protocol.CacheHint{TTL: min(hint.TTL, up.TTL), Public: !up.Private}
+			}
+		}
+		return hint
+	case protocol.MethodPromptsList, protocol.MethodResourcesTemplatesList, protocol.MethodServerDiscover:
 		return protocol.CacheHint{TTL: h.lists, Public: true}
 	}
 	return protocol.CacheHint{}

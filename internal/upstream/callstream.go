@@ -554,6 +554,54 @@ func (c *conn) modern() bool {
 	return c.init != nil && c.init.ProtocolVersion >= modernEra
 }
 
+// discover sends server/discover, the modern era's check that a server
+// answers: the go-sdk has no method for it after Connect. An answer
+// that is a JSON-RPC error is a failure; one on an SSE stream is taken
+// as an answer, as the server sent a 2xx for it.
+func (c *conn) discover(ctx context.Context) error {
+	meta, err := json.Marshal(map[string]any{
+		protocol.MetaProtocolVersion:    c.init.ProtocolVersion,
+		protocol.MetaClientCapabilities: struct{}{},
+	})
+	if err != nil {
+		return err
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":"mcp-runtime-discover","method":"server/discover","params":{"_meta":` + string(meta) + `}}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(protocol.HeaderMethod, protocol.MethodServerDiscover)
+	c.sessionHeaders(req)
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return nil
+	}
+	answer, err := readAnswer(resp)
+	if err != nil {
+		return err
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  *protocol.Error `json:"error"`
+	}
+	switch {
+	case json.Unmarshal(answer, &msg) != nil:
+		return failed("the answer to server/discover is not JSON-RPC", nil)
+	case msg.Error != nil:
+		return failed(fmt.Sprintf("server/discover answered with error %d: %s", msg.Error.Code, msg.Error.Message), nil)
+	case len(msg.Result) == 0:
+		return failed("the answer to server/discover has no result", nil)
+	}
+	return nil
+}
+
 // sdkCall sends tools/call through the go-sdk session (modern era).
 func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
 	params := &mcp.CallToolParams{Name: name}

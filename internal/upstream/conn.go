@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -419,16 +420,22 @@ const maxListPages = 1000
 // read to its end, and the tools after each page. Over either, the list
 // is refused whole rather than cut: a subset would depend on the server's
 // order, change without notice, and hide the problem from the operator.
-func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, error) {
+//
+// A server of the modern era says, on each page, how long and for whom
+// the list may be cached (server/utilities/caching): the hint returned
+// is the shortest TTL of its pages, private if any page is. A legacy
+// server says nothing: nil.
+func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, *ListHint, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ex := (&exchange{}).withBudget(lim.maxBytes, "tool list", cancel)
 	ctx = withExchange(ctx, ex)
 	var tools []*mcp.Tool
+	var hint *ListHint
 	cursor := ""
 	for page := 0; ; page++ {
 		if page > maxListPages {
-			return nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
+			return nil, nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
 				Err: &failure{kind: errLimit, msg: fmt.Sprintf("more than %d pages", maxListPages)}})
 		}
 		rctx, rcancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
@@ -438,26 +445,37 @@ func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, erro
 		}
 		rcancel()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if c.modern() {
+			hint = hint.merge(&ListHint{TTL: time.Duration(max(res.TTLMs, 0)) * time.Millisecond, Private: res.CacheScope == "private"})
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > lim.maxTools {
-			return nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
+			return nil, nil, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: "tools/list",
 				Err: &failure{kind: errLimit, msg: fmt.Sprintf("the server lists more than %d tools (federation.maxToolsPerUpstream)", lim.maxTools)}})
 		}
 		if res.NextCursor == "" {
-			return tools, nil
+			return tools, hint, nil
 		}
 		cursor = res.NextCursor
 	}
 }
 
-// ping checks the session answers within requestTimeoutMs.
+// ping checks the server answers within requestTimeoutMs: with ping in
+// the legacy era, with server/discover in the modern one, which has no
+// ping (basic/versioning) and whose servers all answer discover.
 func (c *conn) ping(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout())
 	defer cancel()
 	ex := &exchange{}
-	if err := c.session.Ping(withExchange(rctx, ex), nil); err != nil {
+	var err error
+	if c.modern() {
+		err = c.discover(withExchange(rctx, ex))
+	} else {
+		err = c.session.Ping(withExchange(rctx, ex), nil)
+	}
+	if err != nil {
 		return c.requestError(rctx, ex, "ping", err)
 	}
 	return nil

@@ -158,6 +158,9 @@ type Manager struct {
 	servers map[string]*server
 	tools   []Tool // merged tool set, sorted by Canonical
 	toolsFP string // fingerprint of tools
+	// listHint merges the tool-list hints of the servers whose tools
+	// are offered; nil when none gave one.
+	listHint *ListHint
 	// surface is the merged prompts, resources and templates;
 	// promptsFP and resourcesFP fingerprint its parts (see
 	// mergeSurfaceLocked).
@@ -205,7 +208,10 @@ type server struct {
 	// deployments are those the server's answers named at the last
 	// discovery (HeaderDeployments): where its tools come from.
 	deployments []string
-	nextTry     time.Time
+	// listHint is the cache hint of its last tool list; nil from a
+	// legacy server.
+	listHint *ListHint
+	nextTry  time.Time
 	// down is set when the last connection attempt failed: calls fail
 	// fast (ErrUnavailable) until nextTry, when reconnect tries again.
 	down       bool
@@ -417,6 +423,19 @@ func (m *Manager) Tools() []Tool {
 	return m.tools
 }
 
+// ToolListHint is how long, and for whom, the upstream servers whose
+// tools are offered let their tool lists be cached: the shortest TTL,
+// private if any says so. ok is false when none of them gave a hint
+// (legacy servers, or none).
+func (m *Manager) ToolListHint() (hint ListHint, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listHint == nil {
+		return ListHint{}, false
+	}
+	return *m.listHint, true
+}
+
 // offeredLocked reports whether s's tools are in the merged set: it is
 // connected, or failing but still within its grace period.
 func (m *Manager) offeredLocked(s *server, now time.Time) bool {
@@ -435,14 +454,17 @@ func (m *Manager) recomputeLocked() {
 	now := time.Now()
 	var tools []Tool
 	var behind [][]string
+	var hint *ListHint
 	servers := make([]*server, 0, len(m.servers))
 	for _, s := range m.servers {
 		servers = append(servers, s)
 		if m.offeredLocked(s, now) {
 			tools = append(tools, s.tools...)
 			behind = append(behind, s.deployments)
+			hint = hint.merge(s.listHint)
 		}
 	}
+	m.listHint = hint
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
 	m.reach.Store(ptr(reachHeader(m.opts.DeploymentID, behind)))
 	// In id order: the first server to list a URI offers it.

@@ -72,6 +72,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 		tools    []Tool
 		problems []ToolProblem
 		surface  surfaceListing
+		hint     *ListHint
 	)
 	lim := listLimits{maxTools: m.opts.MaxToolsPerServer, maxBytes: m.opts.MaxToolListBytes}
 	n, err := retry(ctx, attempts, m.backoff, func(ctx context.Context) error {
@@ -82,7 +83,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 			}
 			c = nc
 		}
-		list, err := c.listTools(ctx, lim)
+		list, h, err := c.listTools(ctx, lim)
 		if err != nil {
 			if broken(err) {
 				// The next attempt starts from a new session.
@@ -93,6 +94,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 			return err
 		}
 		tools, problems = convertTools(s.cfg, list)
+		hint = h
 		surface = c.listSurface(ctx, m.surfaceLimits())
 		return nil
 	})
@@ -150,7 +152,7 @@ func (m *Manager) syncNow(s *server, force bool, attempts int) ServerResult {
 	for _, p := range problems {
 		m.log.Warn().Str("server", s.cfg.ID).Str("tool", p.Name).Str("reason", p.Reason).Msg("upstream tool left out")
 	}
-	s.tools, s.deployments = tools, c.probe.ids()
+	s.tools, s.deployments, s.listHint = tools, c.probe.ids(), hint
 	m.applySurfaceLocked(s, surface)
 	m.stopGraceLocked(s)
 	st := &s.status

@@ -224,3 +224,22 @@ type CallResult struct {
 	// before it reached the server was retried).
 	Attempts int
 }
+
+// ListHint is how long, and for whom, upstream servers of the modern era
+// let their tool lists be cached (server/utilities/caching).
+type ListHint struct {
+	TTL     time.Duration
+	Private bool
+}
+
+// merge is the hint that satisfies both h and o: the shorter TTL,
+// private if either is; nil stands for no hint.
+func (h *ListHint) merge(o *ListHint) *ListHint {
+	switch {
+	case h == nil:
+		return o
+	case o == nil:
+		return h
+	}
+	return &ListHint{TTL: min(h.TTL, o.TTL), Private: h.Private || o.Private}
+}
