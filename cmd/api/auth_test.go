@@ -26,9 +26,25 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// connectAs connects an official-SDK client that sends token (none when
-// ""), telling n of resource updates.
+// Eras a go-sdk client of a test speaks: the legacy one (2025-11-25,
+// client sessions: subscriptions, the GET stream, logging/setLevel),
+// and the modern one (2026-07-28, the SDK's default, found with
+// server/discover).
+var (
+	legacyEra = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	modernEra = &mcp.ClientSessionOptions{}
+)
+
+// connectAs connects an official-SDK client of the legacy era that sends
+// token (none when ""), telling n of resource updates: the tests that
+// use it count, watch or subscribe through client sessions.
 func connectAs(t *testing.T, url, token string, n *notified) *mcp.ClientSession {
+	t.Helper()
+	return connectIn(t, legacyEra, url, token, n)
+}
+
+// connectIn is connectAs in the era era.
+func connectIn(t *testing.T, era *mcp.ClientSessionOptions, url, token string, n *notified) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -40,7 +56,7 @@ func connectAs(t *testing.T, url, token string, n *notified) *mcp.ClientSession 
 	if token != "" {
 		tr.HTTPClient = &http.Client{Transport: bearerTransport{token}}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(ctx, tr, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(ctx, tr, era)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -124,7 +124,9 @@ type jsonschemaObject struct {
 func ptr[T any](v T) *T { return &v }
 
 // fidelityClient is a go-sdk client that answers sampling and elicitation
-// and records the progress and log messages it gets.
+// and records the progress and log messages it gets. It speaks the legacy
+// era, in which a server sends its client requests and sets a session's
+// log level; the modern era asks with multi-round-trip results instead.
 type fidelityClient struct {
 	mu       sync.Mutex
 	progress []string
@@ -153,7 +155,7 @@ func (fc *fidelityClient) connect(t *testing.T, url string) *mcp.ClientSession {
 		},
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "fidelity-client", Version: "1.0.0"}, opts)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, legacyEra)
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

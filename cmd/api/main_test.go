@@ -44,22 +44,50 @@ func startServer(t *testing.T, cfg config.Config) (url string, logs *syncBuffer)
 	return url, logs
 }
 
-// TestAPI_OfficialClient drives cmd/api with the official Go SDK client:
-// the handshake, tools/list, tools/call by exposed name, a validation
-// failure, resources/read and subscribe, and DELETE on close.
+// TestAPI_OfficialClient drives cmd/api with the official Go SDK client,
+// in each era: the handshake (initialize, or server/discover), tools/list,
+// tools/call by exposed name, a validation failure and resources/read;
+// in the legacy era also subscribe, ping and DELETE on close, which the
+// modern era removed (basic/versioning).
 func TestAPI_OfficialClient(t *testing.T) {
 	url, logs := startServer(t, config.Default())
+	cases := []struct {
+		name    string
+		era     *mcp.ClientSessionOptions
+		version string
+	}{
+		{"legacy", legacyEra, "2025-11-25"},
+		{"modern (the SDK's default)", modernEra, "2026-07-28"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			officialClient(t, url, tc.era, tc.version)
+		})
+	}
+
+	// One structured line per request, naming the tool, never the arguments.
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `"tool":"runtime.echo"`) })
+	if strings.Contains(logs.String(), "héllo") {
+		t.Error("tool arguments appear in the info-level request log")
+	}
+}
+
+func officialClient(t *testing.T, url string, era *mcp.ClientSessionOptions, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	legacy := version != "2026-07-28"
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, era)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
 	defer cs.Close()
-	if got := cs.InitializeResult().ServerInfo.Name; got != "mcp-runtime" {
-		t.Errorf("serverInfo.name = %q", got)
+	if init := cs.InitializeResult(); init.ProtocolVersion != version || init.ServerInfo == nil || init.ServerInfo.Name != "mcp-runtime" {
+		t.Errorf("negotiated %q with %+v, want %s with mcp-runtime", init.ProtocolVersion, init.ServerInfo, version)
+	}
+	if legacy == (cs.ID() == "") {
+		t.Errorf("client session id %q in protocol %s", cs.ID(), version)
 	}
 
 	tools, err := cs.ListTools(ctx, nil)
@@ -109,7 +137,8 @@ func TestAPI_OfficialClient(t *testing.T) {
 		ProtocolVersion string `json:"protocolVersion"`
 		ClientSessions  int    `json:"clientSessions"`
 	}
-	if env := envelope(t, info); json.Unmarshal(env.Data, &doc) != nil || doc.ClientSessions < 1 || doc.ProtocolVersion == "" {
+	// A modern client has no client session to count.
+	if env := envelope(t, info); json.Unmarshal(env.Data, &doc) != nil || (legacy && doc.ClientSessions < 1) || doc.ProtocolVersion != version {
 		t.Errorf("runtime_info data = %s", env.Data)
 	}
 
@@ -117,23 +146,20 @@ func TestAPI_OfficialClient(t *testing.T) {
 	if err != nil || len(read.Contents) != 1 || read.Contents[0].MIMEType != "application/json" {
 		t.Fatalf("resources/read runtime://info: %v %+v", err, read)
 	}
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "runtime://info"}); err != nil {
-		t.Errorf("resources/subscribe: %v", err)
-	}
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "runtime://nope"}); err == nil {
 		t.Error("reading an unknown resource succeeded")
+	}
+	if !legacy {
+		return
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "runtime://info"}); err != nil {
+		t.Errorf("resources/subscribe: %v", err)
 	}
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
 	}
 	if err := cs.Close(); err != nil {
 		t.Errorf("close (DELETE): %v", err)
-	}
-
-	// One structured line per request, naming the tool, never the arguments.
-	waitFor(t, func() bool { return strings.Contains(logs.String(), `"tool":"runtime.echo"`) })
-	if strings.Contains(logs.String(), "héllo") {
-		t.Error("tool arguments appear in the info-level request log")
 	}
 }
 

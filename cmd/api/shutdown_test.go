@@ -30,7 +30,7 @@ func TestGracefulShutdownLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "shutdown", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}, legacyEra) // it holds a GET stream
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestTLS_HTTP2AndReload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "h2", Version: "1"}, &mcp.ClientOptions{ResourceUpdatedHandler: got.handler}).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}}, legacyEra) // it subscribes
 	if err != nil {
 		t.Fatal(err)
 	}

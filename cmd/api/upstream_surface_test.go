@@ -134,7 +134,7 @@ func watch(t *testing.T, url string) *watcher {
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			w.updated <- req.Params.URI
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, legacyEra) // it subscribes and hears list changes
 	if err != nil {
 		t.Fatal(err)
 	}

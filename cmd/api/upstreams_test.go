@@ -119,7 +119,7 @@ func countingToolList(t *testing.T, url string) (*mcp.ClientSession, *atomic.Int
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) },
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, legacyEra) // it hears list changes
 	if err != nil {
 		t.Fatal(err)
 	}
