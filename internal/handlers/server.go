@@ -130,6 +130,28 @@ func (s *Server) capabilities() protocol.ServerCapabilities {
 	return c
 }
 
+// discover answers server/discover (server/discover): the revisions a
+// modern request may name, and what the server serves to a modern
+// client. That differs from capabilities in two ways. prompts is always
+// declared, since prompts/list always answers (with nothing when no
+// prompt is served); the legacy answer keeps it to servers with prompts,
+// as it always has. And neither listChanged nor resources.subscribe is
+// declared: in this era both are served over subscriptions/listen
+// (basic/utilities/subscriptions), which this server does not serve
+// yet, and a client that reads them opens one at connect
+// (docs/adr/0051-modern-era-requests.md).
+func (s *Server) discover() *protocol.DiscoverResult {
+	c := s.capabilities()
+	c.Tools = &protocol.ToolsCapability{}
+	c.Resources = &protocol.ResourcesCapability{}
+	c.Prompts = &protocol.PromptsCapability{}
+	return &protocol.DiscoverResult{
+		SupportedVersions: protocol.ModernVersions(),
+		Capabilities:      c,
+		Instructions:      s.opts.Instructions,
+	}
+}
+
 func (s *Server) hasCompletions() bool {
 	for _, p := range s.prompts.list() {
 		if s.prompts.get(p.Name).Complete != nil {
@@ -190,6 +212,12 @@ func (s *Server) handle(ctx context.Context, req *Request) (any, error) {
 		return s.complete(ctx, req)
 	case protocol.MethodInitialize:
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "invalid request: the client session is already initialized")
+	case protocol.MethodServerDiscover:
+		// A method of the modern era only: a legacy client session has
+		// initialize's answer (basic/versioning, "Dual-era").
+		if req.Session != nil && protocol.IsModernVersion(req.Session.ProtocolVersion()) {
+			return s.discover(), nil
+		}
 	}
 	return nil, methodNotFound(req.Method)
 }

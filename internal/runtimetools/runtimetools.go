@@ -39,9 +39,11 @@ type infoDoc struct {
 func (in Info) doc(s handlers.Session) infoDoc {
 	return infoDoc{
 		Name: in.Name, Version: in.Version,
-		UptimeSeconds:     int64(time.Since(in.Started).Seconds()),
-		ProtocolVersion:   s.ProtocolVersion(),
-		SupportedVersions: protocol.SupportedVersions(),
+		UptimeSeconds:   int64(time.Since(in.Started).Seconds()),
+		ProtocolVersion: s.ProtocolVersion(),
+		// Every revision served: the modern ones a request names in its
+		// _meta, then the legacy ones initialize negotiates.
+		SupportedVersions: append(protocol.ModernVersions(), protocol.SupportedVersions()...),
 		ClientSessions:    in.Sessions(),
 	}
 }

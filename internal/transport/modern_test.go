@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,8 @@ func TestModernStateless(t *testing.T) {
 		{"tools/list", "tools/list", "", nil, "", true},
 		{"resources/templates/list", "resources/templates/list", "", nil, "", true},
 		{"prompts/list", "prompts/list", "", nil, "", true},
+		{"server/discover", "server/discover", "", nil, "", true},
+		{"server/discover with a legacy session's id", "server/discover", "", nil, legacy, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +185,57 @@ func TestModernStateless(t *testing.T) {
 	if n := h.tr.Sessions().Len(); n != 1 {
 		t.Fatalf("%d client sessions after modern requests, want the legacy one alone", n)
 	}
+}
+
+// server/discover says what a modern request may name and what is
+// served to it (server/discover): the modern revisions, the same list
+// -32022 gives; prompts, since prompts/list answers; and no listChanged
+// or resources.subscribe, which travel over subscriptions/listen, not
+// served (docs/adr/0051-modern-era-requests.md). A legacy session has
+// initialize's answer and no server/discover.
+func TestModernDiscover(t *testing.T) {
+	h := newHarness(t)
+	r := h.Post(t, "", modernBody(1, "server/discover", nil, nil), modernHeaders("server/discover", "")...)
+	var res struct {
+		SupportedVersions []string                           `json:"supportedVersions"`
+		Capabilities      map[string]map[string]any          `json:"capabilities"`
+		Meta              map[string]protocol.Implementation `json:"_meta"`
+	}
+	if err := json.Unmarshal(th.ResultOf(t, r, "1"), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.SupportedVersions, []string{protocol.Version20260728}) {
+		t.Errorf("supportedVersions %v", res.SupportedVersions)
+	}
+	for _, c := range []string{"tools", "resources", "prompts"} {
+		if res.Capabilities[c] == nil {
+			t.Errorf("capabilities %v lack %s", res.Capabilities, c)
+		}
+		for _, k := range []string{"listChanged", "subscribe"} {
+			if v, ok := res.Capabilities[c][k]; ok {
+				t.Errorf("capabilities.%s.%s = %v: subscriptions/listen is not served", c, k, v)
+			}
+		}
+	}
+	if info := res.Meta[protocol.MetaServerInfo]; info.Name != "transport-test" || info.Version != "test" {
+		t.Errorf("serverInfo %+v", info)
+	}
+	// -32022 names the same versions.
+	bad := h.Post(t, "", modernBody(2, "server/discover", nil, map[string]any{protocol.MetaProtocolVersion: "2099-01-01"}),
+		"Mcp-Protocol-Version", "2099-01-01", protocol.HeaderMethod, "server/discover")
+	var e struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				Supported []string `json:"supported"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(bad.Body, &e); err != nil || e.Error.Code != protocol.CodeUnsupportedProtocolVersion || !slices.Equal(e.Error.Data.Supported, res.SupportedVersions) {
+		t.Errorf("unsupported version: %s", bad)
+	}
+	sid := h.Initialize(t)
+	th.WantRPCError(t, h.Post(t, sid, th.RPC(3, "server/discover", map[string]any{})), http.StatusOK, "3", protocol.CodeMethodNotFound)
 }
 
 // A notification of the modern era is accepted and reaches no legacy
