@@ -475,6 +475,32 @@ func TestOrigin_AllMethods(t *testing.T) {
 	h.ToolsListOK(t, sid)
 }
 
+// preflightParams: a modern browser client's preflight for a tools/call
+// that sends Mcp-Param-{Name} headers is allowed those headers, and no
+// header outside the MCP ones rides along with them.
+func preflightParams(t *testing.T, h *harness, origin string, ok bool) {
+	t.Helper()
+	for _, tc := range []struct {
+		headers string
+		allow   bool
+	}{
+		{"content-type, mcp-protocol-version, mcp-method, mcp-name, mcp-param-region, Mcp-Param-Tenant-Id", true},
+		{"mcp-param-region, x-evil", false},
+		{"content-type, x-evil", false},
+		{"mcp-param-", false},
+	} {
+		pre := h.Send(t, http.MethodOptions, "", nil, "Origin", origin,
+			"Access-Control-Request-Method", http.MethodPost, "Access-Control-Request-Headers", tc.headers)
+		allowed := strings.ToLower(pre.Header.Get("Access-Control-Allow-Headers"))
+		want := ok && tc.allow
+		for _, hd := range strings.Split(strings.ToLower(tc.headers), ", ") {
+			if strings.Contains(allowed, hd) != want {
+				t.Errorf("preflight from %s asking %q: Access-Control-Allow-Headers %q; want %s allowed: %v", origin, tc.headers, allowed, hd, want)
+			}
+		}
+	}
+}
+
 // Browser clients on an allowed origin can use the endpoint: the CORS
 // preflight is answered with the methods and MCP headers they send, and
 // responses expose Mcp-Session-Id to the page's script. A disallowed origin
@@ -519,6 +545,7 @@ func TestCORS(t *testing.T) {
 					}
 				}
 			}
+			preflightParams(t, h, tc.origin, tc.ok)
 			r := h.Post(t, "", th.InitBody(protocol.LatestVersion, nil), "Origin", tc.origin)
 			if !tc.ok {
 				th.WantRPCError(t, r, http.StatusForbidden, "null", protocol.CodeInvalidRequest)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,16 +193,54 @@ func (t *Transport) Mount(r chi.Router, path string) {
 
 // cors lets browser clients on allowed origins call the endpoint: the
 // preflight, and the MCP headers a browser script must be allowed to send
-// and to read (Mcp-Session-Id above all).
+// and to read (Mcp-Session-Id above all). A modern tools/call also sends
+// an Mcp-Param-{Name} header for each argument its tool's schema marks
+// x-mcp-header (basic/transports/streamable-http, "Custom Headers"),
+// whose names no static list holds; go-chi/cors matches names exactly,
+// so a preflight that asks for such headers, and otherwise only for the
+// listed ones, is answered by a second handler that allows what it asks.
 func (t *Transport) cors() func(http.Handler) http.Handler {
-	return cors.Handler(cors.Options{
+	headers := []string{"Accept", "Authorization", "Content-Type", "Last-Event-ID",
+		headerSessionID, headerProtocolVersion, protocol.HeaderMethod, protocol.HeaderName}
+	opts := cors.Options{
 		AllowOriginFunc: func(_ *http.Request, origin string) bool { return t.origins.allows(origin) },
 		AllowedMethods:  []string{http.MethodGet, http.MethodPost, http.MethodDelete},
-		AllowedHeaders: []string{"Accept", "Authorization", "Content-Type", "Last-Event-ID",
-			headerSessionID, headerProtocolVersion, protocol.HeaderMethod, protocol.HeaderName},
-		ExposedHeaders: []string{headerSessionID, headerProtocolVersion, "WWW-Authenticate"},
-		MaxAge:         600,
-	})
+		AllowedHeaders:  headers,
+		ExposedHeaders:  []string{headerSessionID, headerProtocolVersion, "WWW-Authenticate"},
+		MaxAge:          600,
+	}
+	listed := cors.Handler(opts)
+	opts.AllowedHeaders = []string{"*"}
+	withParams := cors.Handler(opts)
+	return func(next http.Handler) http.Handler {
+		l, p := listed(next), withParams(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodOptions && asksParamHeaders(r.Header.Values("Access-Control-Request-Headers"), headers) {
+				p.ServeHTTP(w, r)
+				return
+			}
+			l.ServeHTTP(w, r)
+		})
+	}
+}
+
+// asksParamHeaders reports whether a preflight's requested headers
+// include an Mcp-Param-{Name} and are otherwise all listed.
+func asksParamHeaders(requested, listed []string) bool {
+	params := false
+	for _, line := range requested {
+		for _, h := range strings.Split(line, ",") {
+			h = strings.TrimSpace(h)
+			switch {
+			case h == "":
+			case len(h) > len(protocol.HeaderParamPrefix) && strings.EqualFold(h[:len(protocol.HeaderParamPrefix)], protocol.HeaderParamPrefix):
+				params = true
+			case !slices.ContainsFunc(listed, func(l string) bool { return strings.EqualFold(l, h) }) && !strings.EqualFold(h, "Origin"):
+				return false
+			}
+		}
+	}
+	return params
 }
 
 func (t *Transport) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
