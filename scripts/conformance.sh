@@ -13,6 +13,12 @@
 #               server-session-lifecycle + active suite; passes when the
 #               session-lifecycle checks and every wire-schema-valid check
 #               succeed (scripts/conformance_checks.py reads the checks.json)
+#   requirements 0.2.0-alpha.12 --requirements REV vs fixture, for each
+#               revision (2026-07-28, 2025-11-25), baseline
+#               expected-failures-REV.yml; then, vs cmd/api, one
+#               --scenario run per fixture-free scenario of each revision
+#               (--spec-version REV; a scenario with a baseline of its own
+#               has it in expected-failures-api-REV-SCENARIO.yml)
 #
 # Needs scripts/install-tools.sh to have run (make conformance does both).
 # Every step runs even when an earlier one failed; the exit status is non-zero
@@ -39,6 +45,34 @@ API_SCENARIOS=(
 	logging-set-level
 	tools-list
 	resources-list
+	prompts-list
+	server-sse-multiple-streams
+	dns-rebinding-protection
+)
+# The revisions scored with --requirements, and the scenarios of each that
+# need no fixture, run against cmd/api at that revision's wire version.
+REQUIREMENTS=(2026-07-28 2025-11-25)
+API_SCENARIOS_2026_07_28=(
+	server-stateless
+	tools-list
+	resources-list
+	prompts-list
+	sep-2164-resource-not-found
+	caching
+	server-sse-multiple-streams
+	dns-rebinding-protection
+	http-header-validation
+	input-required-result-unsupported-methods
+)
+API_SCENARIOS_2025_11_25=(
+	server-initialize
+	server-session-lifecycle
+	ping
+	logging-set-level
+	tools-list
+	resources-list
+	resources-subscribe
+	resources-unsubscribe
 	prompts-list
 	server-sse-multiple-streams
 	dns-rebinding-protection
@@ -282,21 +316,45 @@ run_prerelease() {
 		--suite active --spec-version "${PRE_SPEC_VERSION}"
 }
 
+run_requirements() {
+	local rev s baseline
+	local -a scenarios extra
+	for rev in "${REQUIREMENTS[@]}"; do
+		baseline="test/conformance/expected-failures-${rev}.yml"
+		step "requirements/${rev}" fixture "${CONFORMANCE_PRE_VERSION} --requirements ${rev} vs fixture (baseline ${baseline})" -- \
+			conf "${CONFORMANCE_PRE_VERSION}" server --url @URL@ --requirements "${rev}" \
+			--expected-failures "${baseline}" -o "${RESULTS}/requirements-${rev}"
+	done
+	for rev in "${REQUIREMENTS[@]}"; do
+		local -n list="API_SCENARIOS_${rev//-/_}"
+		scenarios=("${list[@]}")
+		unset -n list
+		for s in "${scenarios[@]}"; do
+			extra=()
+			baseline="test/conformance/expected-failures-api-${rev}-${s}.yml"
+			[[ -f "${baseline}" ]] && extra=(--expected-failures "${baseline}")
+			step "api@${rev}/${s}" api "${CONFORMANCE_PRE_VERSION} --scenario ${s} --spec-version ${rev} vs cmd/api" -- \
+				conf "${CONFORMANCE_PRE_VERSION}" server --url @URL@ --scenario "${s}" --spec-version "${rev}" \
+				"${extra[@]}" -o "${RESULTS}/api-${rev}"
+		done
+	done
+}
+
 # --------------------------------------------------------------------- main --
 
 main() {
 	local -a groups=("$@")
 	local g
-	((${#groups[@]})) || groups=(fixture pending api prerelease)
+	((${#groups[@]})) || groups=(fixture pending api prerelease requirements)
 	for g in "${groups[@]}"; do
 		case "${g}" in
-		fixture | pending | api | prerelease) ;;
+		fixture | pending | api | prerelease | requirements) ;;
 		-h | --help)
 			awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
 			exit 0
 			;;
 		*)
-			say "unknown step group '${g}' (expected: fixture pending api prerelease)"
+			say "unknown step group '${g}' (expected: fixture pending api prerelease requirements)"
 			exit 2
 			;;
 		esac
@@ -326,6 +384,7 @@ main() {
 	for g in "${groups[@]}"; do
 		case "${g}" in
 		api) need_api=1 ;;
+		requirements) need_api=1 need_fixture=1 ;;
 		*) need_fixture=1 ;;
 		esac
 	done

@@ -92,12 +92,39 @@ func registerTools(reg *handlers.ToolRegistry) error {
 		handlers.Tool{
 			Name: "json_schema_2020_12_tool", Description: "Has a JSON Schema 2020-12 input schema with $schema, $defs and additionalProperties.",
 			InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
-				"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},
-				"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},
+				"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},
+				"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},
+					"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},
+				"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],
+				"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},
+				"then":{"required":["phone"]},"else":{"required":["email"]},
 				"additionalProperties":false}`),
 			Handler: func(_ context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
 				return result(text("JSON Schema 2020-12 tool called with: " + string(call.Arguments))), nil
 			},
+		},
+		// The fixtures of the 2026-07-28 scenarios (server-stateless,
+		// http-custom-header-server-validation).
+		handlers.Tool{
+			Name: "test_missing_capability", Description: "Needs the client's sampling capability; refused (-32021) to a client that did not declare it.",
+			ClientCapabilities: []string{"sampling"},
+			Handler: func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+				return sampling(ctx, call, struct{ Prompt string }{"Say hello"})
+			},
+		},
+		handlers.Tool{Name: "test_streaming_elicitation", Description: "Reports progress, then asks the user for a username.", Handler: func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
+			if err := call.Progress(ctx, 0, 1, "asking the user"); err != nil {
+				return nil, err
+			}
+			return elicit(ctx, call, "What is your username?", `{"type":"object","properties":{"username":{"type":"string"}},"required":["username"]}`)
+		}},
+		handlers.Tool{Name: "test_logging_tool", Description: "Sends three log messages while running.", Handler: withLogging},
+		handlers.Tool{
+			Name: "test_custom_header", Description: "Echoes its region, which a modern client also sends as the Mcp-Param-Region header (x-mcp-header).",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`),
+			Handler: handlers.Typed(func(_ context.Context, _ *handlers.ToolCall, in struct{ Region string }) (*protocol.CallToolResult, error) {
+				return result(text("region: " + in.Region)), nil
+			}),
 		},
 		handlers.Tool{Name: "test_reconnection", Description: "Closes its SSE stream mid-call; the result arrives after the client resumes (SEP-1699).", LongRunning: true, Handler: func(ctx context.Context, call *handlers.ToolCall) (*protocol.CallToolResult, error) {
 			call.Peer.CloseStream(10)
