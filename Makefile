@@ -25,13 +25,13 @@ CHART        := helm/mcp-runtime
 # Every .go file in the repository, bench/ included; tool caches excluded.
 GO_FILES_CMD := find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name vendor \) -prune -o -type f -name '*.go' -print
 
-.PHONY: help test vet lint helm test-go fuzz-short conformance fidelity run bench tools
+.PHONY: help test vet lint helm test-go fuzz-short conformance fidelity ts-client run bench tools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
 # helm comes before test-go: test/deploy renders the chart with the helm it installs.
-test: vet lint helm test-go fuzz-short conformance fidelity ## the full gate: vet, lint, helm, test-go, fuzz-short, conformance, fidelity
+test: vet lint helm test-go fuzz-short conformance fidelity ts-client ## the full gate: vet, lint, helm, test-go, fuzz-short, conformance, fidelity, ts-client
 
 vet: ## gofmt -l must list nothing (bench/ too), then go vet ./...
 	@echo "==> gofmt -l"
@@ -77,6 +77,10 @@ conformance: ## MCP conformance suite against test/conformance and cmd/api
 fidelity: ## server-everything called directly and through cmd/api by the TypeScript client: the same answers
 	@scripts/install-tools.sh node
 	@scripts/fidelity.sh
+
+ts-client: ## cmd/api through the TypeScript client of 2026-07-28, pinned to the modern era, in auto and in legacy mode
+	@scripts/install-tools.sh node
+	@scripts/ts-client.sh
 
 run: ## run the server (go run ./cmd/api)
 	$(GO) run ./cmd/api

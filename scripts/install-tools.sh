@@ -130,6 +130,17 @@ verify_fidelity() {
 	echo "server-everything ${FIDELITY_EVERYTHING_VERSION}, @modelcontextprotocol/sdk ${FIDELITY_SDK_VERSION}"
 }
 verify_conformance_pre() { verify_conformance "$1" "${CONFORMANCE_PRE_VERSION}"; }
+# verify_tsclient PREFIX: the pinned client of test/tsclient.
+verify_tsclient() {
+	local pkg="$1/node_modules/@modelcontextprotocol/client/package.json" v
+	[[ -f "${pkg}" ]] || return 1
+	v="$("${NODE22}" -p 'require(process.argv[1]).version' "${pkg}")" || return 1
+	[[ "${v}" == "${TSCLIENT_VERSION}" ]] || {
+		echo "@modelcontextprotocol/client ${v} != ${TSCLIENT_VERSION}"
+		return 1
+	}
+	echo "@modelcontextprotocol/client ${v}"
+}
 
 install_node() {
 	command -v npm >/dev/null || die "npm not found (the machine's Node/npm install it)"
@@ -141,6 +152,7 @@ install_node() {
 	install_npm_set "conformance-${CONFORMANCE_VERSION}" verify_conformance_main smoke_conformance
 	install_npm_set "conformance-${CONFORMANCE_PRE_VERSION}" verify_conformance_pre smoke_conformance
 	install_npm_set fidelity verify_fidelity
+	install_npm_set ts-client verify_tsclient
 }
 
 # ------------------------------------------------------------------ Go tools --

@@ -56,6 +56,11 @@ FIDELITY_DIR="${CACHE_DIR}/fidelity"
 FIDELITY_EVERYTHING_VERSION="2026.8.31"
 FIDELITY_SDK_VERSION="1.32.2"
 
+# test/tsclient: the official TypeScript client of the 2026-07-28 era
+# (scripts/npm/ts-client pins it).
+TSCLIENT_DIR="${CACHE_DIR}/ts-client"
+TSCLIENT_VERSION="2.4.0"
+
 # free_port -> a TCP port on 127.0.0.1 that was free a moment ago
 free_port() {
 	python3 -c 'import socket
