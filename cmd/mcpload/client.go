@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -373,10 +374,13 @@ func drainClose(body io.ReadCloser) {
 
 // session is one handshaken MCP client session.
 type session struct {
-	id      string      // Mcp-Session-Id, empty for a stateless server
-	version string      // negotiated protocol version
-	server  string      // serverInfo name/version, for display
-	header  http.Header // read-only request headers for this session
+	id      string // Mcp-Session-Id, empty for a stateless server
+	version string // negotiated protocol version
+	server  string // serverInfo name/version, for display
+	// meta is the _meta every request of the stateless era (2026-07-28
+	// and later) carries; nil in a session's era.
+	meta   json.RawMessage
+	header http.Header // read-only request headers for this session
 }
 
 // baseHeader returns the headers every POST carries, with user headers
@@ -400,8 +404,12 @@ type initializeResult struct {
 }
 
 // handshake runs initialize + notifications/initialized and returns the
-// session. warn receives non-fatal deviations from the spec.
+// session; in the stateless era it runs server/discover instead. warn
+// receives non-fatal deviations from the spec.
 func handshake(ctx context.Context, c *conn, user http.Header, protocolVersion, clientVersion string, warn func(string)) (*session, error) {
+	if isModern(protocolVersion) {
+		return discover(ctx, c, user, protocolVersion, clientVersion)
+	}
 	params := map[string]any{
 		"protocolVersion": protocolVersion,
 		"capabilities":    map[string]any{},
@@ -461,4 +469,59 @@ func (s *session) deleteHeader(user http.Header) http.Header {
 	h.Set(headerProtocolVersion, s.version)
 	h.Set(headerSessionID, s.id)
 	return h
+}
+
+// isModern reports whether v is a revision of the stateless era
+// (2026-07-28 and later: revisions are dates, and compare as strings).
+func isModern(v string) bool { return v >= "2026-07-28" }
+
+// Headers of a request of the stateless era (basic/transports/streamable-http,
+// "Standard Headers").
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+)
+
+// discover runs server/discover and returns the "session" of the
+// stateless era: no id, the _meta every request carries, and the
+// MCP-Protocol-Version header.
+func discover(ctx context.Context, c *conn, user http.Header, protocolVersion, clientVersion string) (*session, error) {
+	meta, err := json.Marshal(map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    protocolVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcpload", "version": clientVersion},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode _meta: %w", err)
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(initializeID) + `,"method":"server/discover","params":{"_meta":` + string(meta) + `}}`)
+	header := baseHeader(user)
+	header.Set(headerProtocolVersion, protocolVersion)
+	header.Set(headerMethod, "server/discover")
+	env, _, err := c.call(ctx, header, body, []byte(strconv.Itoa(initializeID)))
+	if err != nil {
+		return nil, fmt.Errorf("server/discover: %w", err)
+	}
+	if len(env.Error) > 0 {
+		return nil, fmt.Errorf("server/discover: JSON-RPC error %s", rpcErrorMessage(env.Error))
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+		Meta              struct {
+			ServerInfo struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+			} `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(env.Result, &res); err != nil {
+		return nil, fmt.Errorf("server/discover: decode result: %w", err)
+	}
+	if !slices.Contains(res.SupportedVersions, protocolVersion) {
+		return nil, fmt.Errorf("server/discover: the server supports %v, not %s", res.SupportedVersions, protocolVersion)
+	}
+	s := &session{version: protocolVersion, server: res.Meta.ServerInfo.Name + " " + res.Meta.ServerInfo.Version, meta: meta}
+	s.header = baseHeader(user)
+	s.header.Set(headerProtocolVersion, protocolVersion)
+	return s, nil
 }

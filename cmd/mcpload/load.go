@@ -98,16 +98,28 @@ type worker struct {
 // requestTemplate pre-encodes everything of a request body but its id. The
 // arguments are spliced in as they are: they may hold a bare placeholder
 // ({{seq}} in place of a number) and so not be valid JSON until rendered.
-func requestTemplate(tool string, args json.RawMessage) (prefix, suffix []byte, err error) {
+// meta, when set, is the params' _meta of a request of the stateless era.
+func requestTemplate(tool string, args, meta json.RawMessage) (prefix, suffix []byte, err error) {
 	prefix = []byte(`{"jsonrpc":"2.0","id":`)
+	params := []byte(`{`)
+	if meta != nil {
+		params = append(params, `"_meta":`...)
+		params = append(params, meta...)
+	}
 	if tool == "" {
-		return prefix, []byte(`,"method":"tools/list","params":{}}`), nil
+		suffix = append([]byte(`,"method":"tools/list","params":`), params...)
+		return prefix, append(suffix, "}}"...), nil
 	}
 	name, err := json.Marshal(tool)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode tools/call request: %w", err)
 	}
-	suffix = append([]byte(`,"method":"tools/call","params":{"name":`), name...)
+	if meta != nil {
+		params = append(params, ',')
+	}
+	suffix = append([]byte(`,"method":"tools/call","params":`), params...)
+	suffix = append(suffix, `"name":`...)
+	suffix = append(suffix, name...)
 	suffix = append(suffix, `,"arguments":`...)
 	suffix = append(suffix, args...)
 	suffix = append(suffix, "}}"...)
@@ -121,13 +133,18 @@ type request struct {
 	prefix   []byte      // `{"jsonrpc":"2.0","id":`
 	suffix   []byte      // `,"method":...,"params":...}`
 	tpl      argTemplate // suffix with its placeholders; nil without any
+	// header, in the stateless era, is the request's own headers (its
+	// Mcp-Method and Mcp-Name); nil in a session's era, whose requests
+	// carry their session's.
+	header http.Header
 }
 
-// prepareRequests pre-encodes every mix entry.
-func prepareRequests(mix []mixEntry) ([]request, error) {
+// prepareRequests pre-encodes every mix entry; s is a session of the
+// run, which says the era and carries the headers every request shares.
+func prepareRequests(mix []mixEntry, s *session) ([]request, error) {
 	reqs := make([]request, len(mix))
 	for i, e := range mix {
-		prefix, suffix, err := requestTemplate(e.tool, e.args)
+		prefix, suffix, err := requestTemplate(e.tool, e.args, s.meta)
 		if err != nil {
 			return nil, err
 		}
@@ -136,6 +153,15 @@ func prepareRequests(mix []mixEntry) ([]request, error) {
 			return nil, fmt.Errorf("arguments of %s: %w", e.label(), err)
 		}
 		reqs[i] = request{isTool: e.tool != "", mutating: e.mutating, prefix: prefix, suffix: suffix, tpl: tpl}
+		if s.meta != nil {
+			reqs[i].header = s.header.Clone()
+			if e.tool == "" {
+				reqs[i].header.Set(headerMethod, "tools/list")
+			} else {
+				reqs[i].header.Set(headerMethod, "tools/call")
+				reqs[i].header.Set(headerName, e.tool)
+			}
+		}
 	}
 	return reqs, nil
 }
@@ -199,8 +225,12 @@ func (w *worker) once(ctx context.Context, r *request) (time.Duration, error) {
 	if r.mutating && w.clock != nil {
 		w.clock.sent()
 	}
+	header := w.header
+	if r.header != nil {
+		header = r.header
+	}
 	start := time.Now()
-	env, _, err := w.conn.call(ctx, w.header, body, w.idBuf)
+	env, _, err := w.conn.call(ctx, header, body, w.idBuf)
 	if err != nil {
 		return time.Since(start), err
 	}

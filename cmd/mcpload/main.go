@@ -140,7 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the summary as one JSON line on stdout")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "warmup duration before measuring (not counted)")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "per-request timeout")
-	fs.StringVar(&cfg.protocolVersion, "protocol-version", "2025-11-25", "MCP protocol version to request in initialize")
+	fs.StringVar(&cfg.protocolVersion, "protocol-version", "2025-11-25", "MCP protocol version to request in initialize; 2026-07-28 (or later) speaks the stateless era:\n"+
+		"server/discover instead of initialize, _meta and Mcp-Method/Mcp-Name on every request, no sessions")
 	fs.StringVar(&cfg.protocolVersion, "protocolVersion", "2025-11-25", "alias of -protocol-version")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcpload -url URL [flags]\n\n"+
@@ -197,6 +198,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-args needs -tool (tools/list takes no arguments)")
 	case cfg.subscribers < 0:
 		return nil, errors.New("-subscribers must not be negative")
+	case cfg.subscribers > 0 && isModern(cfg.protocolVersion):
+		return nil, fmt.Errorf("-subscribers needs a protocol version with client sessions (resources/subscribe and a GET stream); %s has neither", cfg.protocolVersion)
 	case cfg.subscribers > 0 && cfg.subscribeURI == "":
 		return nil, errors.New("-subscribers needs -subscribe-uri, the resource to subscribe to")
 	case cfg.subscribers == 0 && cfg.subscribeURI != "":
@@ -280,7 +283,7 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 			cfg.sessions, cfg.concurrency, cfg.sessions-cfg.concurrency))
 	}
 
-	reqs, err := prepareRequests(cfg.mix)
+	reqs, err := prepareRequests(cfg.mix, sessions[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpload: %v\n", err)
 		return exitFailure

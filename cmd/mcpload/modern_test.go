@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
+)
+
+// With -protocol-version 2026-07-28, mcpload speaks the stateless era to
+// a server that checks it strictly (this project's transport: _meta,
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name against the body): it
+// discovers instead of initializing, every tools/call and tools/list
+// succeeds, and no request carries a session id or starts a session.
+func TestModernEra(t *testing.T) {
+	h := transporttest.New(t, transporttest.Config{EchoOnly: true}, func(srv *handlers.Server) (transporttest.Transport, error) {
+		return transport.New(srv, transport.Options{
+			LoopbackOnly: true, Logger: transporttest.Logger(),
+			MaxBodyBytes: transporttest.MaxBodyBytes, SessionIdleTimeout: transporttest.SessionIdleTimeout,
+			KeepAliveInterval: transporttest.KeepAliveInterval, EventLogSize: transporttest.EventLogSize, MaxSessions: transporttest.MaxSessions,
+		})
+	})
+	var mu sync.Mutex
+	seen := map[string]int{} // Mcp-Method of every POST, and "session" for one with an Mcp-Session-Id
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method+" "+r.Header.Get("Mcp-Method")]++
+		if r.Header.Get(headerSessionID) != "" {
+			seen["session"]++
+		}
+		mu.Unlock()
+		h.Router.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	const requests = 40
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"tools/call", []string{"-tool", "echo", "-args", `{"text":"hi {{seq}}"}`}},
+		{"tools/list", nil},
+		{"mix", []string{"-mix", `echo:1:{"text":"a"}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-url", srv.URL + "/mcp", "-protocol-version", "2026-07-28", "-sessions", "2", "-concurrency", "4",
+				"-requests", fmt.Sprint(requests), "-warmup", "0s", "-json", "-timeout", "5s"}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr, false); code != exitOK {
+				t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
+			}
+			var sum summary
+			if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+				t.Fatalf("decode summary %q: %v", stdout.String(), err)
+			}
+			if sum.Requests != requests || sum.OK != requests || sum.ProtocolVersion != "2026-07-28" || sum.Server != "transport-test test" {
+				t.Errorf("summary %+v (errors %q)", sum, sum.ErrorSamples)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["session"] != 0 || seen["POST "] != 0 || seen["DELETE "] != 0 || seen["POST server/discover"] != 6 || seen["POST tools/list"] < requests {
+		t.Errorf("requests seen: %v; want server/discover per session, none without Mcp-Method, no session, no DELETE", seen)
+	}
+}
+
+// -subscribers needs client sessions, which the stateless era has not.
+func TestModernEraRefusesSubscribers(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-url", "http://127.0.0.1:1/mcp", "-protocol-version", "2026-07-28",
+		"-mix-mutating", `store:1:{"key":"k"}`, "-subscribers", "2", "-subscribe-uri", "memory://default/k"}, &stdout, &stderr, false)
+	if code == exitOK || !bytes.Contains(stderr.Bytes(), []byte("-subscribers needs a protocol version with client sessions")) {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
