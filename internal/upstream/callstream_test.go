@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -33,9 +34,13 @@ type scriptedServer struct {
 	hangAnswers bool
 	// modern answers server/discover (the 2026-07-28 era) and checks that
 	// each tools/call carries the era's _meta.
-	modern   bool
-	onCall   func(w http.ResponseWriter, id json.RawMessage)
-	onResume func(w http.ResponseWriter, lastID string)
+	modern bool
+	// discovers counts server/discover requests; with failDiscover set
+	// they are answered with a JSON-RPC error.
+	discovers    atomic.Int64
+	failDiscover atomic.Bool
+	onCall       func(w http.ResponseWriter, id json.RawMessage)
+	onResume     func(w http.ResponseWriter, lastID string)
 }
 
 func (s *scriptedServer) start(t *testing.T) string {
@@ -62,6 +67,11 @@ func (s *scriptedServer) start(t *testing.T) string {
 		switch m.Method {
 		case "server/discover":
 			w.Header().Set("Content-Type", "application/json")
+			s.discovers.Add(1)
+			if s.modern && s.failDiscover.Load() {
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"overloaded"}}`, m.ID)
+				return
+			}
 			if s.modern {
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"scripted","version":"1"}}}}`, m.ID)
 				return
@@ -330,6 +340,38 @@ func TestCallStreamModernServer(t *testing.T) {
 	}
 	if len(res.Content) != 1 || !strings.Contains(string(res.Content[0]), `"modern"`) {
 		t.Errorf("result %s", res.Content)
+	}
+}
+
+// A server of the 2026-07-28 era, which has no ping, is health-checked
+// with server/discover: an answer keeps it connected, an error answer
+// drops its connection.
+func TestHealthCheckModernServer(t *testing.T) {
+	srv := &scriptedServer{modern: true}
+	url := srv.start(t)
+	m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	s := m.servers["s"]
+	m.mu.Unlock()
+	before := srv.discovers.Load()
+	m.check(ctx(t), s)
+	if st := status(t, m, "s"); st.State != StateConnected || srv.discovers.Load() != before+1 {
+		t.Fatalf("after a health check: %s, %d server/discover (was %d)", st.State, srv.discovers.Load(), before)
+	}
+	srv.mu.Lock()
+	for _, b := range srv.posted {
+		if strings.Contains(b, `"method":"ping"`) {
+			t.Errorf("a modern server was pinged: %s", b)
+		}
+	}
+	srv.mu.Unlock()
+	srv.failDiscover.Store(true)
+	m.check(ctx(t), s)
+	if st := status(t, m, "s"); st.State == StateConnected || !strings.Contains(st.LastError, "server/discover answered with error -32603") {
+		t.Errorf("after a failed health check: %s, %q", st.State, st.LastError)
 	}
 }
 
