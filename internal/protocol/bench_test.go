@@ -32,3 +32,22 @@ func BenchmarkAppendResult(b *testing.B) {
 		b.Fatal("empty")
 	}
 }
+
+// modernCallParams are the params of a tools/call of the 2026-07-28 era
+// as the go-sdk and TypeScript clients send them: the arguments, then a
+// _meta with the client's version, capabilities and info.
+var modernCallParams = []byte(`{"name":"memory_store","arguments":{"namespace":"default","key":"user:123:prefs","value":{"theme":"dark","lang":"en","note":"a longer string value, as a model writes one, of some eighty bytes or so"}},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{"form":{}},"roots":{"listChanged":true}},` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.0"}}}`)
+
+// BenchmarkScanModern is the one walk a request's classification and the
+// modern era's checks make over its params.
+func BenchmarkScanModern(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(modernCallParams)))
+	for b.Loop() {
+		if !protocol.ScanModern("tools/call", modernCallParams).Modern() {
+			b.Fatal("not modern")
+		}
+	}
+}

@@ -108,25 +108,64 @@ func (m ModernMeta) HasCapability(name string) bool {
 // IsModernRequest reports whether params (a request's, valid JSON) carry
 // the modern protocol version key in _meta: the request is then served
 // statelessly, whatever else it carries (basic/versioning, "Dual-era").
-func IsModernRequest(params json.RawMessage) bool {
-	meta := requestMetaObject(params)
-	if meta == nil {
-		return false
-	}
-	var v [1]json.RawMessage
-	return LookupMembers(meta, []string{MetaProtocolVersion}, v[:]) == nil && v[0] != nil
+func IsModernRequest(params json.RawMessage) bool { return ScanModern("", params).Modern() }
+
+// ModernParams is what one walk over a request's params finds for the
+// modern era's checks: its _meta's members, and the member the method
+// mirrors in Mcp-Name. A request's params hold its arguments, and are
+// walked once for all of it rather than once for each question.
+type ModernParams struct {
+	meta [5]json.RawMessage // metaKeys' values; nil when absent
+	// member is params.name or params.uri, as the method mirrors it in
+	// Mcp-Name; ambiguous: another member differs from it only in case.
+	member    json.RawMessage
+	ambiguous bool
 }
 
-func requestMetaObject(params json.RawMessage) json.RawMessage {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
+// metaKeys are the _meta members CheckModernParams reads, in the order
+// of ModernParams.meta.
+var metaKeys = []string{MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel, "progressToken"}
+
+// mirroredMember is the member of method's params its Mcp-Name header
+// mirrors, "" for a method that has none.
+func mirroredMember(method string) string {
+	switch method {
+	case MethodToolsCall, MethodPromptsGet:
+		return "name"
+	case MethodResourcesRead:
+		return "uri"
 	}
-	var v [1]json.RawMessage
-	if LookupMembers(params, []string{"_meta"}, v[:]) != nil || len(v[0]) == 0 || v[0][0] != '{' {
-		return nil
-	}
-	return v[0]
+	return ""
 }
+
+// ScanModern walks the params (valid JSON) of a request of method.
+func ScanModern(method string, params json.RawMessage) ModernParams {
+	var p ModernParams
+	if len(params) == 0 || params[0] != '{' {
+		return p
+	}
+	member := mirroredMember(method)
+	var meta json.RawMessage
+	_ = eachMember(params, func(k string, v []byte) bool {
+		switch {
+		case k == "_meta":
+			meta = v
+		case member == "":
+		case k == member:
+			p.member = v
+		case strings.EqualFold(k, member):
+			p.ambiguous = true
+		}
+		return true
+	})
+	if len(meta) > 0 && meta[0] == '{' {
+		_ = LookupMembers(meta, metaKeys, p.meta[:])
+	}
+	return p
+}
+
+// Modern reports whether the _meta names a protocol version.
+func (p ModernParams) Modern() bool { return p.meta[0] != nil }
 
 // CheckModern reads a modern request's _meta and checks its headers, in
 // the order the specification and the conformance suite use: required
@@ -135,12 +174,14 @@ func requestMetaObject(params json.RawMessage) json.RawMessage {
 // Whether the method exists, and the capabilities it needs, are the
 // caller's to check next. msg is a request; header is its HTTP header.
 func CheckModern(msg *Message, header http.Header) (ModernMeta, *StatusError) {
+	return CheckModernParams(msg, ScanModern(msg.Method, msg.Params), header)
+}
+
+// CheckModernParams is CheckModern of a request whose params the caller
+// scanned already (ScanModern).
+func CheckModernParams(msg *Message, p ModernParams, header http.Header) (ModernMeta, *StatusError) {
 	var m ModernMeta
-	meta := requestMetaObject(msg.Params)
-	var v [5]json.RawMessage
-	if meta != nil {
-		_ = LookupMembers(meta, []string{MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel, "progressToken"}, v[:])
-	}
+	v := p.meta
 	version, ok := StringValue(v[0])
 	if !ok || version == "" {
 		return m, statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: _meta[%q] must be the protocol version, a string", MetaProtocolVersion)
@@ -159,7 +200,7 @@ func CheckModern(msg *Message, header http.Header) (ModernMeta, *StatusError) {
 		}
 		m.LogLevel = LoggingLevel(level)
 	}
-	if err := checkHeaders(msg, header, version); err != nil {
+	if err := checkHeaders(msg, p, header, version); err != nil {
 		return m, err
 	}
 	if !IsModernVersion(version) {
@@ -178,7 +219,7 @@ func CheckModern(msg *Message, header http.Header) (ModernMeta, *StatusError) {
 // (basic/transports/streamable-http, "Server Validation"). Each must be
 // sent once: an intermediary reading another of several values would
 // route on something else than what runs.
-func checkHeaders(msg *Message, header http.Header, version string) *StatusError {
+func checkHeaders(msg *Message, p ModernParams, header http.Header, version string) *StatusError {
 	mismatch := func(format string, args ...any) *StatusError {
 		return statusError(http.StatusBadRequest, CodeHeaderMismatch, "header mismatch: "+format, args...)
 	}
@@ -199,16 +240,11 @@ func checkHeaders(msg *Message, header http.Header, version string) *StatusError
 	if err := one(HeaderMethod, msg.Method); err != nil {
 		return err
 	}
-	member := ""
-	switch msg.Method {
-	case MethodToolsCall, MethodPromptsGet:
-		member = "name"
-	case MethodResourcesRead:
-		member = "uri"
-	default:
+	member := mirroredMember(msg.Method)
+	if member == "" {
 		return nil
 	}
-	raw, ambiguous := exactMember(msg.Params, member)
+	raw, ambiguous := p.member, p.ambiguous
 	if ambiguous {
 		return statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: params has a member that differs from %q only in case", member)
 	}

@@ -23,17 +23,18 @@ import (
 // Mcp-Session-Id and Last-Event-ID are ignored, and neither is minted or
 // echoed.
 
-// isModern reports whether msg, a request or notification, is of the
-// modern era: its _meta names a protocol version, or, without one, the
+// modernParams reports whether msg, a request or notification, is of the
+// modern era, and returns what one walk of its params found for the
+// era's checks: its _meta names a protocol version, or, without one, the
 // MCP-Protocol-Version header names a modern version (the request is
 // then modern and malformed, answered 400/-32602, rather than taken for
 // a legacy one lacking its session). initialize without the _meta key
 // selects the legacy era whatever its headers say.
-func isModern(msg *protocol.Message, h http.Header) bool {
-	if protocol.IsModernRequest(msg.Params) {
-		return true
+func modernParams(msg *protocol.Message, h http.Header) (p protocol.ModernParams, modern bool) {
+	if p = protocol.ScanModern(msg.Method, msg.Params); p.Modern() {
+		return p, true
 	}
-	return msg.Method != protocol.MethodInitialize && protocol.IsModernVersion(h.Get(headerProtocolVersion))
+	return p, msg.Method != protocol.MethodInitialize && protocol.IsModernVersion(h.Get(headerProtocolVersion))
 }
 
 // modern serves one modern request or notification: validated in the
@@ -43,7 +44,7 @@ func isModern(msg *protocol.Message, h http.Header) bool {
 // or as an SSE stream of the notifications that relate to it, then its
 // response. Closing that stream cancels the request
 // (basic/patterns/cancellation).
-func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol.Message, sseOK bool, rec *requestLog) {
+func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol.Message, params protocol.ModernParams, sseOK bool, rec *requestLog) {
 	if msg.Kind == protocol.KindNotification {
 		// The era defines no client notification over HTTP: closing a
 		// response stream is the cancellation
@@ -53,7 +54,7 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	meta, serr := protocol.CheckModern(msg, r.Header)
+	meta, serr := protocol.CheckModernParams(msg, params, r.Header)
 	if serr != nil {
 		rec.rpcCode = serr.Code
 		writeError(w, serr.Status, msg.ID, serr.Error)
@@ -327,18 +328,24 @@ func (ex *modernExchange) answer(reply modernReply, early bool) bool {
 }
 
 // whole writes reply as the whole JSON answer; under mu. It carries its
-// Content-Length and is flushed, so that a client has all of it while
-// the handler still holds the request (an early answer from the timeout
-// guard, INV-MCP-TIMEOUT-001: net/http would otherwise end a chunked body
-// only when the handler returns), and it is written under a write
-// deadline, so that a client that stops reading a large answer is cut
-// off rather than holding the handler and its connection (as writeNow
-// and writeFinal do for the legacy era). An early answer also closes the
+// Content-Length. An early answer (from the timeout guard,
+// INV-MCP-TIMEOUT-001) is flushed, so that the client has all of it
+// while the handler still holds the request (net/http would otherwise
+// end the body only when the handler returns), and it closes the
 // connection: the handler keeps it until it returns, and a client that
-// sent its next request on it would wait that long.
+// sent its next request on it would wait that long. An early answer, and
+// one larger than smallAnswer, is written under a write deadline, so that
+// a client that stops reading is cut off rather than holding the handler
+// and its connection; a smaller one fits the socket's buffers and is
+// left to net/http, which sends it as the handler returns (as writeFinal
+// and writeNow do for the legacy era).
 func (ex *modernExchange) whole(reply modernReply, early bool) {
 	h := ex.w.Header()
 	h.Set("Content-Length", strconv.Itoa(len(reply.body)))
+	if !early && len(reply.body) <= smallAnswer {
+		writeJSON(ex.w, reply.status, reply.body)
+		return
+	}
 	if early {
 		h.Set("Connection", "close")
 	}

@@ -67,9 +67,11 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 
 	// The era first, from the body: a modern request never reaches the
 	// initialize branch or a session lookup (basic/versioning).
-	if msg.Kind != protocol.KindResponse && isModern(msg, r.Header) {
-		t.modern(w, r, msg, sseOK, rec)
-		return
+	if msg.Kind != protocol.KindResponse {
+		if params, modern := modernParams(msg, r.Header); modern {
+			t.modern(w, r, msg, params, sseOK, rec)
+			return
+		}
 	}
 	if msg.Kind == protocol.KindRequest && msg.Method == protocol.MethodInitialize {
 		t.initialize(w, r, msg, rec)
@@ -424,6 +426,10 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	<-ex.writer
 }
 
+// smallAnswer is the largest answer written without a write deadline: it
+// fits the socket's buffers, so writing it never waits for the client.
+const smallAnswer = 64 << 10
+
 // writeFinal writes a response that no message preceded, as JSON; nil
 // (a request the client cancelled) is an event stream with no events.
 func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
@@ -431,7 +437,7 @@ func (t *Transport) writeFinal(w http.ResponseWriter, final []byte) {
 		startSSE(w)
 		return
 	}
-	if len(final) > 64<<10 {
+	if len(final) > smallAnswer {
 		// A body that may not fit the socket buffers gets a write deadline,
 		// so a client that stops reading is dropped; small ones never block.
 		rc := http.NewResponseController(w)
