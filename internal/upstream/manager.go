@@ -516,6 +516,7 @@ func (m *Manager) replaceLocked(cur, next *server) *conn {
 	}
 	next.conn = cur.conn.withConfig(next.cfg)
 	next.tools = withCategory(cur.tools, next.cfg.TimeoutCategory())
+	next.listHint = cur.listHint // the tools' own cache hint goes with them
 	next.surface = cur.surface
 	cfg := next.status.Config
 	next.status = statusLocked(cur)

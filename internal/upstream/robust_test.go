@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +202,42 @@ func TestUpdateOfCallSettingsKeepsSession(t *testing.T) {
 	}
 	waitFor(t, "a reconnect", func() bool { return p.count("initialize") == 2 })
 	waitState(t, m, "a", StateConnected)
+}
+
+// An edit of a modern server's call settings keeps its session and its
+// tools, and with them its tool list's cache hint: the gateway's
+// tools/list, which still holds that server's tools, stays private and
+// short as the server asked (server/utilities/caching), not public for
+// the sync interval until the next sync.
+func TestUpdateOfCallSettingsKeepsListHint(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "hinted", Version: "1.0"}, &mcp.ServerOptions{
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = 5000, "private" },
+	})
+	s.AddTool(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	m := testManager(t, Options{})
+	start(t, m)
+	c := ctx(t)
+	if _, err := m.Create(c, cfg("a", up.URL)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "tools", func() bool { return len(m.Tools()) == 1 })
+	want := ListHint{TTL: 5 * time.Second, Private: true}
+	if h, ok := m.ToolListHint(); !ok || h != want {
+		t.Fatalf("hint %+v %v, want %+v", h, ok, want)
+	}
+	next := cfg("a", up.URL)
+	next.Category = "query"
+	if st, err := m.Update(c, "a", next); err != nil || st.State != StateConnected {
+		t.Fatalf("update: %+v %v", st, err)
+	}
+	if h, ok := m.ToolListHint(); len(m.Tools()) != 1 || !ok || h != want {
+		t.Errorf("after an edit of the category: %d tools, hint %+v %v; want %+v", len(m.Tools()), h, ok, want)
+	}
 }
 
 // Another replica's change made between this replica's read and its
