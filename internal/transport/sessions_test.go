@@ -488,12 +488,14 @@ func preflightParams(t *testing.T, h *harness, origin string, ok bool) {
 		{"mcp-param-region, x-evil", false},
 		{"content-type, x-evil", false},
 		{"mcp-param-", false},
+		// go-chi/cors takes a space, as a comma, for the end of a name.
+		{"mcp-param-region x-evil", false},
 	} {
 		pre := h.Send(t, http.MethodOptions, "", nil, "Origin", origin,
 			"Access-Control-Request-Method", http.MethodPost, "Access-Control-Request-Headers", tc.headers)
 		allowed := strings.ToLower(pre.Header.Get("Access-Control-Allow-Headers"))
 		want := ok && tc.allow
-		for _, hd := range strings.Split(strings.ToLower(tc.headers), ", ") {
+		for _, hd := range strings.FieldsFunc(strings.ToLower(tc.headers), func(r rune) bool { return r == ',' || r == ' ' }) {
 			if strings.Contains(allowed, hd) != want {
 				t.Errorf("preflight from %s asking %q: Access-Control-Allow-Headers %q; want %s allowed: %v", origin, tc.headers, allowed, hd, want)
 			}

@@ -225,11 +225,13 @@ func (t *Transport) cors() func(http.Handler) http.Handler {
 }
 
 // asksParamHeaders reports whether a preflight's requested headers
-// include an Mcp-Param-{Name} and are otherwise all listed.
+// include an Mcp-Param-{Name} and are otherwise all listed. Names end at
+// a comma or a space, as go-chi/cors reads them: the names checked are
+// those the permissive handler then allows.
 func asksParamHeaders(requested, listed []string) bool {
 	params := false
 	for _, line := range requested {
-		for _, h := range strings.Split(line, ",") {
+		for _, h := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' }) {
 			h = strings.TrimSpace(h)
 			switch {
 			case h == "":
