@@ -556,8 +556,10 @@ func (c *conn) modern() bool {
 
 // discover sends server/discover, the modern era's check that a server
 // answers: the go-sdk has no method for it after Connect. An answer
-// that is a JSON-RPC error is a failure; one on an SSE stream is taken
-// as an answer, as the server sent a 2xx for it.
+// that is a JSON-RPC error, or no answer (another media type, a result
+// that is not an object), is a failure, as it is to the go-sdk's ping;
+// one on an SSE stream is taken as an answer, as the server sent a 2xx
+// for it.
 func (c *conn) discover(ctx context.Context) error {
 	meta, err := json.Marshal(map[string]any{
 		protocol.MetaProtocolVersion:    c.init.ProtocolVersion,
@@ -580,8 +582,12 @@ func (c *conn) discover(ctx context.Context) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
+	case "text/event-stream":
 		return nil
+	case "application/json":
+	default:
+		return failed("the answer to server/discover is neither JSON nor an event stream", nil)
 	}
 	answer, err := readAnswer(resp)
 	if err != nil {
@@ -596,7 +602,7 @@ func (c *conn) discover(ctx context.Context) error {
 		return failed("the answer to server/discover is not JSON-RPC", nil)
 	case msg.Error != nil:
 		return failed(fmt.Sprintf("server/discover answered with error %d: %s", msg.Error.Code, msg.Error.Message), nil)
-	case len(msg.Result) == 0:
+	case len(msg.Result) == 0 || msg.Result[0] != '{':
 		return failed("the answer to server/discover has no result", nil)
 	}
 	return nil

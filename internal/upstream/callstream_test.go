@@ -39,8 +39,10 @@ type scriptedServer struct {
 	// they are answered with a JSON-RPC error.
 	discovers    atomic.Int64
 	failDiscover atomic.Bool
-	onCall       func(w http.ResponseWriter, id json.RawMessage)
-	onResume     func(w http.ResponseWriter, lastID string)
+	// onDiscover, when set, answers server/discover instead.
+	onDiscover atomic.Pointer[func(w http.ResponseWriter, id json.RawMessage)]
+	onCall     func(w http.ResponseWriter, id json.RawMessage)
+	onResume   func(w http.ResponseWriter, lastID string)
 }
 
 func (s *scriptedServer) start(t *testing.T) string {
@@ -68,6 +70,10 @@ func (s *scriptedServer) start(t *testing.T) string {
 		case "server/discover":
 			w.Header().Set("Content-Type", "application/json")
 			s.discovers.Add(1)
+			if f := s.onDiscover.Load(); s.modern && f != nil {
+				(*f)(w, m.ID)
+				return
+			}
 			if s.modern && s.failDiscover.Load() {
 				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"overloaded"}}`, m.ID)
 				return
@@ -372,6 +378,46 @@ func TestHealthCheckModernServer(t *testing.T) {
 	m.check(ctx(t), s)
 	if st := status(t, m, "s"); st.State == StateConnected || !strings.Contains(st.LastError, "server/discover answered with error -32603") {
 		t.Errorf("after a failed health check: %s, %q", st.State, st.LastError)
+	}
+}
+
+// A health check is passed by an answer to server/discover only: a 2xx
+// that is not one (a proxy's page, an empty 202, a null result) drops
+// the connection, as a failed ping does in the legacy era.
+func TestHealthCheckModernServerNeedsAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, id json.RawMessage)
+	}{
+		{"a proxy's page", func(w http.ResponseWriter, _ json.RawMessage) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html>upstream is under maintenance</html>")
+		}},
+		{"202 without a body", func(w http.ResponseWriter, _ json.RawMessage) {
+			w.Header().Del("Content-Type")
+			w.WriteHeader(http.StatusAccepted)
+		}},
+		{"a null result", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":null}`, id)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &scriptedServer{modern: true}
+			url := srv.start(t)
+			m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
+			if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			m.mu.Lock()
+			s := m.servers["s"]
+			m.mu.Unlock()
+			srv.onDiscover.Store(&tc.answer)
+			m.check(ctx(t), s)
+			if st := status(t, m, "s"); st.State == StateConnected || st.LastError == "" {
+				t.Errorf("after a health check answered with %s: %s, %q", tc.name, st.State, st.LastError)
+			}
+		})
 	}
 }
 
