@@ -74,10 +74,17 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzCheckModern: whatever a modern request and its headers hold, the
 // check answers with an accepted request or a 400 error, and never
-// panics; an accepted one names a modern version.
+// panics; an accepted one names a modern version, and its Mcp-Name is
+// the name or URI a handler decodes from its params with encoding/json
+// (what an intermediary routes on is what runs).
 func FuzzCheckModern(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28", "tools/call", "a")
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x","_meta":{}}}`, "", "resources/read", "=?base64?eA==?=")
+	// A repeated name (the last one runs), and one in another case.
+	for _, name := range []string{"a", "b"} {
+		f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"b"}}`, "2026-07-28", "tools/call", name)
+	}
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"a","Name":"b","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, "2026-07-28", "prompts/get", "a")
 	f.Fuzz(func(t *testing.T, body, version, method, name string) {
 		msg, _, derr := protocol.Decode([]byte(body))
 		if derr != nil || msg.Kind != protocol.KindRequest {
@@ -96,6 +103,25 @@ func FuzzCheckModern(f *testing.F) {
 		}
 		if !protocol.IsModernVersion(meta.ProtocolVersion) {
 			t.Fatalf("accepted version %q", meta.ProtocolVersion)
+		}
+		switch msg.Method {
+		case protocol.MethodToolsCall, protocol.MethodPromptsGet, protocol.MethodResourcesRead:
+		default:
+			return
+		}
+		var ref struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		}
+		if err := json.Unmarshal(msg.Params, &ref); err != nil {
+			t.Fatalf("accepted params %s do not decode: %v", msg.Params, err)
+		}
+		want := ref.Name
+		if msg.Method == protocol.MethodResourcesRead {
+			want = ref.URI
+		}
+		if got, err := protocol.DecodeHeaderValue(name); err != nil || got != want {
+			t.Fatalf("accepted %s with Mcp-Name %q; params %s decode to %q", msg.Method, name, msg.Params, want)
 		}
 	})
 }
