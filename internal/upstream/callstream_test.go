@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,8 +42,11 @@ type scriptedServer struct {
 	failDiscover atomic.Bool
 	// onDiscover, when set, answers server/discover instead.
 	onDiscover atomic.Pointer[func(w http.ResponseWriter, id json.RawMessage)]
-	onCall     func(w http.ResponseWriter, id json.RawMessage)
-	onResume   func(w http.ResponseWriter, lastID string)
+	// listHint is added to the tools/list result: its ttlMs and
+	// cacheScope members.
+	listHint string
+	onCall   func(w http.ResponseWriter, id json.RawMessage)
+	onResume func(w http.ResponseWriter, lastID string)
 }
 
 func (s *scriptedServer) start(t *testing.T) string {
@@ -93,7 +97,7 @@ func (s *scriptedServer) start(t *testing.T) string {
 			w.WriteHeader(http.StatusAccepted)
 		case "tools/list":
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`, m.ID)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]%s}}`, m.ID, s.listHint)
 		case "resources/read":
 			// A server of the 2025-11-25 era, which knows no cache hint.
 			w.Header().Set("Content-Type", "application/json")
@@ -378,6 +382,34 @@ func TestHealthCheckModernServer(t *testing.T) {
 	m.check(ctx(t), s)
 	if st := status(t, m, "s"); st.State == StateConnected || !strings.Contains(st.LastError, "server/discover answered with error -32603") {
 		t.Errorf("after a failed health check: %s, %q", st.State, st.LastError)
+	}
+}
+
+// A modern server's tool-list hint is read whatever its ttlMs: one too
+// long for a time.Duration is kept for as long as one can say, not
+// wrapped around into a short or negative one (which the gateway would
+// send as 0, stale at once), and a negative one is 0.
+func TestToolListHintOfAnyTTL(t *testing.T) {
+	for _, tc := range []struct {
+		hint string
+		want ListHint
+	}{
+		{`,"ttlMs":5000,"cacheScope":"private"`, ListHint{TTL: 5 * time.Second, Private: true}},
+		{`,"ttlMs":-5,"cacheScope":"public"`, ListHint{}},
+		{`,"ttlMs":9223372036854775807,"cacheScope":"public"`, ListHint{TTL: math.MaxInt64}},
+		{`,"ttlMs":9223372036855,"cacheScope":"public"`, ListHint{TTL: math.MaxInt64}},
+		{`,"ttlMs":9223372036854,"cacheScope":"public"`, ListHint{TTL: 9223372036854 * time.Millisecond}},
+	} {
+		t.Run(tc.hint, func(t *testing.T) {
+			srv := &scriptedServer{modern: true, listHint: tc.hint}
+			m := testManager(t, Options{Declared: []Config{cfg("s", srv.start(t))}})
+			if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := m.ToolListHint(); !ok || got != tc.want {
+				t.Errorf("hint %+v %v, want %+v", got, ok, tc.want)
+			}
+		})
 	}
 }
 

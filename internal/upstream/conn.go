@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -448,7 +449,7 @@ func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, *Lis
 			return nil, nil, err
 		}
 		if c.modern() {
-			hint = hint.merge(&ListHint{TTL: time.Duration(max(res.TTLMs, 0)) * time.Millisecond, Private: res.CacheScope == "private"})
+			hint = hint.merge(&ListHint{TTL: ttlOf(res.TTLMs), Private: res.CacheScope == "private"})
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > lim.maxTools {
@@ -460,6 +461,19 @@ func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, *Lis
 		}
 		cursor = res.NextCursor
 	}
+}
+
+// ttlOf is a result's ttlMs as a duration: 0 for a negative one, and
+// the longest duration for one longer than that (some 292 years), which
+// would otherwise wrap around into a negative one.
+func ttlOf(ms int) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case int64(ms) > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // ping checks the server answers within requestTimeoutMs: with ping in
