@@ -396,6 +396,8 @@ func TestToolListHintOfAnyTTL(t *testing.T) {
 	}{
 		{`,"ttlMs":5000,"cacheScope":"private"`, ListHint{TTL: 5 * time.Second, Private: true}},
 		{`,"ttlMs":-5,"cacheScope":"public"`, ListHint{}},
+		{`,"ttlMs":5000,"cacheScope":"Private"`, ListHint{TTL: 5 * time.Second, Private: true}},
+		{`,"ttlMs":5000`, ListHint{TTL: 5 * time.Second, Private: true}},
 		{`,"ttlMs":9223372036854775807,"cacheScope":"public"`, ListHint{TTL: math.MaxInt64}},
 		{`,"ttlMs":9223372036855,"cacheScope":"public"`, ListHint{TTL: math.MaxInt64}},
 		{`,"ttlMs":9223372036854,"cacheScope":"public"`, ListHint{TTL: 9223372036854 * time.Millisecond}},

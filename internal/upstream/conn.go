@@ -449,7 +449,9 @@ func (c *conn) listTools(ctx context.Context, lim listLimits) ([]*mcp.Tool, *Lis
 			return nil, nil, err
 		}
 		if c.modern() {
-			hint = hint.merge(&ListHint{TTL: ttlOf(res.TTLMs), Private: res.CacheScope == "private"})
+			// Any scope but "public" is taken for private, an absent one
+			// too (the schema requires it): the cautious reading.
+			hint = hint.merge(&ListHint{TTL: ttlOf(res.TTLMs), Private: res.CacheScope != "public"})
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > lim.maxTools {
