@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -471,9 +472,27 @@ func (s *session) deleteHeader(user http.Header) http.Header {
 	return h
 }
 
-// isModern reports whether v is a revision of the stateless era
-// (2026-07-28 and later: revisions are dates, and compare as strings).
-func isModern(v string) bool { return v >= "2026-07-28" }
+// isModern reports whether v is a revision of the stateless era:
+// 2026-07-28 or a later one (revisions are dates, YYYY-MM-DD, which
+// compare as strings; anything else is not a revision of that era).
+func isModern(v string) bool {
+	if _, err := time.Parse(time.DateOnly, v); err != nil {
+		return false
+	}
+	return v >= "2026-07-28"
+}
+
+// headerValue is v as a header carries it (basic/transports/streamable-http,
+// "Value Encoding"): as it is when every byte is printable ASCII,
+// otherwise in the Base64 sentinel form =?base64?…?=.
+func headerValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	return v
+}
 
 // Headers of a request of the stateless era (basic/transports/streamable-http,
 // "Standard Headers").

@@ -159,7 +159,7 @@ func prepareRequests(mix []mixEntry, s *session) ([]request, error) {
 				reqs[i].header.Set(headerMethod, "tools/list")
 			} else {
 				reqs[i].header.Set(headerMethod, "tools/call")
-				reqs[i].header.Set(headerName, e.tool)
+				reqs[i].header.Set(headerName, headerValue(e.tool))
 			}
 		}
 	}

@@ -73,6 +73,26 @@ func TestModernEra(t *testing.T) {
 	}
 }
 
+// A tool name a header cannot carry as it is goes in the Base64 form
+// (basic/transports/streamable-http, "Value Encoding"); a version that
+// is not a date is no revision of the stateless era.
+func TestModernHeaderValues(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"echo", "echo"},
+		{"café", "=?base64?Y2Fmw6k=?="},
+		{"tab\there", "=?base64?dGFiCWhlcmU=?="},
+	} {
+		if got := headerValue(tc.name); got != tc.want {
+			t.Errorf("headerValue(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for v, want := range map[string]bool{"2026-07-28": true, "2027-01-01": true, "2025-11-25": false, "draft": false, "2026-13-45": false} {
+		if got := isModern(v); got != want {
+			t.Errorf("isModern(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
 // -subscribers needs client sessions, which the stateless era has not.
 func TestModernEraRefusesSubscribers(t *testing.T) {
 	var stdout, stderr bytes.Buffer
