@@ -36,10 +36,8 @@ type scriptedServer struct {
 	// modern answers server/discover (the 2026-07-28 era) and checks that
 	// each tools/call carries the era's _meta.
 	modern bool
-	// discovers counts server/discover requests; with failDiscover set
-	// they are answered with a JSON-RPC error.
-	discovers    atomic.Int64
-	failDiscover atomic.Bool
+	// discovers counts server/discover requests.
+	discovers atomic.Int64
 	// onDiscover, when set, answers server/discover instead.
 	onDiscover atomic.Pointer[func(w http.ResponseWriter, id json.RawMessage)]
 	// listHint is added to the tools/list result: its ttlMs and
@@ -76,10 +74,6 @@ func (s *scriptedServer) start(t *testing.T) string {
 			s.discovers.Add(1)
 			if f := s.onDiscover.Load(); s.modern && f != nil {
 				(*f)(w, m.ID)
-				return
-			}
-			if s.modern && s.failDiscover.Load() {
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"overloaded"}}`, m.ID)
 				return
 			}
 			if s.modern {
@@ -353,19 +347,25 @@ func TestCallStreamModernServer(t *testing.T) {
 	}
 }
 
+// connectedModern starts srv (a server of the 2026-07-28 era) as upstream
+// "s" of a new manager and connects to it.
+func connectedModern(t *testing.T, srv *scriptedServer) (*Manager, *server) {
+	t.Helper()
+	m := testManager(t, Options{Declared: []Config{cfg("s", srv.start(t))}})
+	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m, m.servers["s"]
+}
+
 // A server of the 2026-07-28 era, which has no ping, is health-checked
 // with server/discover: an answer keeps it connected, an error answer
 // drops its connection.
 func TestHealthCheckModernServer(t *testing.T) {
 	srv := &scriptedServer{modern: true}
-	url := srv.start(t)
-	m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
-	if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	s := m.servers["s"]
-	m.mu.Unlock()
+	m, s := connectedModern(t, srv)
 	before := srv.discovers.Load()
 	m.check(ctx(t), s)
 	if st := status(t, m, "s"); st.State != StateConnected || srv.discovers.Load() != before+1 {
@@ -378,7 +378,10 @@ func TestHealthCheckModernServer(t *testing.T) {
 		}
 	}
 	srv.mu.Unlock()
-	srv.failDiscover.Store(true)
+	overloaded := func(w http.ResponseWriter, id json.RawMessage) {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"overloaded"}}`, id)
+	}
+	srv.onDiscover.Store(&overloaded)
 	m.check(ctx(t), s)
 	if st := status(t, m, "s"); st.State == StateConnected || !strings.Contains(st.LastError, "server/discover answered with error -32603") {
 		t.Errorf("after a failed health check: %s, %q", st.State, st.LastError)
@@ -403,11 +406,7 @@ func TestToolListHintOfAnyTTL(t *testing.T) {
 		{`,"ttlMs":9223372036854,"cacheScope":"public"`, ListHint{TTL: 9223372036854 * time.Millisecond}},
 	} {
 		t.Run(tc.hint, func(t *testing.T) {
-			srv := &scriptedServer{modern: true, listHint: tc.hint}
-			m := testManager(t, Options{Declared: []Config{cfg("s", srv.start(t))}})
-			if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			m, _ := connectedModern(t, &scriptedServer{modern: true, listHint: tc.hint})
 			if got, ok := m.ToolListHint(); !ok || got != tc.want {
 				t.Errorf("hint %+v %v, want %+v", got, ok, tc.want)
 			}
@@ -438,14 +437,7 @@ func TestHealthCheckModernServerNeedsAnAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &scriptedServer{modern: true}
-			url := srv.start(t)
-			m := testManager(t, Options{Declared: []Config{cfg("s", url)}})
-			if _, err := m.Discover(ctx(t), DiscoverOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			m.mu.Lock()
-			s := m.servers["s"]
-			m.mu.Unlock()
+			m, s := connectedModern(t, srv)
 			srv.onDiscover.Store(&tc.answer)
 			m.check(ctx(t), s)
 			if st := status(t, m, "s"); st.State == StateConnected || st.LastError == "" {
