@@ -146,6 +146,10 @@ type Manager struct {
 	// reach is the HeaderDeployments value: this deployment and those
 	// behind the upstreams whose tools it offers (see reachHeader).
 	reach atomic.Pointer[[]string]
+	// listHint merges the tool-list hints of the servers whose tools
+	// are offered (set with them, in recomputeLocked; read on every
+	// tools/list of the modern era); nil when none gave one.
+	listHint atomic.Pointer[ListHint]
 
 	ctx    context.Context // background work; cancelled by Close
 	cancel context.CancelFunc
@@ -158,9 +162,6 @@ type Manager struct {
 	servers map[string]*server
 	tools   []Tool // merged tool set, sorted by Canonical
 	toolsFP string // fingerprint of tools
-	// listHint merges the tool-list hints of the servers whose tools
-	// are offered; nil when none gave one.
-	listHint *ListHint
 	// surface is the merged prompts, resources and templates;
 	// promptsFP and resourcesFP fingerprint its parts (see
 	// mergeSurfaceLocked).
@@ -428,12 +429,10 @@ func (m *Manager) Tools() []Tool {
 // private if any says so. ok is false when none of them gave a hint
 // (legacy servers, or none).
 func (m *Manager) ToolListHint() (hint ListHint, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.listHint == nil {
-		return ListHint{}, false
+	if h := m.listHint.Load(); h != nil {
+		return *h, true
 	}
-	return *m.listHint, true
+	return ListHint{}, false
 }
 
 // offeredLocked reports whether s's tools are in the merged set: it is
@@ -464,7 +463,7 @@ func (m *Manager) recomputeLocked() {
 			hint = hint.merge(s.listHint)
 		}
 	}
-	m.listHint = hint
+	m.listHint.Store(hint)
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Canonical, b.Canonical) })
 	m.reach.Store(ptr(reachHeader(m.opts.DeploymentID, behind)))
 	// In id order: the first server to list a URI offers it.
