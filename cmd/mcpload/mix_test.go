@@ -189,9 +189,14 @@ func runFake(t *testing.T, fs *fakeServer, args ...string) summary {
 	t.Helper()
 	srv := httptest.NewServer(fs)
 	defer srv.Close()
-	args = append([]string{"-url", srv.URL, "-header", "Authorization: Bearer test-token", "-timeout", "5s", "-json"}, args...)
+	return runJSON(t, append([]string{"-url", srv.URL, "-header", "Authorization: Bearer test-token", "-timeout", "5s"}, args...)...)
+}
+
+// runJSON runs mcpload with args and -json, and decodes its summary.
+func runJSON(t *testing.T, args ...string) summary {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), args, &stdout, &stderr, false); code != exitOK {
+	if code := run(context.Background(), append(args, "-json"), &stdout, &stderr, false); code != exitOK {
 		t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
 	}
 	var sum summary

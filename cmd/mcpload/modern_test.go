@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -51,16 +50,8 @@ func TestModernEra(t *testing.T) {
 		{"mix", []string{"-mix", `echo:1:{"text":"a"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-url", srv.URL + "/mcp", "-protocol-version", "2026-07-28", "-sessions", "2", "-concurrency", "4",
-				"-requests", fmt.Sprint(requests), "-warmup", "0s", "-json", "-timeout", "5s"}, tc.args...)
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), args, &stdout, &stderr, false); code != exitOK {
-				t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
-			}
-			var sum summary
-			if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
-				t.Fatalf("decode summary %q: %v", stdout.String(), err)
-			}
+			sum := runJSON(t, append([]string{"-url", srv.URL + "/mcp", "-protocol-version", "2026-07-28", "-sessions", "2", "-concurrency", "4",
+				"-requests", fmt.Sprint(requests), "-warmup", "0s", "-timeout", "5s"}, tc.args...)...)
 			if sum.Requests != requests || sum.OK != requests || sum.ProtocolVersion != "2026-07-28" || sum.Server != "transport-test test" {
 				t.Errorf("summary %+v (errors %q)", sum, sum.ErrorSamples)
 			}
