@@ -35,24 +35,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_listening PORT WHAT PID: until a POST to /mcp gets any HTTP answer;
-# fails at once if process PID has ended.
-wait_listening() {
-	local deadline=$((SECONDS + 60)) code
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "$3" 2>/dev/null; then
-			say "$2 exited before answering on port $1"
-			return 1
-		fi
-		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST -H 'Content-Type: application/json' \
-			-H 'Accept: application/json, text/event-stream' --data '{}' "http://127.0.0.1:$1/mcp" 2>/dev/null)" || true
-		[[ "${code}" != "000" && -n "${code}" ]] && return 0
-		sleep 0.2
-	done
-	say "$2 did not answer on port $1 within 60s"
-	return 1
-}
-
 api="${FIDELITY_API_BIN:-}"
 if [[ -z "${api}" ]]; then
 	api="${WORK}/api"

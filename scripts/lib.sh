@@ -61,6 +61,24 @@ FIDELITY_SDK_VERSION="1.32.2"
 TSCLIENT_DIR="${CACHE_DIR}/ts-client"
 TSCLIENT_VERSION="2.4.0"
 
+# wait_listening PORT WHAT PID: until a POST to /mcp gets any HTTP answer;
+# fails at once if process PID has ended. The caller defines say.
+wait_listening() {
+	local deadline=$((SECONDS + 60)) code
+	while ((SECONDS < deadline)); do
+		if ! kill -0 "$3" 2>/dev/null; then
+			say "$2 exited before answering on port $1"
+			return 1
+		fi
+		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST -H 'Content-Type: application/json' \
+			-H 'Accept: application/json, text/event-stream' --data '{}' "http://127.0.0.1:$1/mcp" 2>/dev/null)" || true
+		[[ "${code}" != "000" && -n "${code}" ]] && return 0
+		sleep 0.2
+	done
+	say "$2 did not answer on port $1 within 60s"
+	return 1
+}
+
 # free_port -> a TCP port on 127.0.0.1 that was free a moment ago
 free_port() {
 	python3 -c 'import socket

@@ -37,20 +37,7 @@ fi
 port="$(free_port)"
 MCP_ADDR="127.0.0.1:${port}" "${api}" >"${WORK}/api.log" 2>&1 </dev/null &
 pid="$!"
-deadline=$((SECONDS + 60))
-until code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST -H 'Content-Type: application/json' \
-	-H 'Accept: application/json, text/event-stream' --data '{}' "http://127.0.0.1:${port}/mcp" 2>/dev/null)" &&
-	[[ "${code}" != "000" ]]; do
-	kill -0 "${pid}" 2>/dev/null || {
-		say "cmd/api exited before answering"
-		exit 1
-	}
-	((SECONDS < deadline)) || {
-		say "cmd/api did not answer within 60s"
-		exit 1
-	}
-	sleep 0.2
-done
+wait_listening "${port}" cmd/api "${pid}"
 
 # The probe's imports resolve from where it lies: run it beside the
 # package it needs.
