@@ -94,7 +94,7 @@ func FuzzCheckModern(f *testing.F) {
 		h.Set(protocol.HeaderProtocolVersion, version)
 		h.Set(protocol.HeaderMethod, method)
 		h.Set(protocol.HeaderName, name)
-		meta, err := protocol.CheckModern(msg, h)
+		meta, err := protocol.CheckModern(msg, protocol.ScanModern(msg.Method, msg.Params), h)
 		if err != nil {
 			if err.Status != http.StatusBadRequest || err.Error == nil {
 				t.Fatalf("error %+v", err)

@@ -105,11 +105,6 @@ func (m ModernMeta) HasCapability(name string) bool {
 	return len(v[0]) > 0 && v[0][0] == '{'
 }
 
-// IsModernRequest reports whether params (a request's, valid JSON) carry
-// the modern protocol version key in _meta: the request is then served
-// statelessly, whatever else it carries (basic/versioning, "Dual-era").
-func IsModernRequest(params json.RawMessage) bool { return ScanModern("", params).Modern() }
-
 // ModernParams is what one walk over a request's params finds for the
 // modern era's checks: its _meta's members, and the member the method
 // mirrors in Mcp-Name. A request's params hold its arguments, and are
@@ -122,7 +117,7 @@ type ModernParams struct {
 	ambiguous bool
 }
 
-// metaKeys are the _meta members CheckModernParams reads, in the order
+// metaKeys are the _meta members CheckModern reads, in the order
 // of ModernParams.meta.
 var metaKeys = []string{MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo, MetaLogLevel, "progressToken"}
 
@@ -164,7 +159,9 @@ func ScanModern(method string, params json.RawMessage) ModernParams {
 	return p
 }
 
-// Modern reports whether the _meta names a protocol version.
+// Modern reports whether the _meta names a protocol version: the request
+// is then served statelessly, whatever else it carries (basic/versioning,
+// "Dual-era").
 func (p ModernParams) Modern() bool { return p.meta[0] != nil }
 
 // CheckModern reads a modern request's _meta and checks its headers, in
@@ -172,14 +169,11 @@ func (p ModernParams) Modern() bool { return p.meta[0] != nil }
 // _meta members (400/-32602), headers against the body (400/-32020),
 // then the version (400/-32022 with data.supported and data.requested).
 // Whether the method exists, and the capabilities it needs, are the
-// caller's to check next. msg is a request; header is its HTTP header.
-func CheckModern(msg *Message, header http.Header) (ModernMeta, *StatusError) {
-	return CheckModernParams(msg, ScanModern(msg.Method, msg.Params), header)
-}
-
-// CheckModernParams is CheckModern of a request whose params the caller
-// scanned already (ScanModern).
-func CheckModernParams(msg *Message, p ModernParams, header http.Header) (ModernMeta, *StatusError) {
+// caller's to check next. msg is a request, p what ScanModern found in
+// its params (a request is modern when p.Modern(), or when its header
+// names a modern version: the caller decides); header is its HTTP
+// header.
+func CheckModern(msg *Message, p ModernParams, header http.Header) (ModernMeta, *StatusError) {
 	var m ModernMeta
 	v := p.meta
 	version, ok := StringValue(v[0])

@@ -55,10 +55,10 @@ func TestCheckModern(t *testing.T) {
 			if derr != nil {
 				t.Fatalf("decode: %v", derr)
 			}
-			if !protocol.IsModernRequest(msg.Params) && tt.code == 0 {
+			if !protocol.ScanModern(msg.Method, msg.Params).Modern() && tt.code == 0 {
 				t.Fatal("not classified as modern")
 			}
-			meta, err := protocol.CheckModern(msg, modernHeader(tt.header...))
+			meta, err := protocol.CheckModern(msg, protocol.ScanModern(msg.Method, msg.Params), modernHeader(tt.header...))
 			if tt.code == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err.Error)
@@ -81,7 +81,7 @@ func TestCheckModern(t *testing.T) {
 func TestModernMeta(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":true},"io.modelcontextprotocol/logLevel":"warning","progressToken":"p1"}}}`
 	msg, _, _ := protocol.Decode([]byte(body))
-	meta, err := protocol.CheckModern(msg, modernHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"))
+	meta, err := protocol.CheckModern(msg, protocol.ScanModern(msg.Method, msg.Params), modernHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/list"))
 	if err != nil {
 		t.Fatal(err.Error)
 	}
@@ -93,7 +93,7 @@ func TestModernMeta(t *testing.T) {
 	}
 }
 
-func TestIsModernRequest(t *testing.T) {
+func TestScanModernIsModern(t *testing.T) {
 	for params, want := range map[string]bool{
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`: true,
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`:         true,
@@ -102,8 +102,8 @@ func TestIsModernRequest(t *testing.T) {
 		`{"_meta":"io.modelcontextprotocol/protocolVersion"}`:                false,
 		``: false,
 	} {
-		if got := protocol.IsModernRequest(json.RawMessage(params)); got != want {
-			t.Errorf("IsModernRequest(%s) = %v, want %v", params, got, want)
+		if got := protocol.ScanModern("", json.RawMessage(params)).Modern(); got != want {
+			t.Errorf("ScanModern(%s).Modern() = %v, want %v", params, got, want)
 		}
 	}
 }
@@ -186,7 +186,7 @@ func TestCheckModernMismatchAttacks(t *testing.T) {
 			for _, kv := range tt.header {
 				h.Add(kv[0], kv[1])
 			}
-			_, err := protocol.CheckModern(msg, h)
+			_, err := protocol.CheckModern(msg, protocol.ScanModern(msg.Method, msg.Params), h)
 			if err == nil || err.Code != tt.code || err.Status != http.StatusBadRequest {
 				t.Fatalf("err = %+v, want 400 with code %d", err, tt.code)
 			}

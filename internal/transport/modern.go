@@ -54,7 +54,7 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	meta, serr := protocol.CheckModernParams(msg, params, r.Header)
+	meta, serr := protocol.CheckModern(msg, params, r.Header)
 	if serr != nil {
 		rec.rpcCode = serr.Code
 		writeError(w, serr.Status, msg.ID, serr.Error)
