@@ -174,6 +174,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		MaxSessionsPerTenant:    cfg.Transport.MaxSessionsPerTenant,
 		MaxStreamsPerSession:    cfg.Transport.MaxStreamsPerSession,
 		MaxRequestsPerPrincipal: cfg.RequestsPerPrincipal(),
+		MaxListensPerPrincipal:  cfg.ListensPerPrincipal(),
 		MaxClientInfoBytes:      cfg.Transport.MaxClientInfoBytes,
 		MaxCapabilitiesBytes:    cfg.Transport.MaxCapabilitiesBytes,
 		MaxInitializeDepth:      cfg.Transport.MaxInitializeDepth,
@@ -212,7 +213,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		return nil, err
 	}
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
-		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed,
+		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed, Listed: notifier.Listed,
 		TraceSampleRate: &cfg.Traces.SampleRate,
 	})
 	if err != nil {

@@ -148,6 +148,11 @@ type Transport struct {
 	// and no cap in auth mode none, where every client is one principal;
 	// see [Config.RequestsPerPrincipal].
 	MaxRequestsPerPrincipal int `yaml:"maxRequestsPerPrincipal"`
+	// MaxListensPerPrincipal caps the subscriptions/listen streams one
+	// principal has open on a replica; one more gets 429. 0, the
+	// default, means 64 when requests are authenticated and no cap in
+	// auth mode none; see [Config.ListensPerPrincipal].
+	MaxListensPerPrincipal int `yaml:"maxListensPerPrincipal"`
 	// MaxConnections caps the connections held open at once. At the cap
 	// a new connection takes the place of one that has waited at least a
 	// second for its client to send (stalled requests first, then idle
@@ -224,6 +229,22 @@ func (c Config) RequestsPerPrincipal() int {
 		return max(n, 0)
 	}
 	return defaultRequestsPerPrincipal
+}
+
+// defaultListensPerPrincipal is ListensPerPrincipal's cap when requests
+// are authenticated and none is set: the go-sdk client opens a listen
+// per subscribed resource, so a client watching a few dozen URIs fits.
+const defaultListensPerPrincipal = 64
+
+// ListensPerPrincipal is the cap on one principal's open listen streams
+// that the transport enforces: the configured one, or, unset,
+// defaultListensPerPrincipal when requests are authenticated and none in
+// auth mode none, where every client is one principal.
+func (c Config) ListensPerPrincipal() int {
+	if n := c.Transport.MaxListensPerPrincipal; n > 0 || c.Auth.Mode == auth.ModeNone {
+		return max(n, 0)
+	}
+	return defaultListensPerPrincipal
 }
 
 func (c Config) SessionsPerPrincipal() int {

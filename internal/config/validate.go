@@ -131,6 +131,7 @@ func (c Config) Validate() error {
 	intRange("transport.maxSessions", int64(t.MaxSessions), 1, math.MaxInt64, "at least 1")
 	intRange("transport.maxStreamsPerSession", int64(t.MaxStreamsPerSession), 0, 1024, "0 (no cap) to 1024")
 	intRange("transport.maxRequestsPerPrincipal", int64(t.MaxRequestsPerPrincipal), 0, 1_000_000, "0 (the default) to 1000000")
+	intRange("transport.maxListensPerPrincipal", int64(t.MaxListensPerPrincipal), 0, 1_000_000, "0 (the default) to 1000000")
 	intRange("transport.maxSessionsPerPrincipal", int64(t.MaxSessionsPerPrincipal), 0, int64(t.MaxSessions),
 		"0 (a tenth of transport.maxSessions with auth on, no cap in auth mode none) to transport.maxSessions")
 	intRange("transport.maxSessionsPerTenant", int64(t.MaxSessionsPerTenant), 0, math.MaxInt64, "0 (no cap) or more")

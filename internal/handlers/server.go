@@ -132,24 +132,32 @@ func (s *Server) capabilities() protocol.ServerCapabilities {
 
 // discover answers server/discover (server/discover): the revisions a
 // modern request may name, and what the server serves to a modern
-// client. That differs from capabilities in two ways. prompts is always
-// declared, since prompts/list always answers (with nothing when no
-// prompt is served); the legacy answer keeps it to servers with prompts,
-// as it always has. And neither listChanged nor resources.subscribe is
-// declared: in this era both are served over subscriptions/listen
-// (basic/utilities/subscriptions), which this server does not serve
-// yet, and a client that reads them opens one at connect
-// (docs/adr/0051-modern-era-requests.md).
+// client (ModernCapabilities).
 func (s *Server) discover() *protocol.DiscoverResult {
-	c := s.capabilities()
-	c.Tools = &protocol.ToolsCapability{}
-	c.Resources = &protocol.ResourcesCapability{}
-	c.Prompts = &protocol.PromptsCapability{}
 	return &protocol.DiscoverResult{
 		SupportedVersions: protocol.ModernVersions(),
-		Capabilities:      c,
+		Capabilities:      s.ModernCapabilities(),
 		Instructions:      s.opts.Instructions,
 	}
+}
+
+// ModernCapabilities is what the server serves to a client of the modern
+// era, whose notifications travel on subscriptions/listen streams
+// (basic/patterns/subscriptions). It differs from the legacy answer in
+// two ways. prompts is always declared, since prompts/list always
+// answers (with nothing when no prompt is served); the legacy answer
+// keeps it to servers with prompts, as it always has. And
+// resources.listChanged is always declared: a listen is scoped to its
+// tenant, so a change of the tenant's entries (created, deleted) is told
+// to that tenant's listeners alone, where the legacy era would have to
+// tell every client session of every tenant.
+func (s *Server) ModernCapabilities() protocol.ServerCapabilities {
+	c := s.capabilities()
+	c.Resources = &protocol.ResourcesCapability{Subscribe: true, ListChanged: true}
+	if c.Prompts == nil {
+		c.Prompts = &protocol.PromptsCapability{}
+	}
+	return c
 }
 
 func (s *Server) hasCompletions() bool {

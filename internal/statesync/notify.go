@@ -15,6 +15,9 @@ import (
 // is one.
 type Deliverer interface {
 	ResourceUpdated(tenant, uri string) (int, error)
+	// ResourcesListChanged tells tenant's listeners of its resource list
+	// that an entity was created or deleted.
+	ResourcesListChanged(tenant string)
 }
 
 // Notifier turns State Sync's outcomes into notifications/resources/updated:
@@ -48,6 +51,12 @@ func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
 // (resources/subscribe), so this runs with the policy layer off too.
 func (n *Notifier) Changed(ctx context.Context, uri string) {
 	n.publish(tenant.From(ctx), uri)
+}
+
+// Listed announces that an entity of the tenant of ctx was created or
+// deleted, so its resources/list changed.
+func (n *Notifier) Listed(ctx context.Context) {
+	n.d.ResourcesListChanged(tenant.From(ctx))
 }
 
 // AfterCall applies causal invalidation to the result of a call of tool

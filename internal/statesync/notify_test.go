@@ -13,9 +13,14 @@ import (
 )
 
 type fakeDeliverer struct {
-	got []string
-	n   int
-	err error
+	got    []string
+	listed []string
+	n      int
+	err    error
+}
+
+func (f *fakeDeliverer) ResourcesListChanged(tenant string) {
+	f.listed = append(f.listed, tenant)
 }
 
 func (f *fakeDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
@@ -36,6 +41,10 @@ func TestNotifierChanged(t *testing.T) {
 	n.Changed(ctx, "agent://x")
 	if want := []string{"acme memory://team/plan", "acme session://s1", "acme agent://x"}; !slices.Equal(d.got, want) {
 		t.Errorf("delivered %v, want %v", d.got, want)
+	}
+	n.Listed(ctx)
+	if want := []string{"acme"}; !slices.Equal(d.listed, want) {
+		t.Errorf("list changes told %v, want %v", d.listed, want)
 	}
 	if s := n.Stats(); s.Published != 3 || s.Delivered != 6 {
 		t.Errorf("stats %+v, want 3 published, 6 delivered", s)

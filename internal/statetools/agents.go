@@ -89,6 +89,7 @@ func (t *tools) agentRegister(ctx context.Context, call *handlers.ToolCall) (any
 		return nil, t.storeError(err)
 	}
 	t.changed(ctx, agentURI(ag.ID))
+	t.listed(ctx)
 	return ag, nil
 }
 
@@ -133,5 +134,6 @@ func (t *tools) agentRemove(ctx context.Context, call *handlers.ToolCall) (any, 
 		return nil, t.storeError(err)
 	}
 	t.changed(ctx, agentURI(a.AgentID))
+	t.listed(ctx)
 	return map[string]any{"removed": true, "agentId": a.AgentID}, nil
 }

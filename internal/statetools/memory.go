@@ -143,6 +143,9 @@ func (t *tools) memoryStore(ctx context.Context, call *handlers.ToolCall) (any, 
 		return nil, t.storeError(err)
 	}
 	t.changed(ctx, memoryURI(e.Namespace, e.Key))
+	if e.Version == 1 {
+		t.listed(ctx)
+	}
 	return storedEntry{Namespace: e.Namespace, Key: e.Key, Version: e.Version, UpdatedAt: e.UpdatedAt, ExpiresAt: e.ExpiresAt}, nil
 }
 
@@ -212,6 +215,7 @@ func (t *tools) memoryDelete(ctx context.Context, call *handlers.ToolCall) (any,
 		return nil, t.storeError(err)
 	}
 	t.changed(ctx, memoryURI(ns, a.Key))
+	t.listed(ctx)
 	return map[string]any{"deleted": true, "namespace": ns, "key": a.Key}, nil
 }
 
@@ -234,6 +238,9 @@ func (t *tools) memoryBulkDelete(ctx context.Context, call *handlers.ToolCall) (
 	}
 	for _, k := range keys {
 		t.changed(ctx, memoryURI(ns, k))
+	}
+	if len(keys) > 0 {
+		t.listed(ctx)
 	}
 	return map[string]any{"namespace": ns, "deleted": len(keys), "keys": keys}, nil
 }

@@ -118,6 +118,9 @@ func (t *tools) sessionCreate(ctx context.Context, call *handlers.ToolCall) (any
 		return nil, err
 	}
 	s, err := t.b.CreateSession(ctx, tenant.From(ctx), store.NewSession{Task: a.Task, Initiator: a.Initiator, Metadata: a.Metadata})
+	if err == nil {
+		t.listed(ctx)
+	}
 	return t.sessionChanged(ctx, s, err)
 }
 

@@ -47,6 +47,11 @@ type Options struct {
 	// notifications/resources/updated for the subscribers. It must not
 	// block.
 	Changed func(ctx context.Context, uri string)
+	// Listed, if set, is told when a successful call created or deleted
+	// an entity, with the call's context: the tenant's resources/list
+	// gained or lost an entry (notifications/resources/list_changed to
+	// its listen streams). It must not block.
+	Listed func(ctx context.Context)
 	// TraceSampleRate is the share of successful calls traced
 	// (traces.sampleRate); trace_analyze says its figures are over
 	// sampled traces and estimates the calls made. nil: every call is
@@ -124,6 +129,13 @@ func (t *tools) changed(ctx context.Context, uris ...string) {
 	}
 	for _, u := range uris {
 		t.opts.Changed(ctx, u)
+	}
+}
+
+// listed reports that a successful call created or deleted an entity.
+func (t *tools) listed(ctx context.Context) {
+	if t.opts.Listed != nil {
+		t.opts.Listed(ctx)
 	}
 }
 

@@ -12,13 +12,14 @@ import (
 // method: notifications/prompts/list_changed, …) to every client
 // session, as ToolsListChanged does for tools, and reports how many
 // sessions it told. Every replica sees such a change by itself, so a
-// shared session is told by one of them (ClientSession.broadcast).
+// shared session is told by one of them (ClientSession.broadcast), and
+// each replica tells its own listen streams that asked for the list.
 func (t *Transport) ListChanged(notification string) (int, error) {
 	data, err := protocol.MarshalNotification(notification, nil)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", notification, err)
 	}
-	n := 0
+	n := t.listens.listChanged("", &listenNote{method: notification})
 	t.sessions.Each(func(s *ClientSession) bool {
 		if s.broadcast(data) {
 			n++

@@ -66,6 +66,10 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 			"method not found: %s is not part of protocol %s", logging.Field(msg.Method), meta.ProtocolVersion))
 		return
 	}
+	if msg.Method == protocol.MethodSubscriptionsListen {
+		t.listen(w, r, msg, sseOK, rec)
+		return
+	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta)}
 	prep := t.srv.Prepare(req)
 	var missing []string

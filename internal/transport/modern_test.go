@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -189,9 +190,10 @@ func TestModernStateless(t *testing.T) {
 
 // server/discover says what a modern request may name and what is
 // served to it (server/discover): the modern revisions, the same list
-// -32022 gives; prompts, since prompts/list answers; and no listChanged
-// or resources.subscribe, which travel over subscriptions/listen, not
-// served (docs/adr/0051-modern-era-requests.md). A legacy session has
+// -32022 gives; prompts, since prompts/list answers; and the changes a
+// subscriptions/listen hears of: tools and resource lists and resource
+// updates, but no prompt list, which changes only with federation
+// (docs/adr/0054-listen-across-replicas.md). A legacy session has
 // initialize's answer and no server/discover.
 func TestModernDiscover(t *testing.T) {
 	h := newHarness(t)
@@ -207,14 +209,10 @@ func TestModernDiscover(t *testing.T) {
 	if !slices.Equal(res.SupportedVersions, []string{protocol.Version20260728}) {
 		t.Errorf("supportedVersions %v", res.SupportedVersions)
 	}
-	for _, c := range []string{"tools", "resources", "prompts"} {
-		if res.Capabilities[c] == nil {
-			t.Errorf("capabilities %v lack %s", res.Capabilities, c)
-		}
-		for _, k := range []string{"listChanged", "subscribe"} {
-			if v, ok := res.Capabilities[c][k]; ok {
-				t.Errorf("capabilities.%s.%s = %v: subscriptions/listen is not served", c, k, v)
-			}
+	want := map[string]map[string]any{"tools": {"listChanged": true}, "resources": {"listChanged": true, "subscribe": true}, "prompts": {}}
+	for c, members := range want {
+		if !maps.Equal(res.Capabilities[c], members) {
+			t.Errorf("capabilities.%s = %v, want %v", c, res.Capabilities[c], members)
 		}
 	}
 	if info := res.Meta[protocol.MetaServerInfo]; info.Name != "transport-test" || info.Version != "test" {

@@ -68,6 +68,10 @@ type Options struct {
 	// modern request holds its stream for as long as it runs. Over it a
 	// request gets 429.
 	MaxRequestsPerPrincipal int
+	// MaxListensPerPrincipal caps the subscriptions/listen streams one
+	// principal has open on this replica (0: no cap); over it a listen
+	// gets 429.
+	MaxListensPerPrincipal int
 	// ReadBodyTimeout bounds reading a request body; WriteTimeout bounds
 	// each write of a response or stream event.
 	ReadBodyTimeout time.Duration
@@ -107,7 +111,11 @@ type Transport struct {
 	subs     *subscriptions // resources/subscribe, by tenant and URI
 	// fanout delivers resource updates: through subs in memory, through
 	// the shared store when client sessions are shared.
-	fanout  Fanout
+	fanout Fanout
+	// listens are the subscriptions/listen streams open here; bus
+	// carries their events between replicas (nil: one replica).
+	listens *listens
+	bus     ListenBus
 	origins originPolicy
 	log     zerolog.Logger
 	now     func() time.Time
@@ -156,7 +164,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions(),
+	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions(), listens: newListens(),
 		serverInfo: protocol.ServerInfoJSON(srv.Info()), inflight: map[string]int{}}
 	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
@@ -165,13 +173,13 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		shared, err := opts.Share.Open(ctx, SharingConfig{
 			IdleTimeout: opts.SessionIdleTimeout, MaxSessions: opts.MaxSessions,
 			MaxSessionsPerPrincipal: opts.MaxSessionsPerPrincipal, MaxSessionsPerTenant: opts.MaxSessionsPerTenant,
-			EventLogSize: opts.EventLogSize, Logger: opts.Logger, Now: now,
+			EventLogSize: opts.EventLogSize, Logger: opts.Logger, Now: now, Listen: t.fromBus,
 		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("transport: %w", err)
 		}
-		t.sessions, t.fanout = shared, shared
+		t.sessions, t.fanout, t.bus = shared, shared, shared
 	default:
 		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now, t.subs)
 	}
@@ -270,11 +278,17 @@ func (t *Transport) Sessions() SessionStore { return t.sessions }
 // (docs/adr/0016-resource-updates-logged-by-origin.md; SharedStore). A
 // shared store may queue the work and return at once, reporting 0;
 // SharingStats counts the outcome.
+//
+// The listen streams of the 2026-07-28 era whose filter names uri hear of
+// it too, on this replica at once and on the others through the
+// ListenBus; the count includes this replica's.
 func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	return t.fanout.ResourceUpdated(tenantID, uri)
+	listening := t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesUpdated, URI: uri})
+	n, err := t.fanout.ResourceUpdated(tenantID, uri)
+	return n + listening, err
 }
 
 // ToolsListChanged sends notifications/tools/list_changed to every client
@@ -292,6 +306,7 @@ func (t *Transport) ToolsListChanged() (int, error) {
 // Close ends every client session, which cancels running handlers and
 // closes every stream, then waits for detached handlers until ctx is done.
 func (t *Transport) Close(ctx context.Context) error {
+	t.listens.stopAll()
 	t.sessions.Close()
 	t.cancel()
 	done := make(chan struct{})
@@ -309,6 +324,7 @@ func (t *Transport) Close(ctx context.Context) error {
 // that keeps a shutting-down server alive. Streamed POST responses finish.
 func (t *Transport) CloseStreams(retryMs int) {
 	t.draining.Store(true)
+	t.listens.stopAll()
 	t.sessions.Each(func(s *ClientSession) bool {
 		s.standalone.closeConn(retryMs)
 		return true
@@ -334,14 +350,19 @@ type SharingConfig struct {
 	EventLogSize            int
 	Logger                  zerolog.Logger
 	Now                     func() time.Time
+	// Listen delivers to this replica's listen streams an event another
+	// replica published (ListenBus).
+	Listen func(ListenEvent)
 }
 
 // SharedStore is the session store of a Sharing: its sessions are copies
 // of sessions other replicas serve too (ClientSession.Share), and it
-// delivers resource updates to the subscribers on every replica.
+// delivers resource updates to the subscribers on every replica, and the
+// events of listen streams to every replica's listeners.
 type SharedStore interface {
 	SessionStore
 	Fanout
+	ListenBus
 }
 
 // SharingStats counts what a shared store's log writer did.
@@ -353,6 +374,9 @@ type SharingStats struct {
 	// Dropped: log writes (resource updates and other GET-stream
 	// messages) dropped on a full queue.
 	Dropped int64
+	// ListenPublished: listen events published to the other replicas;
+	// ListenDropped: those lost (a full queue, Redis down or failing).
+	ListenPublished, ListenDropped int64
 }
 
 // SharingStats returns the counters of the shared client sessions; zero

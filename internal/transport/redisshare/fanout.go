@@ -173,5 +173,6 @@ func (m *redisSessions) dropStale(ctx context.Context, stale []staleMember) {
 
 // Stats counts what the store's log appender did.
 func (m *redisSessions) Stats() transport.SharingStats {
-	return transport.SharingStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load()}
+	return transport.SharingStats{Updates: m.updates.Load(), Notified: m.notified.Load(), Dropped: m.dropped.Load(),
+		ListenPublished: m.listen.published.Load(), ListenDropped: m.listen.dropped.Load()}
 }

@@ -135,6 +135,9 @@ type redisSessions struct {
 	// shard carries the changes on a Redis Cluster, a shard channel per
 	// session (shardbus.go); nil elsewhere, where one channel does.
 	shard *shardBus
+	// listen carries the listen streams' events between replicas
+	// (listenbus.go).
+	listen *listenBus
 }
 
 // redisTuning holds the timings tests shorten.
@@ -244,7 +247,9 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Optio
 	m.unwatch = m.conn.Watch(m.health)
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
-	m.wg.Add(3)
+	m.listen = newListenBus(m, sharded, cfg.Listen)
+	m.wg.Add(4)
+	go m.listen.publisher()
 	if sharded {
 		m.shard = newShardBus(m, cluster)
 		go m.shard.run()

@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
+)
+
+// listenNotification is a notification read from a listen stream.
+type listenNotification struct {
+	Method string
+	Sub    string // the raw JSON of _meta's subscriptionId
+	Params map[string]json.RawMessage
+}
+
+func readListen(t *testing.T, c *th.SSEConn) listenNotification {
+	t.Helper()
+	ev, m := c.NextMessage(t)
+	if ev.HasID {
+		t.Fatalf("a listen event carries an id: %+v", ev)
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatalf("params of %s: %v", m.Method, err)
+	}
+	var all map[string]json.RawMessage
+	_ = json.Unmarshal(m.Params, &all)
+	return listenNotification{Method: m.Method, Sub: string(p.Meta[protocol.MetaSubscriptionID]), Params: all}
+}
+
+// openListen opens a listen with id and filter, and reads its
+// acknowledgement, which it returns.
+func openListen(t *testing.T, h *harness, id any, filter map[string]any) (*th.SSEConn, listenNotification) {
+	t.Helper()
+	c := h.PostSSE(t, "", modernBody(id, protocol.MethodSubscriptionsListen, map[string]any{"notifications": filter}, nil),
+		modernHeaders(protocol.MethodSubscriptionsListen, "")...)
+	ack := readListen(t, c)
+	if ack.Method != protocol.NotificationSubscriptionsAcknowledged {
+		t.Fatalf("first message %s, want the acknowledgement", ack.Method)
+	}
+	return c, ack
+}
+
+// A listen is acknowledged first, with what the server honours, and then
+// hears exactly what its filter asks for, each message naming the listen
+// request's id verbatim; nothing of another URI, list or tenant.
+func TestListenDeliversWhatItsFilterAsks(t *testing.T) {
+	h := newHarness(t)
+	resources, ack := openListen(t, h, "listen:1", map[string]any{
+		"resourceSubscriptions": []string{"memory://team/plan", "stale://memory.*", "memory://team/plan"},
+		"resourcesListChanged":  true, "promptsListChanged": true,
+	})
+	if ack.Sub != `"listen:1"` {
+		t.Errorf("acknowledgement names %s, want \"listen:1\"", ack.Sub)
+	}
+	// No federation: prompts do not change, and are not promised.
+	if got := string(ack.Params["notifications"]); got != `{"resourcesListChanged":true,"resourceSubscriptions":["memory://team/plan","stale://memory.*"]}` {
+		t.Errorf("acknowledged %s", got)
+	}
+	tools, ack := openListen(t, h, 7, map[string]any{"toolsListChanged": true})
+	if ack.Sub != "7" {
+		t.Errorf("acknowledgement names %s, want 7", ack.Sub)
+	}
+
+	for _, u := range []string{"memory://team/other", "memory://team/plan", "stale://memory.*"} {
+		if _, err := h.tr.ResourceUpdated(tenant.Default, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.tr.ResourceUpdated("another", "memory://team/plan"); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.ResourcesListChanged("another")
+	h.tr.ResourcesListChanged(tenant.Default)
+	if _, err := h.tr.ToolsListChanged(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"memory://team/plan", "stale://memory.*", ""} {
+		n := readListen(t, resources)
+		if n.Sub != `"listen:1"` {
+			t.Errorf("%s names %s", n.Method, n.Sub)
+		}
+		switch {
+		case want == "" && n.Method != protocol.NotificationResourcesListChange:
+			t.Errorf("got %s, want the resource list's change", n.Method)
+		case want != "" && (n.Method != protocol.NotificationResourcesUpdated || string(n.Params["uri"]) != `"`+want+`"`):
+			t.Errorf("got %s %s, want the update of %s", n.Method, n.Params["uri"], want)
+		}
+	}
+	if n := readListen(t, tools); n.Method != protocol.NotificationToolsListChanged || n.Sub != "7" {
+		t.Errorf("tools listener got %s for %s", n.Method, n.Sub)
+	}
+	// Nothing more: the tools listener heard no resource, the resources
+	// listener no tool list, neither another tenant.
+	h.tr.CloseStreams(0)
+	for _, c := range []*th.SSEConn{resources, tools} {
+		rest := c.Rest(t)
+		var msgs []string
+		for _, ev := range rest {
+			if ev.HasData {
+				msgs = append(msgs, ev.Data)
+			}
+		}
+		if len(msgs) != 1 || !strings.Contains(msgs[0], `"resultType":"complete"`) {
+			t.Errorf("after the expected notifications: %q, want only the completion result", msgs)
+		}
+	}
+}
+
+// The server ends a listen (here: shutting down) with the completion
+// result, correlated by id and naming the subscription, then closes it.
+func TestListenEndsWithCompletionResult(t *testing.T) {
+	h := newHarness(t)
+	c, _ := openListen(t, h, 42, map[string]any{"toolsListChanged": true})
+	h.tr.CloseStreams(0)
+	_, m := c.NextMessage(t)
+	var res struct {
+		ResultType string                     `json:"resultType"`
+		Meta       map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || string(m.ID) != "42" {
+		t.Fatalf("want the response to 42, got %+v (%v)", m, err)
+	}
+	if res.ResultType != protocol.ResultComplete || string(res.Meta[protocol.MetaSubscriptionID]) != "42" || res.Meta[protocol.MetaServerInfo] == nil {
+		t.Errorf("completion result %s", m.Result)
+	}
+	c.WaitEnd(t)
+	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.Listens() == 0 })
+	// A shutting-down replica opens no new listen.
+	rr := h.Post(t, "", modernBody(1, protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{}}, nil),
+		modernHeaders(protocol.MethodSubscriptionsListen, "")...)
+	if rr.Status != http.StatusServiceUnavailable {
+		t.Errorf("listen while draining: %d, want 503", rr.Status)
+	}
+}
+
+// A client that closes its stream has cancelled the listen: it leaves the
+// index, and its principal's count.
+func TestListenClosedByClientLeavesIndex(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxListensPerPrincipal = 1 }))
+	c, _ := openListen(t, h, 1, map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
+	c.Close()
+	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.Listens() == 0 })
+	openListen(t, h, 2, map[string]any{"toolsListChanged": true}) // its place is free again
+}
+
+// A listen's filter is bounded and checked; a principal's listens are
+// capped; a listen needs an event stream.
+func TestListenRefusals(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxListensPerPrincipal = 1 }))
+	many := make([]string, MaxListenURIs+1)
+	for i := range many {
+		many[i] = "memory://a/" + strings.Repeat("k", i%7+1)
+	}
+	listen := func(params map[string]any) []byte {
+		return modernBody(1, protocol.MethodSubscriptionsListen, params, nil)
+	}
+	hdrs := modernHeaders(protocol.MethodSubscriptionsListen, "")
+	cases := []struct {
+		name   string
+		body   []byte
+		accept string
+		status int
+		code   int
+		says   string
+	}{
+		{"no filter", listen(nil), "", http.StatusOK, protocol.CodeInvalidParams, "notifications is required"},
+		{"a filter that is no object", listen(map[string]any{"notifications": []int{1}}), "", http.StatusOK, protocol.CodeInvalidParams, "invalid params"},
+		{"too many URIs", listen(map[string]any{"notifications": map[string]any{"resourceSubscriptions": many}}), "", http.StatusOK, protocol.CodeInvalidParams, "at most 256"},
+		{"a URI too long", listen(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{"memory://a/" + strings.Repeat("x", 2048)}}}),
+			"", http.StatusOK, protocol.CodeInvalidParams, "at most 2048"},
+		{"a relative URI", listen(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{"team/plan"}}}),
+			"", http.StatusOK, protocol.CodeInvalidParams, "not an absolute URI"},
+		{"JSON only", listen(map[string]any{"notifications": map[string]any{}}), "application/json", http.StatusNotAcceptable, protocol.CodeInvalidRequest, "text/event-stream"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hd := hdrs
+			if tc.accept != "" {
+				hd = append(append([]string(nil), hdrs...), "Accept", tc.accept)
+			}
+			rr := h.Post(t, "", tc.body, hd...)
+			th.WantRPCError(t, rr, tc.status, "1", tc.code)
+			if !strings.Contains(string(rr.Body), tc.says) {
+				t.Errorf("%s does not say %q", rr, tc.says)
+			}
+		})
+	}
+	openListen(t, h, 1, map[string]any{"toolsListChanged": true})
+	rr := h.Post(t, "", listen(map[string]any{"notifications": map[string]any{}}), hdrs...)
+	if rr.Status != http.StatusTooManyRequests || rr.Header.Get("Retry-After") == "" {
+		t.Errorf("a second listen of the principal: %d %s, want 429 with Retry-After", rr.Status, rr.Body)
+	}
+}
+
+// A client that lets more notifications wait than a listen queues is too
+// slow to read: the server ends its listen rather than hold them.
+func TestListenerTooSlowIsEnded(t *testing.T) {
+	l := &listener{notes: make(chan *listenNote, listenQueue), end: make(chan struct{})}
+	n := uriNote("memory://a/b")
+	for range listenQueue {
+		l.offer(n)
+	}
+	select {
+	case <-l.end:
+		t.Fatal("ended with a queue not yet full")
+	default:
+	}
+	l.offer(n)
+	select {
+	case <-l.end:
+	default:
+		t.Fatal("not ended past its queue")
+	}
+}

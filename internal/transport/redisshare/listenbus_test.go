@@ -1,0 +1,160 @@
+package redisshare
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/transport"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
+)
+
+// listenOn opens a listen with filter on h and reads its
+// acknowledgement: from then on, the replica hears its tenant's events.
+func listenOn(t *testing.T, h *harness, id any, filter map[string]any) *th.SSEConn {
+	t.Helper()
+	params := map[string]any{"notifications": filter, "_meta": map[string]any{
+		protocol.MetaProtocolVersion: protocol.Version20260728, protocol.MetaClientCapabilities: map[string]any{}}}
+	c := h.PostSSE(t, "", th.RPC(id, protocol.MethodSubscriptionsListen, params),
+		"Mcp-Protocol-Version", protocol.Version20260728, protocol.HeaderMethod, protocol.MethodSubscriptionsListen)
+	if _, m := c.NextMessage(t); m.Method != protocol.NotificationSubscriptionsAcknowledged {
+		t.Fatalf("first message %s, want the acknowledgement", m.Method)
+	}
+	return c
+}
+
+// heard reads n notifications from c: "<subscriptionId> <method> <uri>".
+func heard(t *testing.T, c *th.SSEConn, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		ev, m := c.NextMessage(t)
+		if ev.HasID {
+			t.Errorf("a listen event with an id: %+v", ev)
+		}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+			URI  string                     `json:"uri"`
+		}
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s", p.Meta[protocol.MetaSubscriptionID], m.Method, p.URI)))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A change on any replica reaches the listen streams of every replica
+// whose filter names it, with their subscription ids, and no other
+// (docs/adr/0054-listen-across-replicas.md); on one node and on a
+// cluster, where the events travel by sharded pub/sub.
+func TestListenAcrossReplicas(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		prefix := testPrefix(t, rdb)
+		r1, r2, r3 := replica(t, rdb, prefix), replica(t, rdb, prefix), replica(t, rdb, prefix)
+		plan := listenOn(t, r1, "plan", map[string]any{
+			"resourceSubscriptions": []string{"memory://team/plan", "stale://memory.*", "memory://sentinel"}, "resourcesListChanged": true})
+		other := listenOn(t, r3, 9, map[string]any{"resourceSubscriptions": []string{"memory://team/other", "memory://sentinel"}})
+
+		publish(t, "memory://team/plan", r2)
+		publish(t, "stale://memory.*", r3)
+		r2.tr.ResourcesListChanged("")
+		publish(t, "memory://unwatched", r2)
+		for _, r := range []*harness{r1, r2, r3} {
+			publish(t, "memory://sentinel", r)
+		}
+		want := []string{
+			`"plan" notifications/resources/list_changed`,
+			`"plan" notifications/resources/updated memory://sentinel`,
+			`"plan" notifications/resources/updated memory://sentinel`,
+			`"plan" notifications/resources/updated memory://sentinel`,
+			`"plan" notifications/resources/updated memory://team/plan`,
+			`"plan" notifications/resources/updated stale://memory.*`,
+		}
+		if got := heard(t, plan, len(want)); !slices.Equal(got, want) {
+			t.Errorf("listener of the plan heard\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// Each replica's events arrive in the order it published them, so
+		// once its sentinel is in, nothing before it is still coming.
+		want = []string{"9 notifications/resources/updated memory://sentinel", "9 notifications/resources/updated memory://sentinel", "9 notifications/resources/updated memory://sentinel"}
+		if got := heard(t, other, 3); !slices.Equal(got, want) {
+			t.Errorf("listener of another URI heard %q, want only the sentinels", got)
+		}
+		if s := r2.shared().Stats(); s.ListenPublished == 0 || s.ListenDropped != 0 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}
+
+// A replica whose Redis does not answer publishes nothing and holds
+// nothing up: the change is made, its own listeners hear of it, and the
+// loss is counted (INV-MCP-XC-002).
+func TestListenPublishWithoutRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	rdb := testRedis(t, addr)
+	h := replica(t, rdb, "mcp-test:gone:")
+	c := listenOn(t, h, 1, map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
+	start := time.Now()
+	for range listenQueueSize + 10 {
+		if _, err := h.tr.ResourceUpdated("", "memory://a/b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("%d updates took %v without Redis", listenQueueSize+10, d)
+	}
+	if got := heard(t, c, 1); got[0] != "1 notifications/resources/updated memory://a/b" {
+		t.Errorf("own listener heard %q", got)
+	}
+}
+
+// The wire form of an event between replicas reads back as written, and
+// nothing else reads as an event.
+func TestListenEventEncoding(t *testing.T) {
+	for _, ev := range []transport.ListenEvent{
+		{Tenant: "acme", Method: protocol.NotificationResourcesUpdated, URI: "memory://team/plan"},
+		{Tenant: "a:b 1", Method: protocol.NotificationResourcesUpdated, URI: "stale://memory.*"},
+		{Tenant: "acme", Method: protocol.NotificationResourcesListChange},
+	} {
+		got, origin, ok := decodeListenEvent(encodeListenEvent("r1", ev))
+		if !ok || origin != "r1" || got != ev {
+			t.Errorf("%+v read back as %+v from %q (%v)", ev, got, origin, ok)
+		}
+	}
+	for _, bad := range []string{"", "r1", "r1 ", "r1 x4:acme", "r1 u0:", "r1 u9:acme", "r1 uz:acme", "r1 u4:acme", "r1 l4:acmememory://x", "r1 u04:acmememory://x", "r1 u+4:acmememory://x"} {
+		if ev, _, ok := decodeListenEvent(bad); ok {
+			t.Errorf("%q read as %+v", bad, ev)
+		}
+	}
+}
+
+func FuzzDecodeListenEvent(f *testing.F) {
+	f.Add(encodeListenEvent("r1", transport.ListenEvent{Tenant: "acme", Method: protocol.NotificationResourcesUpdated, URI: "memory://a/b"}))
+	f.Add(encodeListenEvent("r1", transport.ListenEvent{Tenant: "t", Method: protocol.NotificationResourcesListChange}))
+	f.Add("r1 u3:abc")
+	f.Fuzz(func(t *testing.T, s string) {
+		ev, origin, ok := decodeListenEvent(s)
+		if !ok {
+			return
+		}
+		if ev.Tenant == "" {
+			t.Fatalf("%q read with no tenant", s)
+		}
+		if again := encodeListenEvent(origin, ev); again != s {
+			t.Fatalf("%q read as %+v, which writes %q", s, ev, again)
+		}
+	})
+}
