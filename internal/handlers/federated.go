@@ -70,7 +70,9 @@ func (s *Server) ResourceSchemes() []string {
 
 // servesPrompts and servesCompletions say whether the server answers
 // prompts/* and completion/complete, as capabilities advertises.
-func (s *Server) servesPrompts() bool     { return s.fed != nil || s.prompts.len() > 0 }
+func (s *Server) servesPrompts() bool {
+	return s.fed != nil || s.opts.PromptsChange || s.prompts.len() > 0
+}
 func (s *Server) servesCompletions() bool { return s.fed != nil || s.hasCompletions() }
 
 // served is a list as served: the server's own items (group ""), then

@@ -17,6 +17,11 @@ type Options struct {
 	Instructions string
 	// PageSize bounds every list result (tools, resources, templates, prompts).
 	PageSize int
+	// PromptsChange says the embedder adds prompts at run time and tells
+	// clients (notifications/prompts/list_changed): the prompts
+	// capability then says listChanged, as it does with a Federated
+	// surface.
+	PromptsChange bool
 }
 
 // Server answers MCP requests from its registries.
@@ -122,7 +127,7 @@ func (s *Server) capabilities() protocol.ServerCapabilities {
 		Logging:   &struct{}{},
 	}
 	if s.servesPrompts() {
-		c.Prompts = &protocol.PromptsCapability{ListChanged: fed}
+		c.Prompts = &protocol.PromptsCapability{ListChanged: fed || s.opts.PromptsChange}
 	}
 	if s.servesCompletions() {
 		c.Completions = &struct{}{}

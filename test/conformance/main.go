@@ -73,7 +73,7 @@ func newHandler(log zerolog.Logger) (http.Handler, *transport.Transport, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := handlers.NewServer(handlers.Options{Name: "mcp-runtime-conformance", Version: "test"}, tools)
+	srv := handlers.NewServer(handlers.Options{Name: "mcp-runtime-conformance", Version: "test", PromptsChange: true}, tools)
 	tr, err := transport.New(srv, transport.Options{
 		LoopbackOnly:       true,
 		MaxBodyBytes:       4 << 20,
@@ -93,6 +93,9 @@ func newHandler(log zerolog.Logger) (http.Handler, *transport.Transport, error) 
 		return nil, nil, err
 	}
 	if err := registerPrompts(srv); err != nil {
+		return nil, nil, err
+	}
+	if err := registerTriggers(srv, tools, tr); err != nil {
 		return nil, nil, err
 	}
 	r := chi.NewRouter()
