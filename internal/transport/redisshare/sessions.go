@@ -54,6 +54,8 @@ import (
 // them on the session's own <prefix>cs:{<id>}:ch; shardbus.go); every
 // replica holding a copy, the writer included, applies them in the
 // channel's order, so concurrent writers converge on Redis's last write.
+// The listen streams' events go on <prefix>listen:{l<n>}, a channel per
+// hash of the tenant (listenbus.go).
 //
 // Connections, in-flight requests and server-to-client requests stay
 // local: they belong to the replica holding the connection. Messages
