@@ -72,6 +72,7 @@ type config struct {
 	seed            uint64
 	subscribers     int
 	subscribeURI    string
+	subscribeURLs   []string // where the subscribers connect, in turn; -url when empty
 	notifyWait      time.Duration
 	headers         http.Header
 	jsonOut         bool
@@ -133,8 +134,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		"-mix-mutating request: latency = receipt of the notification - start of sending that request\n"+
 		"(understated when mutating requests overlap). Only notifications charged to a request of the measured\n"+
 		"phase count. Expected = successful mutating requests x subscribers, missed = expected - received;\n"+
-		"-mix entries must not change the URI too, or received exceeds expected")
+		"-mix entries must not change the URI too, or received exceeds expected. With a -protocol-version of the\n"+
+		"stateless era (2026-07-28) each subscriber holds a subscriptions/listen stream naming the URI instead")
 	fs.StringVar(&cfg.subscribeURI, "subscribe-uri", "", "resource URI the -subscribers subscribe to, e.g. memory://default/k1")
+	subscribeURLs := fs.String("subscribe-urls", "", "comma-separated endpoints the -subscribers connect to in turn (other replicas of the\n"+
+		"server under -url, say), so that notifications must cross replicas; default: -url")
 	fs.DurationVar(&cfg.notifyWait, "notify-wait", 2*time.Second, "after the measured phase, how long to wait for expected notifications still on the way")
 	fs.Var(&headerFlag{cfg.headers}, "header", "extra request header 'Key: Value' (repeatable)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the summary as one JSON line on stdout")
@@ -157,6 +161,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
+	if *subscribeURLs != "" {
+		for _, su := range strings.Split(*subscribeURLs, ",") {
+			su = strings.TrimSpace(su)
+			if p, err := url.Parse(su); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+				return nil, fmt.Errorf("-subscribe-urls: want http:// or https:// URLs without credentials, got %q", su)
+			}
+			cfg.subscribeURLs = append(cfg.subscribeURLs, su)
+		}
+	}
 	u, err := url.Parse(cfg.url)
 	switch {
 	case cfg.url == "":
@@ -198,8 +211,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-args needs -tool (tools/list takes no arguments)")
 	case cfg.subscribers < 0:
 		return nil, errors.New("-subscribers must not be negative")
-	case cfg.subscribers > 0 && isModern(cfg.protocolVersion):
-		return nil, fmt.Errorf("-subscribers needs a protocol version with client sessions (resources/subscribe and a GET stream); %s has neither", cfg.protocolVersion)
+	case *subscribeURLs != "" && cfg.subscribers == 0:
+		return nil, errors.New("-subscribe-urls needs -subscribers N (N > 0)")
 	case cfg.subscribers > 0 && cfg.subscribeURI == "":
 		return nil, errors.New("-subscribers needs -subscribe-uri, the resource to subscribe to")
 	case cfg.subscribers == 0 && cfg.subscribeURI != "":
@@ -305,7 +318,11 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 				return exitFailure
 			}
 			sessions = append(sessions, s)
-			sub, resp, err := startSubscriber(ctx, sctx, hs, hc, s, cfg, clock)
+			at := cfg.url
+			if len(cfg.subscribeURLs) > 0 {
+				at = cfg.subscribeURLs[i%len(cfg.subscribeURLs)]
+			}
+			sub, resp, err := startSubscriber(ctx, sctx, hs, hc, at, s, cfg, clock)
 			if err != nil {
 				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
 				return exitFailure

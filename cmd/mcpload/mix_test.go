@@ -137,6 +137,8 @@ func TestFlagErrorMessages(t *testing.T) {
 		{"subscribers with -tool", []string{"-url", u, "-tool", "echo", "-subscribers", "2", "-subscribe-uri", "x://y"}, "needs at least one -mix-mutating entry"},
 		{"mutating without subscribers", []string{"-url", u, "-mix-mutating", mut}, "-mix-mutating needs -subscribers"},
 		{"negative subscribers", []string{"-url", u, "-mix", "echo:1", "-subscribers", "-1"}, "-subscribers must not be negative"},
+		{"subscribe-urls without subscribers", []string{"-url", u, "-mix", "echo:1", "-subscribe-urls", u}, "-subscribe-urls needs -subscribers"},
+		{"subscribe-urls not a URL", []string{"-url", u, "-mix-mutating", mut, "-subscribers", "1", "-subscribe-uri", "x://y", "-subscribe-urls", u + ",ftp://h/mcp"}, "want http:// or https:// URLs"},
 		{"negative notify-wait", []string{"-url", u, "-mix-mutating", mut, "-subscribers", "1", "-subscribe-uri", "x://y", "-notify-wait", "-1s"}, "-notify-wait must not be negative"},
 		{"bad seed", []string{"-url", u, "-seed", "-3"}, `invalid value "-3" for flag -seed`},
 	}
@@ -288,7 +290,7 @@ func TestMixWithSubscribersEndToEnd(t *testing.T) {
 				}
 			} else {
 				// Every stream was reopened, with Last-Event-ID.
-				if n.Reconnects < subscribers || !strings.Contains(n.LastError, "GET stream ended by the server") {
+				if n.Reconnects < subscribers || !strings.Contains(n.LastError, "stream ended by the server") {
 					t.Errorf("reconnects %d, last error %q", n.Reconnects, n.LastError)
 				}
 				if got := fs.resumes.Load(); got < subscribers || fs.gets.Load() != subscribers+got {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
@@ -84,12 +84,37 @@ func TestModernHeaderValues(t *testing.T) {
 	}
 }
 
-// -subscribers needs client sessions, which the stateless era has not.
-func TestModernEraRefusesSubscribers(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"-url", "http://127.0.0.1:1/mcp", "-protocol-version", "2026-07-28",
-		"-mix-mutating", `store:1:{"key":"k"}`, "-subscribers", "2", "-subscribe-uri", "memory://default/k"}, &stdout, &stderr, false)
-	if code == exitOK || !bytes.Contains(stderr.Bytes(), []byte("-subscribers needs a protocol version with client sessions")) {
-		t.Errorf("exit %d, stderr %q", code, stderr.String())
+// In the stateless era each -subscribers holds a subscriptions/listen
+// stream naming the URI, acknowledged before the load starts: every
+// mutation's notification reaches every one of them.
+func TestModernEraListens(t *testing.T) {
+	const uri = "memory://default/k"
+	var tr *transport.Transport
+	h := transporttest.New(t, transporttest.Config{EchoOnly: true}, func(srv *handlers.Server) (transporttest.Transport, error) {
+		var err error
+		tr, err = transport.New(srv, transport.Options{
+			LoopbackOnly: true, Logger: transporttest.Logger(),
+			MaxBodyBytes: transporttest.MaxBodyBytes, SessionIdleTimeout: transporttest.SessionIdleTimeout,
+			KeepAliveInterval: transporttest.KeepAliveInterval, EventLogSize: transporttest.EventLogSize, MaxSessions: transporttest.MaxSessions,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return tr, srv.Tools().Add(handlers.Tool{Name: "store", Description: "Changes the URI.",
+			Handler: func(context.Context, *handlers.ToolCall) (*protocol.CallToolResult, error) {
+				if _, err := tr.ResourceUpdated("", uri); err != nil {
+					return nil, err
+				}
+				return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("stored")}}, nil
+			}})
+	})
+	srv := httptest.NewServer(h.Router)
+	t.Cleanup(srv.Close)
+	const requests, subscribers = 30, 3
+	sum := runJSON(t, "-url", srv.URL+"/mcp", "-protocol-version", "2026-07-28", "-concurrency", "1", "-requests", fmt.Sprint(requests),
+		"-warmup", "0s", "-timeout", "5s", "-mix-mutating", "store:1:{}", "-subscribers", fmt.Sprint(subscribers), "-subscribe-uri", uri)
+	n := sum.Notifications
+	if n == nil || n.Mutations != requests || n.Expected != requests*subscribers || n.Received != n.Expected || n.Missed != 0 {
+		t.Fatalf("notifications %+v (errors %q)", n, sum.ErrorSamples)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,7 +82,8 @@ func (c *mutationClock) charge() (time.Duration, bool) {
 const maxReconnects = 5
 
 // subscriber is one extra client session that subscribed to the URI and
-// holds its GET stream open.
+// holds its GET stream open; in the stateless era, a subscriptions/listen
+// stream naming the URI.
 type subscriber struct {
 	sess   *session
 	hc     *http.Client
@@ -89,6 +91,11 @@ type subscriber struct {
 	uri    string
 	header http.Header // GET headers: the session's, with Accept: text/event-stream
 	clock  *mutationClock
+	// listen is the body of the subscriptions/listen request that opens
+	// the stream (POSTed with header); nil: a GET stream.
+	listen []byte
+	// p reads the open stream; open resets it for each new one.
+	p *sseParser
 
 	received   atomic.Uint64 // notifications counted (measured phase)
 	hist       *histogram    // owned by run until it returns
@@ -116,32 +123,56 @@ func subscribe(ctx context.Context, c *conn, s *session, uri string) error {
 }
 
 // startSubscriber subscribes session s to the run's URI and opens its GET
-// stream (on sctx, which the run cancels to stop it).
-func startSubscriber(ctx, sctx context.Context, hs *conn, hc *http.Client, s *session, cfg *config, clock *mutationClock) (*subscriber, *http.Response, error) {
-	if err := subscribe(ctx, hs, s, cfg.subscribeURI); err != nil {
+// stream on url (on sctx, which the run cancels to stop it); in the
+// stateless era it opens a listen naming the URI instead, and returns
+// once the server acknowledged it.
+func startSubscriber(ctx, sctx context.Context, hs *conn, hc *http.Client, url string, s *session, cfg *config, clock *mutationClock) (*subscriber, *http.Response, error) {
+	if s.meta == nil {
+		if err := subscribe(ctx, hs, s, cfg.subscribeURI); err != nil {
+			return nil, nil, err
+		}
+	}
+	sub, err := newSubscriber(hc, url, cfg.subscribeURI, s, clock)
+	if err != nil {
 		return nil, nil, err
 	}
-	sub := newSubscriber(hc, cfg.url, cfg.subscribeURI, s, clock)
 	resp, err := sub.open(sctx, cfg.timeout, "")
 	return sub, resp, err
 }
 
-func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutationClock) *subscriber {
-	h := s.header.Clone()
-	h.Del("Content-Type")
-	h.Set("Accept", contentTypeSSE)
-	return &subscriber{sess: s, hc: hc, url: url, uri: uri, header: h, clock: clock, hist: newHistogram()}
+func newSubscriber(hc *http.Client, url, uri string, s *session, clock *mutationClock) (*subscriber, error) {
+	sub := &subscriber{sess: s, hc: hc, url: url, uri: uri, clock: clock, hist: newHistogram()}
+	if s.meta != nil {
+		params, err := json.Marshal(map[string]any{"_meta": s.meta, "notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
+		if err != nil {
+			return nil, fmt.Errorf("encode subscriptions/listen: %w", err)
+		}
+		sub.listen = []byte(`{"jsonrpc":"2.0","id":"mcpload-listen","method":"subscriptions/listen","params":` + string(params) + `}`)
+		sub.header = s.header.Clone()
+		sub.header.Set(headerMethod, "subscriptions/listen")
+		return sub, nil
+	}
+	sub.header = s.header.Clone()
+	sub.header.Del("Content-Type")
+	sub.header.Set("Accept", contentTypeSSE)
+	return sub, nil
 }
 
-// open starts the GET stream; the response headers must arrive within
-// timeout. lastEventID resumes a stream that ended.
+// open starts the GET stream, or the listen; the response headers (and a
+// listen's acknowledgement) must arrive within timeout. lastEventID
+// resumes a GET stream that ended.
 func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventID string) (*http.Response, error) {
 	// A timeout for the headers only: the stream itself lasts the run.
 	hctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(hctx, http.MethodGet, s.url, nil)
+	method, what := http.MethodGet, "GET stream"
+	var body io.Reader
+	if s.listen != nil {
+		method, what, body = http.MethodPost, "listen", bytes.NewReader(s.listen)
+	}
+	req, err := http.NewRequestWithContext(hctx, method, s.url, body)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("build GET request: %w", err)
+		return nil, fmt.Errorf("build %s request: %w", what, err)
 	}
 	req.Header = s.header
 	if lastEventID != "" {
@@ -150,14 +181,14 @@ func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventI
 	}
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); cancel() })
+	defer timer.Stop()
 	resp, err := s.hc.Do(req)
-	timer.Stop()
 	if err != nil {
 		cancel()
 		if timedOut.Load() {
-			return nil, fmt.Errorf("GET stream: no response within %s", timeout)
+			return nil, fmt.Errorf("%s: no response within %s", what, timeout)
 		}
-		return nil, fmt.Errorf("GET stream: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer cancel()
@@ -165,15 +196,52 @@ func (s *subscriber) open(ctx context.Context, timeout time.Duration, lastEventI
 		if resp.StatusCode == http.StatusMethodNotAllowed {
 			return nil, errors.New("GET stream: the server offers none (405), so it cannot send notifications outside a request")
 		}
-		return nil, fmt.Errorf("GET stream: %w", httpStatusError(resp))
+		return nil, fmt.Errorf("%s: %w", what, httpStatusError(resp))
 	}
 	if mt := mediaType(resp.Header); mt != contentTypeSSE {
 		cancel()
 		drainClose(resp.Body)
-		return nil, fmt.Errorf("GET stream: Content-Type %q, want %s", resp.Header.Get("Content-Type"), contentTypeSSE)
+		return nil, fmt.Errorf("%s: Content-Type %q, want %s", what, resp.Header.Get("Content-Type"), contentTypeSSE)
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	if s.p == nil {
+		s.p = newSSEParser(resp.Body)
+	} else {
+		s.p.reset(resp.Body)
+	}
+	if s.listen != nil {
+		// Only once acknowledged does the listen hear every change.
+		if err := s.acknowledged(); err != nil {
+			_ = resp.Body.Close()
+			if timedOut.Load() {
+				return nil, fmt.Errorf("listen: no acknowledgement within %s", timeout)
+			}
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
 	return resp, nil
+}
+
+// acknowledged reads the listen's first message, which must be its
+// acknowledgement.
+func (s *subscriber) acknowledged() error {
+	for {
+		ev, err := s.p.next()
+		if err != nil {
+			return fmt.Errorf("stream ended before the acknowledgement: %w", err)
+		}
+		if len(ev.Data) == 0 {
+			continue
+		}
+		var msg struct {
+			Method string          `json:"method"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(ev.Data, &msg); err != nil || msg.Method != "notifications/subscriptions/acknowledged" {
+			return fmt.Errorf("first message is not the acknowledgement: %s", truncate(string(ev.Data), 200))
+		}
+		return nil
+	}
 }
 
 // cancelBody cancels the request's context when the body is closed.
@@ -191,16 +259,15 @@ func (b *cancelBody) Close() error {
 // run reads the stream resp until ctx ends, reopening it with Last-Event-ID
 // if the server ends it.
 func (s *subscriber) run(ctx context.Context, resp *http.Response, timeout time.Duration) {
-	p := newSSEParser(resp.Body)
 	failures := 0
 	for {
-		lastID, err := s.read(p)
+		lastID, err := s.read(s.p)
 		_ = resp.Body.Close()
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
-			err = errors.New("GET stream ended by the server")
+			err = errors.New("stream ended by the server")
 		}
 		s.lastErr = err
 		for {
@@ -223,7 +290,6 @@ func (s *subscriber) run(ctx context.Context, resp *http.Response, timeout time.
 				return
 			}
 		}
-		p.reset(resp.Body)
 	}
 }
 
