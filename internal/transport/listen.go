@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -282,7 +281,9 @@ func (t *Transport) listen(w http.ResponseWriter, r *http.Request, msg *protocol
 		writeError(w, http.StatusOK, msg.ID, perr)
 		return
 	}
-	l := &listener{sub: msg.ID, tenant: tenant.From(r.Context()), principal: principalID(r), filter: filter,
+	// The id is copied: msg lives in the request's body buffer, which is
+	// reused once the handler returns, and a listen outlives it.
+	l := &listener{sub: append(protocol.ID(nil), msg.ID...), tenant: tenant.From(r.Context()), principal: principalID(r), filter: filter,
 		notes: make(chan *listenNote, listenQueue), end: make(chan struct{})}
 	if l.tenant == "" {
 		l.tenant = tenant.Default
@@ -299,79 +300,30 @@ func (t *Transport) listen(w http.ResponseWriter, r *http.Request, msg *protocol
 			"too many listen streams: at most %d open at once per principal; close one first", t.opts.MaxListensPerPrincipal))
 		return
 	}
-	defer t.listens.remove(l)
-	if t.bus != nil && (len(filter.ResourceSubscriptions) > 0 || filter.ResourcesListChanged) {
+	watched := t.bus != nil && (len(filter.ResourceSubscriptions) > 0 || filter.ResourcesListChanged)
+	release := func() {
+		t.listens.remove(l)
+		if watched {
+			t.bus.UnwatchTenant(l.tenant)
+		}
+	}
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			release()
+		}
+	}()
+	if watched {
 		// Acknowledged only once this replica hears the tenant's events:
 		// a change made on another replica after the acknowledgement
 		// reaches the listen.
-		ready := t.bus.WatchTenant(l.tenant)
-		defer t.bus.UnwatchTenant(l.tenant)
 		select {
-		case <-ready:
+		case <-t.bus.WatchTenant(l.tenant):
 		case <-r.Context().Done():
 			return
 		}
 	}
-	t.serveListen(w, r, l)
-}
-
-// serveListen writes the acknowledgement and then l's notifications
-// until the client goes away or the server ends the listen.
-func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *listener) {
-	t.openStreams.Add(1)
-	defer t.openStreams.Add(-1)
-	startSSE(w)
-	rc := http.NewResponseController(w)
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	// write sends buf as it is; false: the client is gone or not reading.
-	write := func(buf []byte) bool {
-		_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
-		if _, err := w.Write(buf); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	ack, err := protocol.Marshal(l.filter)
-	if err != nil {
-		t.log.Error().Err(err).Msg("encode listen acknowledgement")
-		return
-	}
-	buf := make([]byte, 0, 512)
-	buf = appendListenEvent(buf, l.sub, &listenNote{method: protocol.NotificationSubscriptionsAcknowledged,
-		members: append([]byte(`"notifications":`), ack...)})
-	if !write(buf) {
-		return
-	}
-	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-	defer keepAlive.Stop()
-	for {
-		buf = buf[:0]
-		select {
-		case n := <-l.notes:
-			buf = appendListenEvent(buf, l.sub, n)
-			for more := true; more; {
-				select {
-				case n := <-l.notes:
-					buf = appendListenEvent(buf, l.sub, n)
-				default:
-					more = false
-				}
-			}
-		case <-keepAlive.C:
-			buf = append(buf, ": keep-alive\n\n"...)
-		case <-l.end:
-			buf = append(buf, "data: "...)
-			buf = protocol.AppendListenEnd(buf, l.sub, t.serverInfo)
-			buf = append(buf, "\n\n"...)
-			write(buf)
-			return
-		case <-r.Context().Done():
-			return
-		}
-		if !write(buf) {
-			return
-		}
-	}
+	handedOff = t.serveListen(w, r, l, release)
 }
 
 // appendListenEvent frames n for the listen sub as one SSE event, without

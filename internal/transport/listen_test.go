@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -220,4 +222,45 @@ func TestListenerTooSlowIsEnded(t *testing.T) {
 	default:
 		t.Fatal("not ended past its queue")
 	}
+}
+
+// An HTTP/2 stream cannot be taken over from net/http: its handler
+// serves the listen to the end, with the same messages.
+func TestListenOverHTTP2(t *testing.T) {
+	h := newHarness(t)
+	srv := httptest.NewUnstartedServer(h.Router)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	body := modernBody("h2", protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{"memory://a/b"}}}, nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/mcp", bytes.NewReader(body))
+	hd := modernHeaders(protocol.MethodSubscriptionsListen, "")
+	for i := 0; i < len(hd); i += 2 {
+		req.Header.Set(hd[i], hd[i+1])
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", th.AcceptBoth)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProtoMajor != 2 || res.StatusCode != http.StatusOK {
+		t.Fatalf("%s %d, want HTTP/2 200", res.Proto, res.StatusCode)
+	}
+	c := th.NewSSEConn(res, func() {})
+	t.Cleanup(c.Close)
+	if ack := readListen(t, c); ack.Method != protocol.NotificationSubscriptionsAcknowledged {
+		t.Fatalf("first %s", ack.Method)
+	}
+	if _, err := h.tr.ResourceUpdated(tenant.Default, "memory://a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := readListen(t, c); n.Method != protocol.NotificationResourcesUpdated || n.Sub != `"h2"` {
+		t.Errorf("got %s for %s", n.Method, n.Sub)
+	}
+	h.tr.CloseStreams(0)
+	if _, m := c.NextMessage(t); !strings.Contains(string(m.Result), `"resultType":"complete"`) || string(m.ID) != `"h2"` {
+		t.Errorf("want the completion result, got %+v", m)
+	}
+	c.WaitEnd(t)
 }

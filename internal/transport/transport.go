@@ -137,6 +137,11 @@ type Transport struct {
 	ctx    context.Context // parent of every client session
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // detached handlers
+	// streamsMu orders the listen streams taken over from net/http
+	// (detachListen) before Close's wait for them; closed: no more.
+	streamsMu sync.Mutex
+	closed    bool
+	streams   sync.WaitGroup
 }
 
 // New returns a transport for srv.
@@ -306,11 +311,14 @@ func (t *Transport) ToolsListChanged() (int, error) {
 // Close ends every client session, which cancels running handlers and
 // closes every stream, then waits for detached handlers until ctx is done.
 func (t *Transport) Close(ctx context.Context) error {
+	t.streamsMu.Lock()
+	t.closed = true
+	t.streamsMu.Unlock()
 	t.listens.stopAll()
 	t.sessions.Close()
 	t.cancel()
 	done := make(chan struct{})
-	go func() { t.wg.Wait(); close(done) }()
+	go func() { t.wg.Wait(); t.streams.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
@@ -108,17 +109,26 @@ func TestListenPublishWithoutRedis(t *testing.T) {
 	h := replica(t, rdb, "mcp-test:gone:")
 	c := listenOn(t, h, 1, map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
 	start := time.Now()
+	// More than the publish queue holds, of a URI nobody here listens to
+	// (a listener's own queue is smaller, and a client that lets it fill
+	// is ended).
 	for range listenQueueSize + 10 {
-		if _, err := h.tr.ResourceUpdated("", "memory://a/b"); err != nil {
+		if _, err := h.tr.ResourceUpdated("", "memory://a/other"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if _, err := h.tr.ResourceUpdated("", "memory://a/b"); err != nil {
+		t.Fatal(err)
+	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("%d updates took %v without Redis", listenQueueSize+10, d)
+		t.Errorf("%d updates took %v without Redis", listenQueueSize+11, d)
 	}
 	if got := heard(t, c, 1); got[0] != "1 notifications/resources/updated memory://a/b" {
 		t.Errorf("own listener heard %q", got)
 	}
+	testutil.Eventually(t, th.WaitLong, "the lost events to be counted", func() bool {
+		return h.shared().Stats().ListenDropped >= 10
+	})
 }
 
 // The wire form of an event between replicas reads back as written, and
