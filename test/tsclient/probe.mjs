@@ -3,7 +3,9 @@
 // lists and calls tools, reads a resource and keeps what it read for as
 // long as the server's cache hints say (server/utilities/caching); in
 // 'auto' mode it ends in the modern era; in the default ('legacy') mode
-// it still initializes a client session. Usage: node probe.mjs URL
+// it still initializes a client session; a list-changed handler opens a
+// subscriptions/listen that hears of an entry another client creates.
+// Usage: node probe.mjs URL
 // Exits 1 on the first expectation that fails.
 import { Client, StreamableHTTPClientTransport, InMemoryResponseCacheStore } from "@modelcontextprotocol/client";
 
@@ -106,6 +108,31 @@ function envelope(result) {
 
   expect(sent.every(s => !s.session), "pin: no request carries a session id", sent.filter(s => s.session));
   await c.close();
+}
+
+// Listen: a client with a handler for resource-list changes opens a
+// subscriptions/listen at connect, and hears of an entry another client
+// creates.
+{
+  let changed = 0;
+  let heard;
+  const heardIt = new Promise(resolve => { heard = resolve; });
+  const listener = new Client({ name: "tsclient-listener", version: "1.0.0" }, {
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+    listChanged: { resources: { autoRefresh: false, debounceMs: 0, onChanged: () => { changed++; heard(); } } },
+  });
+  await listener.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: fetchCounting }));
+  const listens = sent.filter(s => s.method === "subscriptions/listen").length;
+  expect(listens >= 1, "listen: a list-changed handler opens subscriptions/listen", listens);
+  const writer = await connect({ pin: "2026-07-28" }, new RecordingStore());
+  const key = "listed-" + Date.now();
+  const stored = await writer.callTool({ name: "memory_store", arguments: { namespace: "tsclient", key, value: 1 } });
+  expect(!stored.isError, "listen: another client creates an entry", stored);
+  const timeout = new Promise(resolve => setTimeout(resolve, 5000, "timeout"));
+  const outcome = await Promise.race([heardIt.then(() => "heard"), timeout]);
+  expect(outcome === "heard" && changed >= 1, "listen: the listener hears notifications/resources/list_changed", { outcome, changed });
+  await writer.close();
+  await listener.close();
 }
 
 // Auto: the probe finds the modern era.
