@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
@@ -167,4 +168,45 @@ func FuzzDecodeListenEvent(f *testing.F) {
 			t.Fatalf("%q read as %+v, which writes %q", s, ev, again)
 		}
 	})
+}
+
+// Redis restarts under two replicas: what is published while it is down
+// is lost (listen has no redelivery), the change itself is made and the
+// origin's own listeners hear of it; once Redis answers again, each
+// replica subscribes anew and changes cross again, without a restart.
+func TestListenAcrossRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := testRedis(t, srv.Addr())
+	prefix := testPrefix(t, rdb)
+	r1, r2 := replica(t, rdb, prefix), replica(t, rdb, prefix)
+	far := listenOn(t, r1, "far", map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
+	near := listenOn(t, r2, "near", map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
+
+	srv.Stop()
+	publish(t, "memory://a/b", r2)
+	if got := heard(t, near, 1); got[0] != `"near" notifications/resources/updated memory://a/b` {
+		t.Errorf("the origin's listener heard %q", got)
+	}
+	srv.Restart()
+	// The far replica's subscription comes back after its backoff; until
+	// then a change is lost, so the writer repeats it until one arrives.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(th.WaitLong)
+	for done := false; !done; {
+		select {
+		case ev := <-far.Frames:
+			if !ev.HasData || ev.Data == "" {
+				continue // a keep-alive
+			}
+			if m := th.ParseMessage(t, ev.Data); m.Method != protocol.NotificationResourcesUpdated {
+				t.Errorf("the far listener got %s", ev.Data)
+			}
+			done = true
+		case <-tick.C:
+			publish(t, "memory://a/b", r2)
+		case <-deadline:
+			t.Fatal("no change crossed replicas after Redis came back")
+		}
+	}
 }
