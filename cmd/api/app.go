@@ -208,6 +208,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, fmt.Errorf("register built-in tools: %w", err)
 	}
+	sealer, err := roundSealer(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv.SetStateSealer(sealer)
 	notifier, err := wireStateSync(cfg.StateSync, syncEngine, srv, tr, logger)
 	if err != nil {
 		return nil, err

@@ -86,6 +86,8 @@ type Config struct {
 	RateLimits RateLimits `yaml:"rateLimits"`
 	// TLS serves HTTPS directly when its files are set.
 	TLS TLS `yaml:"tls"`
+	// RequestState seals the state of multi-round-trip requests.
+	RequestState RequestState `yaml:"requestState"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -205,6 +207,7 @@ func Default() Config {
 		Auth:            auth.Default(),
 		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
+		RequestState:    RequestState{TTLMs: 600_000},
 	}
 }
 

@@ -22,7 +22,8 @@ const (
 // for the usage text.
 func Environment() []string {
 	return []string{EnvConfig, EnvAddr, EnvAllowedOrigins, EnvLogLevel, EnvLogFormat,
-		EnvDatabaseURL, EnvRedisURL, EnvRedisMode, EnvTLSCertFile, EnvTLSKeyFile, EnvAuthMode, EnvAdminToken}
+		EnvDatabaseURL, EnvRedisURL, EnvRedisMode, EnvTLSCertFile, EnvTLSKeyFile, EnvAuthMode, EnvAdminToken,
+		EnvRequestStateKey, EnvRequestStatePreviousKeys}
 }
 
 // Flag names, without the leading "-".
@@ -141,6 +142,12 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 	}
 	if v := getenv(EnvAdminToken); v != "" {
 		cfg.Admin.Token = v
+	}
+	if v := getenv(EnvRequestStateKey); v != "" {
+		cfg.RequestState.Key = v
+	}
+	if v := getenv(EnvRequestStatePreviousKeys); v != "" {
+		cfg.RequestState.PreviousKeys = splitList(v)
 	}
 }
 

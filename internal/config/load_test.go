@@ -106,6 +106,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		Auth:            auth.Default(),
 		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
+		RequestState:    RequestState{TTLMs: 600_000},
 	}
 	for _, tc := range []struct {
 		name string

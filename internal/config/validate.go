@@ -152,6 +152,7 @@ func (c Config) Validate() error {
 	c.validateFederation(bad, intRange)
 	errs = append(errs, c.validateRateLimits()...)
 	c.validateTLS(bad, intRange)
+	c.validateRequestState(bad, intRange)
 	if err := c.Auth.Validate(); err != nil {
 		var fe *auth.FieldError
 		if errors.As(err, &fe) {

@@ -101,7 +101,11 @@ func (s *Server) callTool(ctx context.Context, req *Request, p *Prepared) (any, 
 			call.progressToken = tok[0]
 		}
 	}
-	res, err := t.Handler(ctx, call)
+	v, err := s.rounds(ctx, req, func(ctx context.Context) (any, error) { return t.Handler(ctx, call) })
+	if ir, ok := v.(*protocol.InputRequiredResult); ok && err == nil {
+		return ir, out, nil
+	}
+	res, _ := v.(*protocol.CallToolResult)
 	if err != nil {
 		// Only a *protocol.Error returned as such is a JSON-RPC error; one
 		// wrapped inside another error (a client's answer to sampling, say)
@@ -234,7 +238,14 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	contents, err := s.resources.read(ctx, req.Session, uri)
+	v, err := s.rounds(ctx, req, func(ctx context.Context) (any, error) { return s.resources.read(ctx, req.Session, uri) })
+	if ir, ok := v.(*protocol.InputRequiredResult); ok && err == nil {
+		return ir, nil
+	}
+	if perr, ok := err.(*protocol.Error); ok {
+		return nil, perr // the round's: its state or its input refused
+	}
+	contents, _ := v.([]protocol.ResourceContents)
 	if errors.Is(err, ErrResourceNotFound) && s.fed != nil {
 		// Not one of the server's own: an upstream's, if one offers it.
 		res, handled, ferr := s.fed.ReadResource(ctx, req.Session, uri)
@@ -330,10 +341,17 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: prompt %s requires argument %q", pr.Name, a.Name)
 		}
 	}
-	res, err := pr.Get(ctx, req.Session, p.Arguments)
+	v, err := s.rounds(ctx, req, func(ctx context.Context) (any, error) { return pr.Get(ctx, req.Session, p.Arguments) })
+	if ir, ok := v.(*protocol.InputRequiredResult); ok && err == nil {
+		return ir, nil
+	}
+	if perr, ok := err.(*protocol.Error); ok {
+		return nil, perr // the round's: its state or its input refused
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get prompt %s: %w", pr.Name, err)
 	}
+	res, _ := v.(*protocol.GetPromptResult)
 	if res == nil {
 		return nil, fmt.Errorf("prompt %s returned no result", pr.Name)
 	}

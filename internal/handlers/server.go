@@ -31,7 +31,8 @@ type Server struct {
 	resources *ResourceRegistry
 	prompts   *PromptRegistry
 	lister    ResourceLister
-	fed       Federated // nil: no upstreams (see SetFederated)
+	sealer    StateSealer // round state of multi-round requests (mrtr.go)
+	fed       Federated   // nil: no upstreams (see SetFederated)
 	afterCall func(ctx context.Context, call *ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult
 	ambiguous func(ctx context.Context, name string, candidates []string) *protocol.CallToolResult
 }

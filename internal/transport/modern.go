@@ -191,14 +191,18 @@ func (t *Transport) appendModernResponse(id protocol.ID, method string, params j
 	if err != nil {
 		return nil, err
 	}
+	resultType := protocol.ResultComplete
 	var hint *protocol.CacheHint
-	if cacheable(method) {
+	if _, ok := result.(*protocol.InputRequiredResult); ok {
+		// A round, not the result: nothing to cache (basic/patterns/mrtr).
+		resultType = protocol.ResultInputRequired
+	} else if cacheable(method) {
 		hint = &protocol.CacheHint{}
 		if t.opts.Hints != nil {
 			*hint = t.opts.Hints.Hint(method, params)
 		}
 	}
-	res, err := protocol.AppendModernResult(make([]byte, 0, len(raw)+160), raw, protocol.ResultComplete, hint, t.serverInfo)
+	res, err := protocol.AppendModernResult(make([]byte, 0, len(raw)+160), raw, resultType, hint, t.serverInfo)
 	if err != nil {
 		return nil, err
 	}

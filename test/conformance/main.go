@@ -98,6 +98,9 @@ func newHandler(log zerolog.Logger) (http.Handler, *transport.Transport, error) 
 	if err := registerTriggers(srv, tools, tr); err != nil {
 		return nil, nil, err
 	}
+	if err := registerMRTR(srv, tools); err != nil {
+		return nil, nil, err
+	}
 	r := chi.NewRouter()
 	tr.Mount(r, "/mcp")
 	return r, tr, nil

@@ -24,7 +24,7 @@ import (
 const chartDir = "helm/mcp-runtime" // relative to the repository root
 
 // The settings that must only ever reach the pod from a Secret.
-var secretEnvVars = []string{config.EnvDatabaseURL, config.EnvRedisURL, config.EnvAdminToken}
+var secretEnvVars = []string{config.EnvDatabaseURL, config.EnvRedisURL, config.EnvAdminToken, config.EnvRequestStateKey}
 
 // Inline secret values of the "inline secrets and TLS" render: they must
 // appear in the chart's Secret and nowhere else.
@@ -32,6 +32,7 @@ const (
 	inlineDatabaseURL = "postgres://mcp:pg-inline-pass@db.internal:5432/mcp"
 	inlineRedisURL    = "redis://:redis-inline-pass@redis.internal:6379/0"
 	inlineAdminToken  = "admin-inline-token-0123456789"
+	inlineStateKey    = "request-state-inline-key-0123456789abcdef"
 )
 
 // renders are the value sets the chart is checked with.
@@ -62,6 +63,7 @@ var renders = []struct {
 			"--set", "database.url=" + inlineDatabaseURL,
 			"--set", "redis.url=" + inlineRedisURL,
 			"--set", "adminToken.value=" + inlineAdminToken,
+			"--set", "requestStateKey.value=" + inlineStateKey,
 			"--set", "tls.enabled=true", "--set", "tls.secretName=mcp-runtime-tls",
 			"--set", "ingress.enabled=true",
 			"--set", "serviceMonitor.enabled=true",
@@ -628,7 +630,7 @@ func TestHelmChart(t *testing.T) {
 					if o.Kind == "Secret" {
 						continue
 					}
-					for _, v := range []string{inlineDatabaseURL, inlineRedisURL, inlineAdminToken} {
+					for _, v := range []string{inlineDatabaseURL, inlineRedisURL, inlineAdminToken, inlineStateKey} {
 						if strings.Contains(o.source, v) {
 							t.Errorf("%s %s holds a secret value in plain text", o.Kind, o.Metadata.Name)
 						}
@@ -834,9 +836,10 @@ func loadServerConfig(t *testing.T, m manifests, d *deployment, c container) con
 
 	env := map[string]string{}
 	placeholders := map[string]string{
-		config.EnvDatabaseURL: "postgres://mcp:secret@postgres:5432/mcp",
-		config.EnvRedisURL:    "redis://redis:6379/0",
-		config.EnvAdminToken:  "admin-token",
+		config.EnvDatabaseURL:     "postgres://mcp:secret@postgres:5432/mcp",
+		config.EnvRedisURL:        "redis://redis:6379/0",
+		config.EnvAdminToken:      "admin-token",
+		config.EnvRequestStateKey: "request-state-placeholder-key-0123456789",
 	}
 	for _, e := range c.Env {
 		switch {

@@ -71,6 +71,7 @@ Deployment and the chart's Secret cannot disagree.
 - {env: DATABASE_URL, section: database, inline: url}
 - {env: REDIS_URL, section: redis, inline: url}
 - {env: MCP_ADMIN_TOKEN, section: adminToken, inline: value}
+- {env: MCP_REQUEST_STATE_KEY, section: requestStateKey, inline: value}
 {{- end }}
 
 {{/*
