@@ -52,4 +52,8 @@ type Request struct {
 	Params  json.RawMessage
 	Session Session
 	Peer    Peer
+	// Retry: the params of a modern request carry a multi-round retry's
+	// inputResponses or requestState, as the transport's one scan of them
+	// found (protocol.ModernMeta.Round); only then are they decoded.
+	Retry bool
 }

@@ -73,9 +73,16 @@ const maxRounds = 10
 // *NeedInput becomes an InputRequiredResult for a modern client, or the
 // requests sent to a legacy one.
 func (s *Server) rounds(ctx context.Context, req *Request, run func(context.Context) (any, error)) (any, error) {
-	round, perr := protocol.DecodeRound(req.Params)
-	if perr != nil {
-		return nil, perr
+	modern := req.Session != nil && protocol.IsModernVersion(req.Session.ProtocolVersion())
+	var round protocol.Round
+	if modern && req.Retry {
+		// Only this era retries with answers and state; a legacy client
+		// is asked within the call, and such members of its params mean
+		// nothing.
+		var perr *protocol.Error
+		if round, perr = protocol.DecodeRound(req.Params); perr != nil {
+			return nil, perr
+		}
 	}
 	in := Input{Responses: round.InputResponses}
 	if round.RequestState != nil {
@@ -88,7 +95,6 @@ func (s *Server) rounds(ctx context.Context, req *Request, run func(context.Cont
 		}
 		in.State = state
 	}
-	modern := req.Session != nil && protocol.IsModernVersion(req.Session.ProtocolVersion())
 	for n := 0; ; n++ {
 		rctx := ctx
 		if in.Responses != nil || in.State != nil {

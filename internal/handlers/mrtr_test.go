@@ -63,7 +63,8 @@ type principalKey struct{}
 
 func call(t *testing.T, s *Server, ctx context.Context, sess Session, peer Peer, params string) (any, error) {
 	t.Helper()
-	req := &Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1), Session: sess, Peer: peer, Params: json.RawMessage(params)}
+	req := &Request{Method: protocol.MethodToolsCall, ID: protocol.IntID(1), Session: sess, Peer: peer, Params: json.RawMessage(params),
+		Retry: strings.Contains(params, "inputResponses") || strings.Contains(params, "requestState")}
 	p := s.Prepare(req)
 	res, _, err := s.Run(ctx, req, &p)
 	return res, err

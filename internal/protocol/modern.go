@@ -93,6 +93,9 @@ type ModernMeta struct {
 	ClientInfo         json.RawMessage // nil when not sent (it is optional)
 	LogLevel           LoggingLevel    // "" when the client wants no log messages
 	ProgressToken      json.RawMessage
+	// Round: the params carry a retry's inputResponses or requestState
+	// (basic/patterns/mrtr).
+	Round bool
 }
 
 // HasCapability reports whether the request declares the client
@@ -115,6 +118,9 @@ type ModernParams struct {
 	// Mcp-Name; ambiguous: another member differs from it only in case.
 	member    json.RawMessage
 	ambiguous bool
+	// round: the params carry a retry's inputResponses or requestState
+	// (basic/patterns/mrtr).
+	round bool
 }
 
 // metaKeys are the _meta members CheckModern reads, in the order
@@ -145,6 +151,8 @@ func ScanModern(method string, params json.RawMessage) ModernParams {
 		switch {
 		case k == "_meta":
 			meta = v
+		case k == "inputResponses", k == "requestState":
+			p.round = true
 		case member == "":
 		case k == member:
 			p.member = v
@@ -183,7 +191,7 @@ func CheckModern(msg *Message, p ModernParams, header http.Header) (ModernMeta, 
 	if len(v[1]) == 0 || v[1][0] != '{' {
 		return m, statusError(http.StatusBadRequest, CodeInvalidParams, "invalid params: _meta[%q] must be an object (an empty one declares no capabilities)", MetaClientCapabilities)
 	}
-	m = ModernMeta{ProtocolVersion: version, ClientCapabilities: v[1], ProgressToken: v[4]}
+	m = ModernMeta{ProtocolVersion: version, ClientCapabilities: v[1], ProgressToken: v[4], Round: p.round}
 	if len(v[2]) > 0 && string(v[2]) != "null" {
 		m.ClientInfo = v[2]
 	}

@@ -32,7 +32,9 @@ type Round struct {
 	RequestState   *string                    `json:"requestState"`
 }
 
-// DecodeRound reads the round members of params: inputResponses (an
+// DecodeRound reads the round members of params (a modern request's
+// scan, ScanModern, says whether there are any, so that a first round
+// pays nothing for them): inputResponses (an
 // object of the client's results, each an object) and requestState (a
 // string). A params without them is a first round.
 func DecodeRound(params json.RawMessage) (Round, *Error) {
@@ -40,8 +42,6 @@ func DecodeRound(params json.RawMessage) (Round, *Error) {
 	if len(params) == 0 {
 		return r, nil
 	}
-	// One scan of the top level; most requests are first rounds and
-	// decode nothing more.
 	keys := [...]string{"inputResponses", "requestState"}
 	var raw [2]json.RawMessage
 	if err := LookupMembers(params, keys[:], raw[:]); err != nil {

@@ -70,7 +70,7 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		t.listen(w, r, msg, sseOK, rec)
 		return
 	}
-	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta)}
+	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta), Retry: meta.Round}
 	prep := t.srv.Prepare(req)
 	var missing []string
 	for _, name := range prep.ClientCapabilities() {
