@@ -1,12 +1,18 @@
 package transport
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -263,4 +269,46 @@ func TestListenOverHTTP2(t *testing.T) {
 		t.Errorf("want the completion result, got %+v", m)
 	}
 	c.WaitEnd(t)
+}
+
+// A client that keeps sending on its listen's connection (nothing is
+// expected there after the request) has its listen ended, rather than
+// have the server read what it streams.
+func TestListenClientSendingMoreIsCut(t *testing.T) {
+	h := newHarness(t)
+	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := modernBody(1, protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: " + th.AcceptBoth +
+		"\r\nMcp-Protocol-Version: " + protocol.Version20260728 + "\r\nMcp-Method: subscriptions/listen\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(th.WaitLong))
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before the acknowledgement: %v", err)
+		}
+		if strings.Contains(line, protocol.NotificationSubscriptionsAcknowledged) {
+			break
+		}
+	}
+	testutil.Eventually(t, th.WaitLong, "the listen to be open", func() bool { return h.tr.Listens() == 1 })
+	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\n\r\nmore and more")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, th.WaitLong, "the listen to end", func() bool { return h.tr.Listens() == 0 })
+	if _, err := io.ReadAll(r); err != nil && !errors.Is(err, net.ErrClosed) {
+		var ne net.Error
+		if !errors.As(err, &ne) || ne.Timeout() {
+			t.Errorf("the connection was not closed: %v", err)
+		}
+	}
 }

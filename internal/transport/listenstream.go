@@ -119,15 +119,13 @@ const keepAliveComment = ": keep-alive\n\n"
 func (t *Transport) serveDetached(conn net.Conn, chunked bool, l *listener) {
 	gone := make(chan struct{})
 	go func() {
-		// The client sends nothing more on this connection; a read ends
-		// when it closes it (or when conn is closed below).
+		// The client sends nothing more on this connection: a read ends
+		// when it closes it (or when conn is closed below), and a client
+		// that sends anything instead ends its listen, rather than have
+		// the server read whatever it streams a byte at a time.
 		defer close(gone)
 		var b [1]byte
-		for {
-			if _, err := conn.Read(b[:]); err != nil {
-				return
-			}
-		}
+		_, _ = conn.Read(b[:])
 	}()
 	defer func() {
 		_ = conn.Close()
