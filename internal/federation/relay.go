@@ -41,19 +41,11 @@ func (r callRelay) Log(ctx context.Context, params json.RawMessage) {
 }
 
 func (r callRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	caps := r.call.Session.ClientCapabilities()
-	var declared bool
-	switch method {
-	case protocol.MethodSamplingCreateMessage:
-		declared = caps.Sampling != nil
-	case protocol.MethodElicitationCreate:
-		declared = caps.Elicitation != nil
-	case protocol.MethodRootsList:
-		declared = caps.Roots != nil
-	default:
+	capName, err := protocol.InputCapability(method)
+	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: the gateway does not relay %s", method)
 	}
-	if !declared {
+	if !r.call.Session.ClientCapabilities().Has(capName) {
 		// basic/lifecycle: the client did not declare the capability, so
 		// it is not asked; the server hears why.
 		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare the capability %s needs", method)

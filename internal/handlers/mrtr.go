@@ -137,8 +137,7 @@ func (s *Server) checkInput(req *Request, need *NeedInput) error {
 		if err != nil {
 			return fmt.Errorf("input %q: %w", key, err)
 		}
-		declared := map[string]bool{"elicitation": caps.Elicitation != nil, "sampling": caps.Sampling != nil, "roots": caps.Roots != nil}[capName]
-		if !declared && !slices.Contains(missing, capName) {
+		if !caps.Has(capName) && !slices.Contains(missing, capName) {
 			missing = append(missing, capName)
 		}
 	}

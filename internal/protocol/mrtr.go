@@ -67,6 +67,21 @@ func DecodeRound(params json.RawMessage) (Round, *Error) {
 	return r, nil
 }
 
+// Has reports whether c declares the client capability name
+// (elicitation, sampling or roots; InputCapability names the one a
+// request needs).
+func (c ClientCapabilities) Has(name string) bool {
+	switch name {
+	case "elicitation":
+		return c.Elicitation != nil
+	case "sampling":
+		return c.Sampling != nil
+	case "roots":
+		return c.Roots != nil
+	}
+	return false
+}
+
 // InputCapability is the client capability an input request of method
 // needs (basic/patterns/mrtr: a server must not ask for what the client
 // did not declare), or an error for a method that is not an input

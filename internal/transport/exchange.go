@@ -172,19 +172,8 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 // declare a capability for (basic/lifecycle: both sides respect the
 // negotiated capabilities).
 func (ex *exchange) clientSupports(method string) error {
-	caps := ex.sess.caps
-	var ok bool
-	switch method {
-	case protocol.MethodSamplingCreateMessage:
-		ok = caps.Sampling != nil
-	case protocol.MethodElicitationCreate:
-		ok = caps.Elicitation != nil
-	case protocol.MethodRootsList:
-		ok = caps.Roots != nil
-	default:
-		ok = true
-	}
-	if !ok {
+	capName, err := protocol.InputCapability(method)
+	if err == nil && !ex.sess.caps.Has(capName) {
 		return fmt.Errorf("the client did not declare the capability %s needs", method)
 	}
 	return nil
