@@ -19,7 +19,7 @@ func (t *Transport) ListChanged(notification string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", notification, err)
 	}
-	n := t.listens.listChanged("", &listenNote{method: notification})
+	n := t.listens.listChanged("", notification)
 	t.sessions.Each(func(s *ClientSession) bool {
 		if s.broadcast(data) {
 			n++

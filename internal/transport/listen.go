@@ -76,15 +76,16 @@ func (l *listener) offer(n *listenNote) {
 // URI) for resource updates, and the listeners of list changes, so that
 // a notification costs O(its listeners).
 type listens struct {
+	byURI *subscribers[*listener] // resourceSubscriptions
+
 	mu         sync.RWMutex
-	byURI      map[string]map[*listener]struct{} // subKey(tenant, uri)
-	lists      map[*listener]struct{}            // listeners of any list change
+	lists      map[*listener]struct{} // listeners of any list change
 	all        map[*listener]struct{}
 	principals map[string]int // open listens per principal
 }
 
 func newListens() *listens {
-	return &listens{byURI: map[string]map[*listener]struct{}{}, lists: map[*listener]struct{}{},
+	return &listens{byURI: newSubscribers[*listener](), lists: map[*listener]struct{}{},
 		all: map[*listener]struct{}{}, principals: map[string]int{}}
 }
 
@@ -103,13 +104,7 @@ func (x *listens) add(l *listener, limit int) bool {
 		x.lists[l] = struct{}{}
 	}
 	for _, u := range f.ResourceSubscriptions {
-		k := subKey(l.tenant, u)
-		set := x.byURI[k]
-		if set == nil {
-			set = map[*listener]struct{}{}
-			x.byURI[k] = set
-		}
-		set[l] = struct{}{}
+		x.byURI.add(l.tenant, u, l)
 	}
 	return true
 }
@@ -126,40 +121,37 @@ func (x *listens) remove(l *listener) {
 		delete(x.principals, l.principal)
 	}
 	for _, u := range l.filter.ResourceSubscriptions {
-		k := subKey(l.tenant, u)
-		if set := x.byURI[k]; set != nil {
-			delete(set, l)
-			if len(set) == 0 {
-				delete(x.byURI, k)
-			}
-		}
+		x.byURI.remove(l.tenant, u, l)
 	}
 }
 
 // updated queues uri's update for tenant's listeners of it, and reports
-// how many.
-func (x *listens) updated(tenantID, uri string, n *listenNote) int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	set := x.byURI[subKey(tenantID, uri)]
-	for l := range set {
+// how many. The notification is encoded once, and only when someone
+// listens: every mutation reports its entities and patterns here.
+func (x *listens) updated(tenantID, uri string) int {
+	var n *listenNote
+	return x.byURI.each(tenantID, uri, func(l *listener) {
+		if n == nil {
+			n = uriNote(uri)
+		}
 		l.offer(n)
-	}
-	return len(set)
+	})
 }
 
-// listChanged queues n for the listeners of its list; tenantID "" means
-// every tenant's (tools and prompts are the same for all).
-func (x *listens) listChanged(tenantID string, n *listenNote) int {
+// listChanged queues the list change method for the listeners of its
+// list; tenantID "" means every tenant's (tools and prompts are the same
+// for all).
+func (x *listens) listChanged(tenantID, method string) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	var n *listenNote
 	count := 0
 	for l := range x.lists {
 		if tenantID != "" && l.tenant != tenantID {
 			continue
 		}
 		var wants bool
-		switch n.method {
+		switch method {
 		case protocol.NotificationToolsListChanged:
 			wants = l.filter.ToolsListChanged
 		case protocol.NotificationPromptsListChanged:
@@ -168,6 +160,9 @@ func (x *listens) listChanged(tenantID string, n *listenNote) int {
 			wants = l.filter.ResourcesListChanged
 		}
 		if wants {
+			if n == nil {
+				n = &listenNote{method: method}
+			}
 			l.offer(n)
 			count++
 		}
@@ -344,9 +339,9 @@ func uriNote(uri string) *listenNote {
 // replica or one the bus brought from another.
 func (t *Transport) deliverListen(ev ListenEvent) int {
 	if ev.Method == protocol.NotificationResourcesUpdated {
-		return t.listens.updated(ev.Tenant, ev.URI, uriNote(ev.URI))
+		return t.listens.updated(ev.Tenant, ev.URI)
 	}
-	return t.listens.listChanged(ev.Tenant, &listenNote{method: ev.Method})
+	return t.listens.listChanged(ev.Tenant, ev.Method)
 }
 
 // listenEvent delivers ev here and publishes it to the other replicas.
@@ -367,10 +362,6 @@ func (t *Transport) ResourcesListChanged(tenantID string) {
 	}
 	t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesListChange})
 }
-
-// Listens is the number of listen streams open on this replica, for
-// metrics.
-func (t *Transport) Listens() int { return t.listens.count() }
 
 // fromBus delivers an event another replica published; one of a kind the
 // bus does not carry is dropped.

@@ -141,7 +141,7 @@ func TestListenEndsWithCompletionResult(t *testing.T) {
 		t.Errorf("completion result %s", m.Result)
 	}
 	c.WaitEnd(t)
-	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.Listens() == 0 })
+	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.listens.count() == 0 })
 	// A shutting-down replica opens no new listen.
 	rr := h.Post(t, "", modernBody(1, protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{}}, nil),
 		modernHeaders(protocol.MethodSubscriptionsListen, "")...)
@@ -156,7 +156,7 @@ func TestListenClosedByClientLeavesIndex(t *testing.T) {
 	h := newHarness(t, withOpts(func(o *Options) { o.MaxListensPerPrincipal = 1 }))
 	c, _ := openListen(t, h, 1, map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
 	c.Close()
-	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.Listens() == 0 })
+	testutil.Eventually(t, th.WaitLong, "the listen to leave the index", func() bool { return h.tr.listens.count() == 0 })
 	openListen(t, h, 2, map[string]any{"toolsListChanged": true}) // its place is free again
 }
 
@@ -300,11 +300,11 @@ func TestListenClientSendingMoreIsCut(t *testing.T) {
 			break
 		}
 	}
-	testutil.Eventually(t, th.WaitLong, "the listen to be open", func() bool { return h.tr.Listens() == 1 })
+	testutil.Eventually(t, th.WaitLong, "the listen to be open", func() bool { return h.tr.listens.count() == 1 })
 	if _, err := conn.Write([]byte("GET / HTTP/1.1\r\n\r\nmore and more")); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, th.WaitLong, "the listen to end", func() bool { return h.tr.Listens() == 0 })
+	testutil.Eventually(t, th.WaitLong, "the listen to end", func() bool { return h.tr.listens.count() == 0 })
 	if _, err := io.ReadAll(r); err != nil && !errors.Is(err, net.ErrClosed) {
 		var ne net.Error
 		if !errors.As(err, &ne) || ne.Timeout() {

@@ -2,40 +2,46 @@ package transport
 
 import "sync"
 
-// subscriptions indexes client sessions by the resource URIs they
-// subscribed to (resources/subscribe), per tenant, so that a resource
-// update costs O(subscribers of that URI) instead of a scan of every
-// client session: State Sync publishes one update per changed entity and
-// per invalidated pattern on every mutation.
+// subscribers indexes the subscribers of resource URIs, per tenant, so
+// that a resource update costs O(subscribers of that URI) instead of a
+// scan of every subscriber: State Sync publishes one update per changed
+// entity and per invalidated pattern on every mutation. Client sessions
+// (resources/subscribe) and listen streams (subscriptions/listen) each
+// have one.
 //
 // Lock order: a session's mu before the index's mu; delivery holds the
-// index's read lock while appending to streams, which take only their own
-// lock.
-type subscriptions struct {
+// index's read lock while appending to streams or queues, which take
+// only their own lock.
+type subscribers[T comparable] struct {
 	mu    sync.RWMutex
-	byKey map[string]map[*ClientSession]struct{}
+	byKey map[string]map[T]struct{}
 }
 
-func newSubscriptions() *subscriptions {
-	return &subscriptions{byKey: map[string]map[*ClientSession]struct{}{}}
+// subscriptions is the index of client sessions' resources/subscribe.
+type subscriptions = subscribers[*ClientSession]
+
+func newSubscribers[T comparable]() *subscribers[T] {
+	return &subscribers[T]{byKey: map[string]map[T]struct{}{}}
 }
+
+func newSubscriptions() *subscriptions { return newSubscribers[*ClientSession]() }
 
 // subKey scopes a URI by tenant: a notification never crosses tenants.
 func subKey(tenant, uri string) string { return tenant + "\x00" + uri }
 
-func (x *subscriptions) add(tenant, uri string, s *ClientSession) {
+func (x *subscribers[T]) add(tenant, uri string, s T) {
 	k := subKey(tenant, uri)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	set := x.byKey[k]
 	if set == nil {
-		set = map[*ClientSession]struct{}{}
+		set = map[T]struct{}{}
 		x.byKey[k] = set
 	}
 	set[s] = struct{}{}
 }
 
-func (x *subscriptions) remove(tenant, uri string, s *ClientSession) {
+func (x *subscribers[T]) remove(tenant, uri string, s T) {
 	k := subKey(tenant, uri)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -47,9 +53,9 @@ func (x *subscriptions) remove(tenant, uri string, s *ClientSession) {
 	}
 }
 
-// each calls fn for every session subscribed to uri in tenant; fn must not
+// each calls fn for every subscriber of uri in tenant; fn must not
 // subscribe or unsubscribe.
-func (x *subscriptions) each(tenant, uri string, fn func(*ClientSession)) int {
+func (x *subscribers[T]) each(tenant, uri string, fn func(T)) int {
 	k := subKey(tenant, uri)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -61,7 +67,7 @@ func (x *subscriptions) each(tenant, uri string, fn func(*ClientSession)) int {
 }
 
 // len is the number of distinct (tenant, URI) pairs with subscribers.
-func (x *subscriptions) len() int {
+func (x *subscribers[T]) len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.byKey)
