@@ -3,7 +3,6 @@ package redisshare
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,8 +49,11 @@ const listenQueueSize = 4096
 const listenBatch = 256
 
 type listenBus struct {
-	m       *redisSessions
-	sharded bool
+	m *redisSessions
+	// cluster is the client of a Redis Cluster, whose channels are
+	// sharded; nil on one node.
+	cluster *redis.ClusterClient
+	names   [listenShards]string // the channels, by shard
 	deliver func(transport.ListenEvent)
 
 	q chan transport.ListenEvent
@@ -59,7 +61,7 @@ type listenBus struct {
 	mu    sync.Mutex
 	chans [listenShards]*listenChan
 
-	published, dropped, failures atomic.Int64
+	published, dropped atomic.Int64
 	// quiet: a drop or failure was logged in this episode; the next
 	// success ends it.
 	quiet atomic.Bool
@@ -77,22 +79,24 @@ type listenChan struct {
 
 func (c *listenChan) settle() { c.once.Do(func() { close(c.ready) }) }
 
-func newListenBus(m *redisSessions, sharded bool, deliver func(transport.ListenEvent)) *listenBus {
+func newListenBus(m *redisSessions, cluster *redis.ClusterClient, deliver func(transport.ListenEvent)) *listenBus {
 	if deliver == nil {
 		deliver = func(transport.ListenEvent) {}
 	}
-	return &listenBus{m: m, sharded: sharded, deliver: deliver, q: make(chan transport.ListenEvent, listenQueueSize)}
+	b := &listenBus{m: m, cluster: cluster, deliver: deliver, q: make(chan transport.ListenEvent, listenQueueSize)}
+	for n := range b.names {
+		b.names[n] = m.prefix + "listen:{l" + strconv.Itoa(n) + "}"
+	}
+	return b
 }
 
-// shard is the channel index of tenant.
+// listenShard is the channel index of tenant (FNV-1a).
 func listenShard(tenant string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(tenant))
-	return int(h.Sum32() % listenShards)
-}
-
-func (b *listenBus) channel(n int) string {
-	return b.m.prefix + "listen:{l" + strconv.Itoa(n) + "}"
+	h := uint32(2166136261)
+	for i := 0; i < len(tenant); i++ {
+		h = (h ^ uint32(tenant[i])) * 16777619
+	}
+	return int(h % listenShards)
 }
 
 // PublishListen implements transport.ListenBus: ev is queued for the
@@ -118,7 +122,7 @@ func (b *listenBus) WatchTenant(tenant string) <-chan struct{} {
 		return c.ready
 	}
 	if c == nil {
-		c = &listenChan{name: b.channel(n), ready: make(chan struct{})}
+		c = &listenChan{name: b.names[n], ready: make(chan struct{})}
 		c.ctx, c.cancel = context.WithCancel(b.m.bg)
 		b.chans[n] = c
 		b.m.wg.Add(1)
@@ -158,10 +162,10 @@ func (b *listenBus) subscribe(c *listenChan) {
 			return
 		}
 		b.m.failed(err)
-		if cl, ok := b.m.rdb.(*redis.ClusterClient); ok {
+		if b.cluster != nil {
 			// A failed link may be to a master that was replaced: the
 			// next one is routed by a fresh slot map.
-			cl.ReloadState(c.ctx)
+			b.cluster.ReloadState(c.ctx)
 		}
 		b.m.log.Debug().Err(err).Str("channel", c.name).Msg("transport: listen channel lost; subscribing again")
 		t := time.NewTimer(backoff)
@@ -175,15 +179,12 @@ func (b *listenBus) subscribe(c *listenChan) {
 	}
 }
 
-// errSilentListen: the link answered neither a subscription nor a PING.
-var errSilentListen = errors.New("listen channel silent: no subscription confirmed or no answer to PING")
-
 // link subscribes c once and delivers its messages until the link fails
 // (its error) or c ends (nil).
 func (b *listenBus) link(c *listenChan) error {
 	var ps *redis.PubSub
-	if cl, ok := b.m.rdb.(*redis.ClusterClient); ok && b.sharded {
-		ps = cl.SSubscribe(c.ctx, c.name)
+	if b.cluster != nil {
+		ps = b.cluster.SSubscribe(c.ctx, c.name)
 	} else {
 		ps = b.m.rdb.Subscribe(c.ctx, c.name)
 	}
@@ -195,34 +196,14 @@ func (b *listenBus) link(c *listenChan) error {
 	if err != nil {
 		return err
 	}
-	idle, pinged := 0, false
 	for {
-		msg, err := ps.ReceiveTimeout(c.ctx, b.m.tune.poll)
+		msg, err := receiveLive(c.ctx, ps, b.m.tune.poll, b.m.conn.Timeout(redisconn.Hot), true)
 		if c.ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			if !isTimeout(err) {
-				return err
-			}
-			// A half-open link reports nothing by itself: two quiet polls
-			// bring a PING, two more without its answer end the link.
-			if idle++; idle < 2 {
-				continue
-			}
-			if pinged {
-				return errSilentListen
-			}
-			ctx, cancel := context.WithTimeout(c.ctx, b.m.conn.Timeout(redisconn.Hot))
-			err = ps.Ping(ctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-			idle, pinged = 0, true
-			continue
+			return err
 		}
-		idle, pinged = 0, false
 		if m, ok := msg.(*redis.Message); ok {
 			if ev, from, ok := decodeListenEvent(m.Payload); ok && from != b.m.self {
 				b.deliver(ev)
@@ -243,14 +224,14 @@ func (b *listenBus) publisher() {
 		case ev := <-b.q:
 			batch = append(batch[:0], ev)
 		}
+	more:
 		for len(batch) < listenBatch {
 			select {
 			case ev := <-b.q:
 				batch = append(batch, ev)
-				continue
 			default:
+				break more
 			}
-			break
 		}
 		b.publish(batch)
 	}
@@ -266,8 +247,8 @@ func (b *listenBus) publish(batch []transport.ListenEvent) {
 	defer cancel()
 	_, err := b.m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, ev := range batch {
-			ch, msg := b.channel(listenShard(ev.Tenant)), encodeListenEvent(b.m.self, ev)
-			if b.sharded {
+			ch, msg := b.names[listenShard(ev.Tenant)], encodeListenEvent(b.m.self, ev)
+			if b.cluster != nil {
 				p.SPublish(ctx, ch, msg)
 			} else {
 				p.Publish(ctx, ch, msg)
@@ -277,7 +258,6 @@ func (b *listenBus) publish(batch []transport.ListenEvent) {
 	})
 	if err != nil {
 		b.m.failed(err)
-		b.failures.Add(1)
 		b.drop(len(batch), err)
 		return
 	}

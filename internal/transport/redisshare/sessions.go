@@ -249,7 +249,7 @@ func newRedisSessions(parent context.Context, rdb redis.UniversalClient, o Optio
 	m.unwatch = m.conn.Watch(m.health)
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(parent))
 	m.heartbeat(true) // alive before it is anyone's home
-	m.listen = newListenBus(m, sharded, cfg.Listen)
+	m.listen = newListenBus(m, cluster, cfg.Listen)
 	m.wg.Add(4)
 	go m.listen.publisher()
 	if sharded {

@@ -326,27 +326,10 @@ func (b *shardBus) expirePending() {
 // change and recording every confirmation.
 func (b *shardBus) receive(l *shardLink) {
 	defer b.m.wg.Done()
-	idle, pinged := 0, false
 	for {
-		msg, err := l.ps.ReceiveTimeout(b.m.bg, b.m.tune.poll)
+		msg, err := receiveLive(b.m.bg, l.ps, b.m.tune.poll, b.m.timeout, true)
 		if b.m.stopping() {
 			return
-		}
-		if err != nil && isTimeout(err) {
-			if idle++; idle < 2 {
-				continue
-			}
-			if pinged {
-				b.fail(l, errors.New("no answer to PING"))
-				return
-			}
-			ctx, cancel := context.WithTimeout(b.m.bg, b.m.timeout)
-			err = l.ps.Ping(ctx)
-			cancel()
-			if err == nil {
-				idle, pinged = 0, true
-				continue
-			}
 		}
 		var rerr redis.Error
 		if errors.As(err, &rerr) && !redisconn.Unhealthy(err) {
@@ -359,7 +342,6 @@ func (b *shardBus) receive(l *shardLink) {
 			b.fail(l, err)
 			return
 		}
-		idle, pinged = 0, false
 		switch msg := msg.(type) {
 		case *redis.Subscription:
 			switch msg.Kind {

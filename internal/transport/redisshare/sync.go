@@ -45,33 +45,16 @@ func (m *redisSessions) subscribe() {
 }
 
 // receive reads ps until an error, or a link that stays silent: no
-// subscription confirmed, or a PING unanswered, within two polls.
+// subscription confirmed, or a PING unanswered (receiveLive).
 func (m *redisSessions) receive(ps *redis.PubSub, live *bool) error {
-	idle, pinged := 0, false
 	for {
-		msg, err := ps.ReceiveTimeout(m.bg, m.tune.poll)
+		msg, err := receiveLive(m.bg, ps, m.tune.poll, m.timeout, *live)
 		if m.stopping() {
 			return nil
-		}
-		if err != nil && isTimeout(err) {
-			if idle++; idle < 2 {
-				continue
-			}
-			if !*live || pinged {
-				return errors.New("client-session channel silent: no subscription confirmed or no answer to PING")
-			}
-			ctx, cancel := context.WithTimeout(m.bg, m.timeout)
-			err = ps.Ping(ctx)
-			cancel()
-			if err == nil {
-				idle, pinged = 0, true
-				continue
-			}
 		}
 		if err != nil {
 			return err
 		}
-		idle, pinged = 0, false
 		switch msg := msg.(type) {
 		case *redis.Subscription:
 			if msg.Kind == "subscribe" {
@@ -81,6 +64,40 @@ func (m *redisSessions) receive(ps *redis.PubSub, live *bool) error {
 		case *redis.Message:
 			m.onChange(msg.Payload)
 		}
+	}
+}
+
+// errSilentLink: a pub/sub link answered neither a subscription nor a
+// PING.
+var errSilentLink = errors.New("pub/sub link silent: no subscription confirmed or no answer to PING")
+
+// receiveLive waits on ps, poll at a time, for its next message. A
+// half-open link reports nothing by itself: after two quiet polls it is
+// pinged, when mayPing (its subscription was confirmed), and after two
+// more without the answer it is given up (errSilentLink). Any other
+// error, and ctx's end, is returned as it is. The three subscribers of
+// the package share it: the sessions' channel, the shard links and the
+// listen channels.
+func receiveLive(ctx context.Context, ps *redis.PubSub, poll, pingTimeout time.Duration, mayPing bool) (any, error) {
+	idle, pinged := 0, false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, poll)
+		if err == nil || !isTimeout(err) || ctx.Err() != nil {
+			return msg, err
+		}
+		if idle++; idle < 2 {
+			continue
+		}
+		if pinged || !mayPing {
+			return nil, errSilentLink
+		}
+		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		err = ps.Ping(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		idle, pinged = 0, true
 	}
 }
 
