@@ -28,11 +28,15 @@ import (
 // calls release when the stream ends; otherwise the caller does.
 func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *listener, release func()) (handedOff bool) {
 	t.openStreams.Add(1)
+	defer func() {
+		if !handedOff {
+			t.openStreams.Add(-1) // the goroutine taking it over counts it out
+		}
+	}()
 	startSSE(w)
 	rc := http.NewResponseController(w)
 	ack, err := protocol.Marshal(l.filter)
 	if err != nil {
-		t.openStreams.Add(-1)
 		t.log.Error().Err(err).Msg("encode listen acknowledgement")
 		return false
 	}
@@ -40,14 +44,12 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *liste
 		members: append([]byte(`"notifications":`), ack...)})
 	_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
 	if _, err := w.Write(first); err != nil || rc.Flush() != nil {
-		t.openStreams.Add(-1)
 		return false
 	}
 	_ = rc.SetWriteDeadline(time.Time{})
 	if r.ProtoMajor == 1 && t.detachListen(rc, r.ProtoAtLeast(1, 1), l, release) {
 		return true
 	}
-	defer t.openStreams.Add(-1)
 	t.serveAttached(w, r, rc, l)
 	return false
 }
