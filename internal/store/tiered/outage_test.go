@@ -361,6 +361,14 @@ func TestOneSlowReplyIsNoOutage(t *testing.T) {
 	hook.arm("evalsha")
 	put(t, a, "acme", "ns", "k", `"v2"`, 0)
 	testutil.Eventually(t, testutil.Wait, "the missed write to be replayed", func() bool { return !a.Stats().RedisDegraded })
+	// The replay's message reaches B's tier 1 over B's subscription, after
+	// A's tier has recovered: B holds v1 until it arrives. Only A
+	// publishes, so B has applied the replay once it has received as many
+	// messages as A has published.
+	sent := a.Stats().InvalidationsPublished
+	testutil.Eventually(t, testutil.Wait, "B to apply the replayed invalidation", func() bool {
+		return b.Stats().InvalidationsReceived >= sent
+	})
 	for _, s := range []*Store{a, b} {
 		e, _ := get(t, s, "acme", "ns", "k")
 		wantValue(t, e, `"v2"`)
