@@ -33,6 +33,10 @@ func (e *NeedInput) Error() string {
 	return fmt.Sprintf("the request needs %d answers from the client", len(e.Requests))
 }
 
+// InputNeeded marks the error as a round, not a failure, to the layers it
+// passes through (the guardrails' pipeline).
+func (*NeedInput) InputNeeded() bool { return true }
+
 // Input is what the client answered in the rounds so far: its results by
 // the keys the handler chose, and the handler's state from the last
 // round. Keys the handler did not ask for may be present; it ignores

@@ -21,6 +21,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -127,6 +128,13 @@ type CallRecord struct {
 	ArgBytes      int
 	ResultBytes   int // the envelope's length
 }
+
+// inputNeeded is what an error of Run says when the tool needs the
+// client's input before it can answer: a round of a multi-round-trip
+// request (basic/patterns/mrtr; docs/adr/0055-multi-round-trip-requests.md).
+// Such an error passes through the guardrails as it is, neither an
+// envelope nor a failure.
+type inputNeeded interface{ InputNeeded() bool }
 
 // Result lets Run report how its data was obtained; returning a Result
 // instead of bare data sets the envelope's metadata.cached.
@@ -252,6 +260,13 @@ func (p *Pipeline[C]) handler(t Tool[C], exposed string, limit time.Duration) fu
 		data, err := p.run(ctx, t, call)
 		out := stop()
 		p.guard.After(t.Name, out.Elapsed, limit)
+		var round inputNeeded
+		if !out.TimedOut && errors.As(err, &round) && round.InputNeeded() {
+			// Not the call's end: the MCP layer asks the client and the
+			// call runs again with its answers; that run is the one
+			// recorded, with its result.
+			return nil, err
+		}
 		res, code, err := p.result(t, out, timedOut, data, err)
 		p.record(ctx, call, t.Category, code, out.Elapsed, res)
 		return res, err
