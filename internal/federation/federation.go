@@ -206,9 +206,20 @@ func (f *Federation) proxy(u upstream.Tool, category timeout.Category) guarded.T
 		// upstream's own outputSchema (DESIGN.md, "Gateway fidelity").
 		PassThrough: true, OutputSchema: u.OutputSchema,
 		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) {
-			res, err := f.m.CallRelayed(ctx, u.Server, u.Name, call.Arguments, callRelay{call})
+			round, err := roundOf(ctx, call)
+			if err != nil {
+				return nil, err
+			}
+			res, err := f.m.CallRound(ctx, u.Server, u.Name, call.Arguments, round, callRelay{call})
 			if err != nil {
 				return nil, callError(u, err)
+			}
+			if res.Input != nil {
+				need, err := needInput(res.Input)
+				if err != nil {
+					return nil, err
+				}
+				return nil, need
 			}
 			return response.Passed{Content: res.Content, StructuredContent: res.StructuredContent, Meta: res.Meta,
 				IsError: res.IsError, Attempts: res.Attempts}, nil

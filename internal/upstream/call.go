@@ -32,6 +32,14 @@ func (m *Manager) Call(ctx context.Context, serverID, toolName string, args json
 // progress, its log messages, its requests for sampling, elicitation or
 // roots — passed to relay (see Relay).
 func (m *Manager) CallRelayed(ctx context.Context, serverID, toolName string, args json.RawMessage, relay Relay) (CallResult, error) {
+	return m.CallRound(ctx, serverID, toolName, args, Round{}, relay)
+}
+
+// CallRound is CallRelayed for one round of a multi-round-trip call
+// (basic/patterns/mrtr): a server of the modern era may answer with
+// CallResult.Input, and the client's retry comes back here with its
+// answers and the server's state in round.
+func (m *Manager) CallRound(ctx context.Context, serverID, toolName string, args json.RawMessage, round Round, relay Relay) (CallResult, error) {
 	s, _, err := m.callTarget(serverID, toolName)
 	if err != nil {
 		return CallResult{}, err
@@ -47,7 +55,7 @@ func (m *Manager) CallRelayed(ctx context.Context, serverID, toolName string, ar
 		if err != nil {
 			return err
 		}
-		res, err := c.callStream(ctx, toolName, args, relay)
+		res, err := c.callStream(ctx, toolName, args, round, relay)
 		if err != nil {
 			// A call the caller gave up on says nothing about the server.
 			if broken(err) && ctx.Err() == nil {

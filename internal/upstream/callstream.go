@@ -89,9 +89,9 @@ type callState struct {
 // callStream sends one tools/call on c's session and reads its answer,
 // relaying what else the server sends on the call's stream. ctx bounds
 // it; when ctx ends first, the server is told (notifications/cancelled).
-func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage, relay Relay) (CallResult, error) {
+func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage, round Round, relay Relay) (CallResult, error) {
 	if c.modern() {
-		return c.sdkCall(ctx, name, args)
+		return c.sdkCall(ctx, name, args, round)
 	}
 	op := "tools/call " + name
 	cs := &callState{c: c, id: "mcp-runtime-" + strconv.FormatInt(c.ids.Add(1), 10), relay: relay,
@@ -608,16 +608,42 @@ func (c *conn) discover(ctx context.Context) error {
 	return nil
 }
 
-// sdkCall sends tools/call through the go-sdk session (modern era).
-func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage) (CallResult, error) {
-	params := &mcp.CallToolParams{Name: name}
+// sdkCall sends one round of tools/call through the go-sdk session
+// (modern era). The SDK's own answering of a server's input requests is
+// off (dial): the requests go to the client the call is for, as an
+// InputRequiredResult (res.Input), and its retry comes back as round.
+func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, round Round) (CallResult, error) {
+	op := "tools/call " + name
+	params := &mcp.CallToolParams{Name: name, RequestState: round.RequestState}
 	if len(args) > 0 {
 		params.Arguments = args
+	}
+	if len(round.ClientCapabilities) > 0 {
+		// The SDK keeps a _meta key the caller set: the server sees the
+		// capabilities of the client it would ask, not the gateway's.
+		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: round.ClientCapabilities}
+	}
+	if len(round.InputResponses) > 0 {
+		// The SDK takes typed answers: each is decoded as the result its
+		// members say it is (an elicitation's action, a sampling's role,
+		// roots).
+		params.InputResponses = make(mcp.InputResponseMap, len(round.InputResponses))
+		for k, raw := range round.InputResponses {
+			var one mcp.InputResponseMap
+			if err := json.Unmarshal([]byte(`{"r":`+string(raw)+`}`), &one); err != nil {
+				return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op,
+					Err: fmt.Errorf("the client's answer %q is not the result of an elicitation, a sampling or roots/list", k)})
+			}
+			params.InputResponses[k] = one["r"]
+		}
 	}
 	ex := &exchange{call: true}
 	res, err := c.session.CallTool(withExchange(ctx, ex), params)
 	if err != nil {
-		return CallResult{}, c.requestError(ctx, ex, "tools/call "+name, err)
+		return CallResult{}, c.requestError(ctx, ex, op, err)
+	}
+	if res.NeedsInput() {
+		return inputRequired(res)
 	}
 	out := CallResult{IsError: res.IsError, Content: make([]json.RawMessage, 0, len(res.Content))}
 	for i, block := range res.Content {
@@ -638,4 +664,19 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage) (
 		}
 	}
 	return out, nil
+}
+
+// inputRequired is the CallResult of a server's InputRequiredResult.
+func inputRequired(res *mcp.CallToolResult) (CallResult, error) {
+	in := &InputRequired{State: res.RequestState}
+	if len(res.InputRequests) > 0 {
+		raw, err := json.Marshal(res.InputRequests)
+		if err == nil {
+			err = json.Unmarshal(raw, &in.Requests)
+		}
+		if err != nil {
+			return CallResult{}, fmt.Errorf("encoding the server's inputRequests: %w", err)
+		}
+	}
+	return CallResult{Input: in}, nil
 }

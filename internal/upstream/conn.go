@@ -304,6 +304,12 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 			//lint:ignore SA1019 roots are part of the protocol revisions the gateway serves and relays (2025-11-25)
 			RootsV2: &mcp.RootCapabilities{},
 		},
+		// A modern server asks for the same input with an
+		// InputRequiredResult (basic/patterns/mrtr); the SDK would answer
+		// it itself, from handlers the gateway does not have. The result
+		// goes to the client instead, and its retry comes back as a
+		// Round (sdkCall).
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
 	if p.onToolsChanged != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { p.onToolsChanged() }

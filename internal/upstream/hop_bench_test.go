@@ -148,7 +148,7 @@ func BenchmarkHopClient(b *testing.B) {
 	args := json.RawMessage(`{"text":"hello"}`)
 	ctx := context.Background()
 
-	want, err := c.sdkCall(ctx, "echo", args)
+	want, err := c.sdkCall(ctx, "echo", args, Round{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,17 +173,17 @@ func BenchmarkHopClient(b *testing.B) {
 		}
 	}
 	b.Run("sdk", func(b *testing.B) {
-		run(b, func() error { _, err := c.sdkCall(ctx, "echo", args); return err })
+		run(b, func() error { _, err := c.sdkCall(ctx, "echo", args, Round{}); return err })
 	})
 	b.Run("sdk-sse", func(b *testing.B) {
-		run(b, func() error { _, err := c.sdkCall(ctx, "echo_sse", args); return err })
+		run(b, func() error { _, err := c.sdkCall(ctx, "echo_sse", args, Round{}); return err })
 	})
 	// stream is the client Manager.Call uses (callstream.go).
 	b.Run("stream", func(b *testing.B) {
-		run(b, func() error { _, err := c.callStream(ctx, "echo", args, nil); return err })
+		run(b, func() error { _, err := c.callStream(ctx, "echo", args, Round{}, nil); return err })
 	})
 	b.Run("stream-sse", func(b *testing.B) {
-		run(b, func() error { _, err := c.callStream(ctx, "echo_sse", args, nil); return err })
+		run(b, func() error { _, err := c.callStream(ctx, "echo_sse", args, Round{}, nil); return err })
 	})
 	b.Run("thin", func(b *testing.B) {
 		run(b, func() error { _, err := thin.call(ctx, "echo", args); return err })

@@ -75,6 +75,9 @@ func (m *Manager) GetPrompt(ctx context.Context, serverID, name string, args map
 	if err != nil {
 		return nil, err
 	}
+	if res.NeedsInput() {
+		return nil, roundsRefused(s, "prompts/get "+name)
+	}
 	return encodeResult("prompts/get", res)
 }
 
@@ -97,6 +100,9 @@ func (m *Manager) ReadResource(ctx context.Context, serverID, uri string) (json.
 	})
 	if err != nil {
 		return nil, err
+	}
+	if res.NeedsInput() {
+		return nil, roundsRefused(s, "resources/read")
 	}
 	b, err := encodeResult("resources/read", res)
 	if err != nil || res.CacheScope != "" {
@@ -461,4 +467,12 @@ func (p dialParams) surfaceHandlers(opts *mcp.ClientOptions) {
 			}
 		}
 	}
+}
+
+// roundsRefused is the failure of a prompts/get or resources/read that a
+// modern server answered with an InputRequiredResult: the gateway carries
+// rounds of tools/call only (docs/adr/0055-multi-round-trip-requests.md).
+func roundsRefused(s *server, op string) error {
+	return &Error{Kind: ErrInvocationFailed, Server: s.cfg.ID, Op: op, url: s.cfg.URL,
+		Err: errors.New("the server asks the client for input (an InputRequiredResult); the gateway passes such rounds on for tools/call only")}
 }

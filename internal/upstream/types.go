@@ -223,6 +223,32 @@ type CallResult struct {
 	// Attempts is how many times the call was sent (1 unless a failure
 	// before it reached the server was retried).
 	Attempts int
+	// Input is not nil when a server of the modern era answered that it
+	// needs the client's input first (an InputRequiredResult); the other
+	// fields are then empty.
+	Input *InputRequired
+}
+
+// InputRequired is a modern server's InputRequiredResult
+// (basic/patterns/mrtr): its requests of the client by key, and its
+// state, opaque, for the client's retry to carry back.
+type InputRequired struct {
+	Requests map[string]protocol.InputRequest
+	State    string
+}
+
+// Round is what one round of a multi-round-trip call carries to a modern
+// server besides the tool's arguments: the capabilities of the client it
+// may ask (the server must not ask for others), and on a retry the
+// client's answers by key and the server's own state from the round
+// before. The zero Round is a first round with the gateway's own
+// capabilities.
+type Round struct {
+	// ClientCapabilities is the client's clientCapabilities object, sent
+	// as the request's _meta["io.modelcontextprotocol/clientCapabilities"].
+	ClientCapabilities json.RawMessage
+	InputResponses     map[string]json.RawMessage
+	RequestState       string
 }
 
 // ListHint is how long, and for whom, upstream servers of the modern era

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/config"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/requeststate"
+	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
+)
+
+// roundsUpstream is a modern go-sdk server whose tool book asks the
+// client to confirm (an InputRequiredResult with an elicitation and its
+// own requestState) before it books; sawCaps records the client
+// capabilities of each call it got.
+func roundsUpstream(t *testing.T, sawCaps *atomic.Value) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "travel", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "book", Description: "Books a trip once the user confirms.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"trip":{"type":"string"}},"required":["trip"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if caps, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities]; ok {
+				b, _ := json.Marshal(caps)
+				sawCaps.Store(string(b))
+			}
+			var in struct{ Trip string }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			if r, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok && req.Params.RequestState == "trip="+in.Trip {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked " + in.Trip + ": " + r.Action}}}, nil
+			}
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Book " + in.Trip + "?",
+					RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+				RequestState: "trip=" + in.Trip,
+			}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// roundAnswer is what a round of a modern tools/call returns.
+type roundAnswer struct {
+	Result struct {
+		ResultType    string                           `json:"resultType"`
+		InputRequests map[string]protocol.InputRequest `json:"inputRequests"`
+		RequestState  string                           `json:"requestState"`
+		Content       []protocol.Content               `json:"content"`
+		IsError       bool                             `json:"isError"`
+	} `json:"result"`
+	Error *protocol.Error `json:"error"`
+}
+
+// A modern upstream's InputRequiredResult reaches the client through the
+// gateway with the upstream's requestState wrapped in the gateway's
+// sealed state; the client's retry, on another replica, carries its
+// answer back to the upstream with the upstream's own state; tampered
+// state, another call's state and answers the upstream did not ask for
+// are handled as the pattern says (basic/patterns/mrtr). The official
+// go-sdk client, modern with its automatic rounds and legacy through real
+// elicitation requests, books through the gateway too.
+func TestUpstreamRoundsPassThrough(t *testing.T) {
+	var sawCaps atomic.Value
+	upURL := roundsUpstream(t, &sawCaps)
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{{ID: "travel", URL: upURL}}
+	cfg.RequestState.Key = strings.Repeat("r", requeststate.MinKeyBytes)
+	var replicas []string
+	for range 2 {
+		url, _ := runServer(t, cfg, io.Discard)
+		cs := connectIn(t, legacyEra, url, "", nil)
+		waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "travel_book") })
+		replicas = append(replicas, url)
+	}
+
+	const caps = `{"elicitation":{"form":{}}}`
+	call := func(t *testing.T, url string, id int, extra string) roundAnswer {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"travel_book","arguments":{"trip":"lisbon"}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "travel_book")
+		var r roundAnswer
+		if err := json.Unmarshal([]byte(a.body), &r); err != nil {
+			t.Fatalf("round %d: %d %s", id, a.status, a.body)
+		}
+		return r
+	}
+
+	first := call(t, replicas[0], 1, "")
+	if first.Error != nil || first.Result.ResultType != protocol.ResultInputRequired ||
+		first.Result.InputRequests["confirm"].Method != protocol.MethodElicitationCreate || first.Result.RequestState == "" {
+		t.Fatalf("first round: %+v", first)
+	}
+	if strings.Contains(first.Result.RequestState, "lisbon") {
+		t.Errorf("the upstream's state reached the client readable: %q", first.Result.RequestState)
+	}
+	if got, _ := sawCaps.Load().(string); got != caps {
+		t.Errorf("the upstream saw client capabilities %s, want the client's %s", got, caps)
+	}
+	var params struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(first.Result.InputRequests["confirm"].Params, &params); err != nil || params.Message != "Book lisbon?" {
+		t.Errorf("the elicitation reached the client as %s", first.Result.InputRequests["confirm"].Params)
+	}
+
+	answers := `,"inputResponses":{"confirm":{"action":"accept","content":{}},"unasked":{"x":1}}`
+	t.Run("retry on another replica", func(t *testing.T) {
+		r := call(t, replicas[1], 2, answers+`,"requestState":"`+first.Result.RequestState+`"`)
+		if r.Error != nil || r.Result.ResultType != protocol.ResultComplete || len(r.Result.Content) != 1 || r.Result.Content[0].Text != "booked lisbon: accept" {
+			t.Fatalf("retry: %+v", r)
+		}
+	})
+	t.Run("retry without the state is asked again", func(t *testing.T) {
+		r := call(t, replicas[1], 3, answers)
+		if r.Error != nil || r.Result.ResultType != protocol.ResultInputRequired {
+			t.Fatalf("retry without state: %+v", r)
+		}
+	})
+	t.Run("tampered state", func(t *testing.T) {
+		tok := []byte(first.Result.RequestState)
+		tok[len(tok)/2] ^= 1
+		r := call(t, replicas[1], 4, answers+`,"requestState":"`+string(tok)+`"`)
+		if r.Error == nil || r.Error.Code != protocol.CodeInvalidParams {
+			t.Fatalf("tampered state: %+v", r)
+		}
+	})
+	t.Run("state of another call", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"travel_book","arguments":{"trip":"oslo"}` + answers +
+			`,"requestState":"` + first.Result.RequestState + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		a := post(t, replicas[0], "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "travel_book")
+		var r roundAnswer
+		if err := json.Unmarshal([]byte(a.body), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams {
+			t.Fatalf("another call's state: %d %s", a.status, a.body)
+		}
+	})
+
+	confirm := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+	}
+	for _, era := range []struct {
+		name string
+		opts *mcp.ClientSessionOptions
+	}{{"go-sdk modern", modernEra}, {"go-sdk legacy", legacyEra}} {
+		t.Run(era.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: confirm})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: replicas[0]}, era.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "travel_book", Arguments: map[string]any{"trip": "rome"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Content) != 1 || res.IsError {
+				t.Fatalf("result: %+v", res)
+			}
+			if text, _ := res.Content[0].(*mcp.TextContent); text == nil || text.Text != "booked rome: accept" {
+				t.Fatalf("result: %+v", res.Content[0])
+			}
+		})
+	}
+}
