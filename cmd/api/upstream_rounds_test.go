@@ -149,6 +149,93 @@ func TestUpstreamRoundsPassThrough(t *testing.T) {
 		}
 	})
 
+	bookWithSDK(t, replicas[0], "travel_book", "rome")
+}
+
+// legacyAsker is a go-sdk server of the legacy era (a stateful one does
+// not serve 2026-07-28) whose tool book asks the client to confirm with
+// elicitation/create inside the call, as legacy servers do.
+func legacyAsker(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "agency", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "book", Description: "Books a trip once the user confirms.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"trip":{"type":"string"}},"required":["trip"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Trip string }
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Book " + in.Trip + "?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not asked: " + err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked " + in.Trip + ": " + r.Action}}}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// A legacy upstream's elicitation, sent inside the call, reaches a modern
+// client through the gateway as a round: the call is held, the client's
+// retry hands its answer to the waiting upstream request, and the result
+// follows; a retry without the answer is asked again; the official go-sdk
+// client, in both eras, books through the gateway.
+func TestLegacyUpstreamAsksModernClient(t *testing.T) {
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{{ID: "agency", URL: legacyAsker(t)}}
+	url, _ := runServer(t, cfg, io.Discard)
+	cs := connectIn(t, legacyEra, url, "", nil)
+	waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "agency_book") })
+
+	call := func(t *testing.T, id int, caps, extra string) roundAnswer {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"agency_book","arguments":{"trip":"porto"}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "agency_book")
+		var r roundAnswer
+		if err := json.Unmarshal([]byte(a.body), &r); err != nil {
+			t.Fatalf("round %d: %d %s", id, a.status, a.body)
+		}
+		return r
+	}
+	const caps = `{"elicitation":{}}`
+	first := call(t, 1, caps, "")
+	ask, ok := first.Result.InputRequests["input-0"]
+	if first.Error != nil || first.Result.ResultType != protocol.ResultInputRequired || !ok || ask.Method != protocol.MethodElicitationCreate || first.Result.RequestState == "" {
+		t.Fatalf("first round: %+v", first)
+	}
+	if !strings.Contains(string(ask.Params), "Book porto?") {
+		t.Errorf("the elicitation reached the client as %s", ask.Params)
+	}
+	state := `,"requestState":"` + first.Result.RequestState + `"`
+	again := call(t, 2, caps, `,"inputResponses":{"other":{"action":"decline"}}`+state)
+	if again.Error != nil || again.Result.ResultType != protocol.ResultInputRequired || again.Result.InputRequests["input-0"].Method != protocol.MethodElicitationCreate {
+		t.Fatalf("a retry without the answer: %+v", again)
+	}
+	done := call(t, 3, caps, `,"inputResponses":{"input-0":{"action":"accept","content":{}}},"requestState":"`+again.Result.RequestState+`"`)
+	if done.Error != nil || done.Result.ResultType != protocol.ResultComplete || len(done.Result.Content) != 1 || done.Result.Content[0].Text != "booked porto: accept" {
+		t.Fatalf("the answered round: %+v", done)
+	}
+	if gone := call(t, 4, caps, `,"inputResponses":{"input-0":{"action":"accept","content":{}}},"requestState":"`+again.Result.RequestState+`"`); gone.Error == nil || gone.Error.Code != protocol.CodeInvalidParams {
+		t.Fatalf("the state of a call that ended, again: %+v", gone)
+	}
+
+	t.Run("client without elicitation is not asked", func(t *testing.T) {
+		r := call(t, 5, `{}`, "")
+		if r.Error != nil || r.Result.ResultType != protocol.ResultComplete || !r.Result.IsError || len(r.Result.Content) != 1 || !strings.Contains(r.Result.Content[0].Text, "not asked") {
+			t.Fatalf("%+v", r)
+		}
+	})
+
+	bookWithSDK(t, url, "agency_book", "faro")
+}
+
+// bookWithSDK calls tool with the official go-sdk client in both eras,
+// confirming when asked: modern by its automatic rounds, legacy by
+// answering elicitation/create.
+func bookWithSDK(t *testing.T, url, tool, trip string) {
+	t.Helper()
 	confirm := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 	}
@@ -160,19 +247,16 @@ func TestUpstreamRoundsPassThrough(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: confirm})
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: replicas[0]}, era.opts)
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, era.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "travel_book", Arguments: map[string]any{"trip": "rome"}})
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"trip": trip}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Content) != 1 || res.IsError {
-				t.Fatalf("result: %+v", res)
-			}
-			if text, _ := res.Content[0].(*mcp.TextContent); text == nil || text.Text != "booked rome: accept" {
+			if text, _ := res.Content[0].(*mcp.TextContent); res.IsError || text == nil || text.Text != "booked "+trip+": accept" {
 				t.Fatalf("result: %+v", res.Content[0])
 			}
 		})

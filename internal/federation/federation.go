@@ -8,6 +8,7 @@
 package federation
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,8 @@ type Federation struct {
 	// their category's timeout cuts short (by id and both values).
 	warned map[string]bool
 
+	held *heldCalls // calls to legacy upstreams waiting for modern clients' answers
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -74,7 +77,7 @@ type Options struct {
 // registry current; Start connects it.
 func New(o upstream.Options, opts Options) (*Federation, error) {
 	f := &Federation{pipe: opts.Pipeline, tools: opts.Tools, notify: opts.ToolsChanged, log: opts.Log,
-		timeouts: opts.Timeouts, sep: opts.Separator, warned: map[string]bool{}}
+		timeouts: opts.Timeouts, sep: opts.Separator, warned: map[string]bool{}, held: newHeldCalls()}
 	o.OnToolsChanged = f.sync
 	m, err := upstream.NewManager(o)
 	if err != nil {
@@ -132,7 +135,10 @@ func (f *Federation) Start(ctx context.Context) error {
 // Close stops the manager once; later calls return the first one's error.
 // Call it before closing the store the manager persists to.
 func (f *Federation) Close(ctx context.Context) error {
-	f.closeOnce.Do(func() { f.closeErr = f.m.Close(ctx) })
+	f.closeOnce.Do(func() {
+		f.held.close()
+		f.closeErr = f.m.Close(ctx)
+	})
 	return f.closeErr
 }
 
@@ -205,26 +211,61 @@ func (f *Federation) proxy(u upstream.Tool, category timeout.Category) guarded.T
 		// it, isError included (INV-MCP-ECO-301), and is described by the
 		// upstream's own outputSchema (DESIGN.md, "Gateway fidelity").
 		PassThrough: true, OutputSchema: u.OutputSchema,
-		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) {
-			round, err := roundOf(ctx, call)
-			if err != nil {
-				return nil, err
-			}
-			res, err := f.m.CallRound(ctx, u.Server, u.Name, call.Arguments, round, callRelay{call})
-			if err != nil {
-				return nil, callError(u, err)
-			}
-			if res.Input != nil {
-				need, err := needInput(res.Input)
-				if err != nil {
-					return nil, err
-				}
-				return nil, need
-			}
-			return response.Passed{Content: res.Content, StructuredContent: res.StructuredContent, Meta: res.Meta,
-				IsError: res.IsError, Attempts: res.Attempts}, nil
-		},
+		Run: func(ctx context.Context, call *handlers.ToolCall) (any, error) { return f.run(ctx, u, call) },
 	}
+}
+
+// run is one round of a call of u: the whole call, unless the client is
+// asked for input first (rounds.go, held.go).
+func (f *Federation) run(ctx context.Context, u upstream.Tool, call *handlers.ToolCall) (any, error) {
+	if in := handlers.InputOf(ctx); len(in.State) > 0 && in.State[0] == heldState {
+		c, ok := f.held.find(string(in.State[1:]), call)
+		if !ok {
+			return nil, errNoHeld
+		}
+		c.answer(in.Responses)
+		return f.step(ctx, u, c)
+	}
+	round, err := roundOf(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	if call.Session != nil && protocol.IsModernVersion(call.Session.ProtocolVersion()) && !f.m.Modern(u.Server) {
+		// A legacy upstream asks with requests inside the call, which a
+		// modern client takes only as rounds: the call is held.
+		args := bytes.Clone(call.Arguments) // the call outlives the request's buffers
+		c := f.held.start(ctx, call, call.Session.ClientCapabilities(), func(ctx context.Context, relay upstream.Relay) (upstream.CallResult, error) {
+			return f.m.CallRound(ctx, u.Server, u.Name, args, round, relay)
+		})
+		return f.step(ctx, u, c)
+	}
+	res, err := f.m.CallRound(ctx, u.Server, u.Name, call.Arguments, round, callRelay{call})
+	return result(u, res, err)
+}
+
+// step waits for a held call's next step: its result, or a round.
+func (f *Federation) step(ctx context.Context, u upstream.Tool, c *heldCall) (any, error) {
+	res, need, err := c.wait(ctx)
+	if need != nil {
+		return nil, need
+	}
+	return result(u, res, err)
+}
+
+// result is what Run returns for an upstream's answer.
+func result(u upstream.Tool, res upstream.CallResult, err error) (any, error) {
+	if err != nil {
+		return nil, callError(u, err)
+	}
+	if res.Input != nil {
+		need, err := needInput(res.Input)
+		if err != nil {
+			return nil, err
+		}
+		return nil, need
+	}
+	return response.Passed{Content: res.Content, StructuredContent: res.StructuredContent, Meta: res.Meta,
+		IsError: res.IsError, Attempts: res.Attempts}, nil
 }
 
 // callError maps a failed call to the envelope's codes (INV-MCP-ECO-100,

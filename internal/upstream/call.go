@@ -152,3 +152,13 @@ func (m *Manager) connFor(ctx context.Context, s *server) (*conn, error) {
 	}
 	return c, nil
 }
+
+// Modern reports whether serverID's session is of the modern era, whose
+// server asks for the client's input in rounds (CallResult.Input) and
+// never with requests on a call's stream; false while it has no session.
+func (m *Manager) Modern(serverID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.servers[serverID]
+	return s != nil && s.conn != nil && s.conn.modern()
+}
