@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/connlimit"
 	"github.com/mcp-runtime/mcp-runtime/internal/federation"
+	"github.com/mcp-runtime/mcp-runtime/internal/federation/heldroute"
 	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
@@ -124,9 +125,16 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	// they notify, but the transport calls into them: their places in the
 	// stack are taken here, below the transport's, so they stop after it.
 	var (
-		fed  *federation.Federation
-		surf *federation.Surface
+		fed   *federation.Federation
+		surf  *federation.Surface
+		route *heldroute.Route
 	)
+	stack.push("held-call route", func(context.Context) error {
+		if route == nil {
+			return nil
+		}
+		return route.Close()
+	})
 	stack.push("federation", func(ctx context.Context) error {
 		if fed == nil {
 			return nil
@@ -230,10 +238,18 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	// The upstreams' prompts, resources and templates, served beside the
 	// server's own (registered above, so their schemes are known).
 	surf = federation.NewSurface(srv, tr, cfg.ToolNameSeparator, cfg.Federation.HealthInterval(), logger)
-	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, logger)
+	var held federation.HeldRoute
+	if rdb := st.redisClient(); rdb != nil {
+		// A modern client's retry of a call held for its answers may land
+		// on any replica: the route takes it to the one holding the call.
+		route = heldroute.New(rdb, cfg.Redis.KeyPrefix, logger)
+		held = route
+	}
+	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, held, logger)
 	if err != nil {
 		return nil, err
 	}
+	fed.ServeHeld()
 	listHints.upstreams = fed.Manager() // before the listener serves a request
 	srv.SetFederated(surf)
 	srv.SetAmbiguousTool(federation.AmbiguousTool(cfg.Response.ResponseLimits()))

@@ -20,7 +20,7 @@ import (
 // persist; surf, the upstreams' prompts and resources, gets its callbacks
 // in the manager's options and the manager itself.
 func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarded.Pipeline, tools *handlers.ToolRegistry,
-	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, log zerolog.Logger) (*federation.Federation, error) {
+	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, held federation.HeldRoute, log zerolog.Logger) (*federation.Federation, error) {
 	o := upstream.Options{
 		Declared:              cfg.Upstreams,
 		Store:                 persist,
@@ -42,7 +42,7 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarde
 	surf.Configure(&o)
 	fed, err := federation.New(o, federation.Options{
 		Tools: tools, Pipeline: pipe, ToolsChanged: notify,
-		Timeouts: cfg.Timeouts.TimeoutConfig(), Separator: cfg.ToolNameSeparator, Log: log,
+		Timeouts: cfg.Timeouts.TimeoutConfig(), Separator: cfg.ToolNameSeparator, HeldRoute: held, Log: log,
 	})
 	if err != nil {
 		return nil, err

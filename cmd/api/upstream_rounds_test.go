@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/requeststate"
+	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -65,6 +68,20 @@ type roundAnswer struct {
 	Error *protocol.Error `json:"error"`
 }
 
+// roundOf posts a modern tools/call of tool with args, declaring caps,
+// plus extra members of params (a retry's), to url, and reads its answer.
+func roundOf(t *testing.T, url string, id int, tool, args, caps, extra string) roundAnswer {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + extra +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+	a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", tool)
+	var r roundAnswer
+	if err := json.Unmarshal([]byte(a.body), &r); err != nil {
+		t.Fatalf("round %d: %d %s", id, a.status, a.body)
+	}
+	return r
+}
+
 // A modern upstream's InputRequiredResult reaches the client through the
 // gateway with the upstream's requestState wrapped in the gateway's
 // sealed state; the client's retry, on another replica, carries its
@@ -90,14 +107,7 @@ func TestUpstreamRoundsPassThrough(t *testing.T) {
 	const caps = `{"elicitation":{"form":{}}}`
 	call := func(t *testing.T, url string, id int, extra string) roundAnswer {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"travel_book","arguments":{"trip":"lisbon"}` + extra +
-			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-		a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "travel_book")
-		var r roundAnswer
-		if err := json.Unmarshal([]byte(a.body), &r); err != nil {
-			t.Fatalf("round %d: %d %s", id, a.status, a.body)
-		}
-		return r
+		return roundOf(t, url, id, "travel_book", `{"trip":"lisbon"}`, caps, extra)
 	}
 
 	first := call(t, replicas[0], 1, "")
@@ -140,12 +150,9 @@ func TestUpstreamRoundsPassThrough(t *testing.T) {
 		}
 	})
 	t.Run("state of another call", func(t *testing.T) {
-		body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"travel_book","arguments":{"trip":"oslo"}` + answers +
-			`,"requestState":"` + first.Result.RequestState + `","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-		a := post(t, replicas[0], "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "travel_book")
-		var r roundAnswer
-		if err := json.Unmarshal([]byte(a.body), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams {
-			t.Fatalf("another call's state: %d %s", a.status, a.body)
+		r := roundOf(t, replicas[0], 5, "travel_book", `{"trip":"oslo"}`, caps, answers+`,"requestState":"`+first.Result.RequestState+`"`)
+		if r.Error == nil || r.Error.Code != protocol.CodeInvalidParams {
+			t.Fatalf("another call's state: %+v", r)
 		}
 	})
 
@@ -190,15 +197,9 @@ func TestLegacyUpstreamAsksModernClient(t *testing.T) {
 
 	call := func(t *testing.T, id int, caps, extra string) roundAnswer {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"agency_book","arguments":{"trip":"porto"}` + extra +
-			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-		a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "agency_book")
-		var r roundAnswer
-		if err := json.Unmarshal([]byte(a.body), &r); err != nil {
-			t.Fatalf("round %d: %d %s", id, a.status, a.body)
-		}
-		return r
+		return roundOf(t, url, id, "agency_book", `{"trip":"porto"}`, caps, extra)
 	}
+
 	const caps = `{"elicitation":{}}`
 	first := call(t, 1, caps, "")
 	ask, ok := first.Result.InputRequests["input-0"]
@@ -260,5 +261,76 @@ func bookWithSDK(t *testing.T, url, tool, trip string) {
 				t.Fatalf("result: %+v", res.Content[0])
 			}
 		})
+	}
+}
+
+// A held call lives on the replica where it started; the client's retry
+// on another replica is run there, through Redis, on one node and on a
+// Cluster: each round of a call that asks twice lands on another of
+// three replicas, and the call books. A retry of a call that has ended is
+// refused wherever it lands (docs/adr/0055-multi-round-trip-requests.md).
+func TestHeldCallAcrossReplicas(t *testing.T) {
+	t.Run("single node", func(t *testing.T) {
+		heldAcrossReplicas(t, "redis://"+redistest.Shared(t)+"/0", "")
+	})
+	t.Run("cluster", func(t *testing.T) {
+		heldAcrossReplicas(t, redistest.ClusterURL(t), "cluster")
+	})
+}
+
+func heldAcrossReplicas(t *testing.T, redisURL, mode string) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "agency", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "book", Description: "Books a trip once the user confirms twice.",
+		InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var got []string
+			for _, q := range []string{"Sure?", "Really?"} {
+				r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: q, RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+				if err != nil {
+					return nil, err
+				}
+				got = append(got, r.Action)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "booked: " + strings.Join(got, ",")}}}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(up.Close)
+
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{{ID: "agency", URL: up.URL}}
+	cfg.RequestState.Key = strings.Repeat("h", requeststate.MinKeyBytes)
+	cfg.RedisURL, cfg.Redis.Mode = redisURL, mode
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	cfg.Redis.KeyPrefix = "mcp-test:" + hex.EncodeToString(b[:]) + ":"
+	var replicas []string
+	for range 3 {
+		url, _ := runServer(t, cfg, io.Discard)
+		cs := connectIn(t, legacyEra, url, "", nil)
+		waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "agency_book") })
+		replicas = append(replicas, url)
+	}
+	call := func(t *testing.T, url string, id int, extra string) roundAnswer {
+		t.Helper()
+		return roundOf(t, url, id, "agency_book", `{}`, `{"elicitation":{}}`, extra)
+	}
+
+	r := call(t, replicas[0], 1, "")
+	var last string
+	for i, want := range []string{"Sure?", "Really?"} {
+		ask := r.Result.InputRequests["input-"+strconv.Itoa(i)]
+		if r.Error != nil || r.Result.ResultType != protocol.ResultInputRequired || !strings.Contains(string(ask.Params), want) {
+			t.Fatalf("round %d: %+v", i+1, r)
+		}
+		last = `,"inputResponses":{"input-` + strconv.Itoa(i) + `":{"action":"accept","content":{}}},"requestState":"` + r.Result.RequestState + `"`
+		r = call(t, replicas[i+1], i+2, last)
+	}
+	if r.Error != nil || r.Result.ResultType != protocol.ResultComplete || len(r.Result.Content) != 1 || r.Result.Content[0].Text != "booked: accept,accept" {
+		t.Fatalf("last round: %+v", r)
+	}
+	for i, url := range replicas {
+		if again := call(t, url, 10+i, last); again.Error == nil || again.Error.Code != protocol.CodeInvalidParams {
+			t.Fatalf("the last round's retry again, on replica %d: %+v", i+1, again)
+		}
 	}
 }

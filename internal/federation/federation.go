@@ -51,7 +51,8 @@ type Federation struct {
 	// their category's timeout cuts short (by id and both values).
 	warned map[string]bool
 
-	held *heldCalls // calls to legacy upstreams waiting for modern clients' answers
+	held  *heldCalls // calls to legacy upstreams waiting for modern clients' answers
+	route HeldRoute  // to the replicas holding other calls; nil: none
 
 	closeOnce sync.Once
 	closeErr  error
@@ -70,6 +71,9 @@ type Options struct {
 	// exposed-name separator (toolNameSeparator).
 	Timeouts  timeout.Config
 	Separator string
+	// HeldRoute carries a retry of a held call to the replica that holds
+	// it (held.go); nil when the replica has no peers to reach.
+	HeldRoute HeldRoute
 	Log       zerolog.Logger
 }
 
@@ -77,7 +81,12 @@ type Options struct {
 // registry current; Start connects it.
 func New(o upstream.Options, opts Options) (*Federation, error) {
 	f := &Federation{pipe: opts.Pipeline, tools: opts.Tools, notify: opts.ToolsChanged, log: opts.Log,
-		timeouts: opts.Timeouts, sep: opts.Separator, warned: map[string]bool{}, held: newHeldCalls()}
+		timeouts: opts.Timeouts, sep: opts.Separator, warned: map[string]bool{}, route: opts.HeldRoute}
+	self := ""
+	if f.route != nil {
+		self = f.route.Self()
+	}
+	f.held = newHeldCalls(self)
 	o.OnToolsChanged = f.sync
 	m, err := upstream.NewManager(o)
 	if err != nil {
@@ -219,12 +228,7 @@ func (f *Federation) proxy(u upstream.Tool, category timeout.Category) guarded.T
 // asked for input first (rounds.go, held.go).
 func (f *Federation) run(ctx context.Context, u upstream.Tool, call *handlers.ToolCall) (any, error) {
 	if in := handlers.InputOf(ctx); len(in.State) > 0 && in.State[0] == heldState {
-		c, ok := f.held.find(string(in.State[1:]), call)
-		if !ok {
-			return nil, errNoHeld
-		}
-		c.answer(in.Responses)
-		return f.step(ctx, u, c)
+		return f.resume(ctx, call, in)
 	}
 	round, err := roundOf(ctx, call)
 	if err != nil {
@@ -234,21 +238,12 @@ func (f *Federation) run(ctx context.Context, u upstream.Tool, call *handlers.To
 		// A legacy upstream asks with requests inside the call, which a
 		// modern client takes only as rounds: the call is held.
 		args := bytes.Clone(call.Arguments) // the call outlives the request's buffers
-		c := f.held.start(ctx, call, call.Session.ClientCapabilities(), func(ctx context.Context, relay upstream.Relay) (upstream.CallResult, error) {
+		c := f.held.start(ctx, u, call, call.Session.ClientCapabilities(), func(ctx context.Context, relay upstream.Relay) (upstream.CallResult, error) {
 			return f.m.CallRound(ctx, u.Server, u.Name, args, round, relay)
 		})
-		return f.step(ctx, u, c)
+		return step(ctx, c)
 	}
 	res, err := f.m.CallRound(ctx, u.Server, u.Name, call.Arguments, round, callRelay{call})
-	return result(u, res, err)
-}
-
-// step waits for a held call's next step: its result, or a round.
-func (f *Federation) step(ctx context.Context, u upstream.Tool, c *heldCall) (any, error) {
-	res, need, err := c.wait(ctx)
-	if need != nil {
-		return nil, need
-	}
 	return result(u, res, err)
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,19 +51,39 @@ const heldLinger = time.Minute
 var errNoHeld = protocol.Errorf(protocol.CodeInvalidParams,
 	"invalid params: the call this requestState continues is no longer held (it ended, timed out or was cancelled, or another replica holds it); start it again without requestState")
 
+// heldToken is the round state naming call id held by replica self:
+// the heldState byte, self, a dot, id.
+func heldToken(self, id string) []byte {
+	b := make([]byte, 0, 2+len(self)+len(id))
+	b = append(b, heldState)
+	b = append(b, self...)
+	b = append(b, '.')
+	return append(b, id...)
+}
+
+// parseHeld reads a heldToken (after its first byte).
+func parseHeld(state []byte) (replica, id string, ok bool) {
+	replica, id, ok = strings.Cut(string(state), ".")
+	return replica, id, ok && id != ""
+}
+
 // heldCalls are this replica's held calls, by id.
 type heldCalls struct {
+	self  string // this replica's name in the state of its rounds (HeldRoute.Self)
 	mu    sync.Mutex
 	calls map[string]*heldCall
 	bytes int // params kept by the asks of every call
 }
 
-func newHeldCalls() *heldCalls { return &heldCalls{calls: map[string]*heldCall{}} }
+func newHeldCalls(self string) *heldCalls {
+	return &heldCalls{self: self, calls: map[string]*heldCall{}}
+}
 
 // heldCall is one upstream call running on its own goroutine, for a
 // modern client's rounds.
 type heldCall struct {
 	id     string
+	tool   upstream.Tool
 	caps   protocol.ClientCapabilities
 	cancel context.CancelFunc
 	owner  *heldCalls
@@ -87,9 +108,9 @@ type ask struct {
 // start runs call on a goroutine of its own, under ctx's values but not
 // its cancellation (the call may outlive the round that started it).
 // The round that starts it (round) is attached to it.
-func (h *heldCalls) start(ctx context.Context, round *handlers.ToolCall, caps protocol.ClientCapabilities, call func(context.Context, upstream.Relay) (upstream.CallResult, error)) *heldCall {
+func (h *heldCalls) start(ctx context.Context, tool upstream.Tool, round *handlers.ToolCall, caps protocol.ClientCapabilities, call func(context.Context, upstream.Relay) (upstream.CallResult, error)) *heldCall {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &heldCall{caps: caps, cancel: cancel, owner: h, asks: map[string]*ask{}, round: round, attached: true,
+	c := &heldCall{tool: tool, caps: caps, cancel: cancel, owner: h, asks: map[string]*ask{}, round: round, attached: true,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer cancel()
@@ -225,11 +246,21 @@ func (c *heldCall) suspend() (upstream.CallResult, *handlers.NeedInput, error) {
 	defer c.mu.Unlock()
 	c.attached, c.round = false, nil
 	need := &handlers.NeedInput{Requests: make(map[string]protocol.InputRequest, len(c.asks)),
-		State: append([]byte{heldState}, c.id...)}
+		State: heldToken(c.owner.self, c.id)}
 	for k, a := range c.asks {
 		need.Requests[k] = a.req
 	}
 	return upstream.CallResult{}, need, nil
+}
+
+// step waits for a held call's next step, and returns it as Run does:
+// the result, or the next round.
+func step(ctx context.Context, c *heldCall) (any, error) {
+	res, need, err := c.wait(ctx)
+	if need != nil {
+		return nil, need
+	}
+	return result(c.tool, res, err)
 }
 
 // heldRelay is the upstream.Relay of a held call: progress and log

@@ -31,7 +31,7 @@ func asking(ended chan<- error) func(context.Context, upstream.Relay) (upstream.
 // client went, or the tool's deadline): nothing waits for an answer that
 // cannot come, and the call is no longer found.
 func TestHeldCallEndsWithItsRound(t *testing.T) {
-	h := newHeldCalls()
+	h := newHeldCalls("r1")
 	ended := make(chan error, 1)
 	// Once answered, the upstream works on until it is cancelled.
 	slow := func(ctx context.Context, r upstream.Relay) (upstream.CallResult, error) {
@@ -42,7 +42,7 @@ func TestHeldCallEndsWithItsRound(t *testing.T) {
 		ended <- ctx.Err()
 		return upstream.CallResult{}, ctx.Err()
 	}
-	c := h.start(context.Background(), nil, elicitCaps, slow)
+	c := h.start(context.Background(), upstream.Tool{}, nil, elicitCaps, slow)
 	_, need, err := c.wait(context.Background())
 	if err != nil || need == nil || need.Requests["input-0"].Method != protocol.MethodElicitationCreate {
 		t.Fatalf("first round: %+v, %v", need, err)
@@ -71,22 +71,22 @@ func TestHeldCallEndsWithItsRound(t *testing.T) {
 // Past maxHeld calls the next round is refused and its call cancelled,
 // and past maxHeldBytes an upstream's request is refused at once.
 func TestHeldCallsBounded(t *testing.T) {
-	h := newHeldCalls()
+	h := newHeldCalls("r1")
 	t.Cleanup(h.close)
 	for range maxHeld {
-		if _, need, err := h.start(context.Background(), nil, elicitCaps, asking(nil)).wait(context.Background()); err != nil || need == nil {
+		if _, need, err := h.start(context.Background(), upstream.Tool{}, nil, elicitCaps, asking(nil)).wait(context.Background()); err != nil || need == nil {
 			t.Fatalf("holding: %v", err)
 		}
 	}
 	ended := make(chan error, 1)
-	if _, _, err := h.start(context.Background(), nil, elicitCaps, asking(ended)).wait(context.Background()); err == nil {
+	if _, _, err := h.start(context.Background(), upstream.Tool{}, nil, elicitCaps, asking(ended)).wait(context.Background()); err == nil {
 		t.Fatal("a call past maxHeld was held")
 	}
 	if err := <-ended; err == nil {
 		t.Fatal("the refused call's upstream request still waits")
 	}
 
-	h2 := newHeldCalls()
+	h2 := newHeldCalls("r1")
 	h2.bytes = maxHeldBytes - 8
 	_, err := heldRelay{&heldCall{owner: h2, caps: elicitCaps, asks: map[string]*ask{}, wake: make(chan struct{}, 1)}}.
 		Request(context.Background(), protocol.MethodElicitationCreate, json.RawMessage(`{"message":"too much"}`))
