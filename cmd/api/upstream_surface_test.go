@@ -124,6 +124,13 @@ type watcher struct {
 
 func watch(t *testing.T, url string) *watcher {
 	t.Helper()
+	return watchIn(t, url, legacyEra) // it subscribes and hears list changes
+}
+
+// watchIn is watch in the era era: a modern client's Subscribe opens a
+// listen stream.
+func watchIn(t *testing.T, url string, era *mcp.ClientSessionOptions) *watcher {
+	t.Helper()
 	w := &watcher{updated: make(chan string, 16)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -134,7 +141,7 @@ func watch(t *testing.T, url string) *watcher {
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			w.updated <- req.Params.URI
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, legacyEra) // it subscribes and hears list changes
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, era)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,6 +380,30 @@ func TestUpstreamSurface(t *testing.T) {
 			t.Fatalf("a got %s after unsubscribing", got)
 		default:
 		}
+	})
+
+	t.Run("listen subscriptions", func(t *testing.T) {
+		// A listen's URI that an upstream offers is subscribed there
+		// before the acknowledgement, and dropped when the listen ends
+		// (docs/adr/0054-listen-across-replicas.md).
+		const uri = "file:///logs/monday"
+		m := watchIn(t, url, modernEra)
+		if err := m.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe (a listen): %v", err)
+		}
+		if subs, _ := d.subscriptions(uri); subs != 1 {
+			t.Fatalf("the upstream got %d resources/subscribe for a listen, want 1", subs)
+		}
+		if err := d.s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.nextUpdate(t); got != uri {
+			t.Fatalf("the listen heard %s, want %s", got, uri)
+		}
+		if err := m.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { _, unsubs := d.subscriptions(uri); return unsubs == 1 })
 	})
 
 	t.Run("list_changed", func(t *testing.T) {

@@ -323,12 +323,12 @@ func splitSubscriber(key string) (tenantID, sessionID string) {
 }
 
 // Subscribe implements handlers.Federated.
-func (s *Surface) Subscribe(ctx context.Context, sess handlers.Session, uri string) (bool, error) {
+func (s *Surface) Subscribe(ctx context.Context, subscriberID, uri string) (bool, error) {
 	server, ok := s.view.Load().ownerOf(uri)
 	if !ok {
 		return false, nil
 	}
-	if err := s.m.Subscribe(ctx, server, uri, subscriber(tenant.From(ctx), sess.ID())); err != nil {
+	if err := s.m.Subscribe(ctx, server, uri, subscriber(tenant.From(ctx), subscriberID)); err != nil {
 		return true, surfaceError(err, nil)
 	}
 	return true, nil
@@ -337,11 +337,11 @@ func (s *Surface) Subscribe(ctx context.Context, sess handlers.Session, uri stri
 // Unsubscribe implements handlers.Federated. The URI's server is looked
 // up among the subscriptions held, since the lists may have changed
 // since the subscription was made.
-func (s *Surface) Unsubscribe(ctx context.Context, sess handlers.Session, uri string) {
+func (s *Surface) Unsubscribe(ctx context.Context, subscriberID, uri string) {
 	if slices.Contains(s.reserved, upstream.URIScheme(uri)) {
 		return // the server's own
 	}
-	key := subscriber(tenant.From(ctx), sess.ID())
+	key := subscriber(tenant.From(ctx), subscriberID)
 	for _, sub := range s.m.Subscriptions() {
 		if sub.URI == uri && slices.Contains(sub.Subscribers, key) {
 			s.m.Unsubscribe(ctx, sub.Server, uri, key)

@@ -39,11 +39,30 @@ type Federated interface {
 	// Complete answers completion/complete for a prompt or a resource
 	// template (or resource) it lists; handled is false otherwise.
 	Complete(ctx context.Context, s Session, p *protocol.CompleteParams) (result any, handled bool, err error)
-	// Subscribe subscribes s to uri on the upstream that offers it;
+	// Subscribe subscribes subscriber (a client session's id, or a
+	// listen stream's key) to uri on the upstream that offers it;
 	// handled is false when none does. Unsubscribe undoes it, and does
-	// nothing for a URI s did not subscribe to through it.
-	Subscribe(ctx context.Context, s Session, uri string) (handled bool, err error)
-	Unsubscribe(ctx context.Context, s Session, uri string)
+	// nothing for a URI subscriber did not subscribe to through it.
+	Subscribe(ctx context.Context, subscriber, uri string) (handled bool, err error)
+	Unsubscribe(ctx context.Context, subscriber, uri string)
+}
+
+// SubscribeUpstream subscribes a listen stream, named by key, to uri on
+// the upstream that offers it (docs/adr/0054-listen-across-replicas.md);
+// handled is false when none does, or there are no upstreams.
+// UnsubscribeUpstream undoes it.
+func (s *Server) SubscribeUpstream(ctx context.Context, key, uri string) (handled bool, err error) {
+	if s.fed == nil || s.resources.serves(uri) {
+		return false, nil
+	}
+	return s.fed.Subscribe(ctx, key, uri)
+}
+
+// UnsubscribeUpstream undoes SubscribeUpstream.
+func (s *Server) UnsubscribeUpstream(ctx context.Context, key, uri string) {
+	if s.fed != nil {
+		s.fed.Unsubscribe(ctx, key, uri)
+	}
 }
 
 // SetFederated installs the upstreams' surface; call it before serving.

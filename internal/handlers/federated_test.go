@@ -84,19 +84,19 @@ func (f *fakeFederated) Complete(_ context.Context, _ Session, p *protocol.Compl
 	return json.RawMessage(`{"completion":{"values":["up"]}}`), true, nil
 }
 
-func (f *fakeFederated) Subscribe(_ context.Context, s Session, uri string) (bool, error) {
+func (f *fakeFederated) Subscribe(_ context.Context, s, uri string) (bool, error) {
 	if !f.owns(uri) {
 		return false, nil
 	}
 	if f.refuse != nil {
 		return true, f.refuse
 	}
-	f.record("subscribe %s %s", s.ID(), uri)
+	f.record("subscribe %s %s", s, uri)
 	return true, nil
 }
 
-func (f *fakeFederated) Unsubscribe(_ context.Context, s Session, uri string) {
-	f.record("unsubscribe %s %s", s.ID(), uri)
+func (f *fakeFederated) Unsubscribe(_ context.Context, s, uri string) {
+	f.record("unsubscribe %s %s", s, uri)
 }
 
 // fedEnv is an env with one own prompt (with completion), one own

@@ -276,7 +276,7 @@ func (s *Server) subscription(ctx context.Context, req *Request) (any, error) {
 	if req.Method == protocol.MethodResourcesUnsubscribe {
 		req.Session.Unsubscribe(uri)
 		if s.fed != nil {
-			s.fed.Unsubscribe(ctx, req.Session, uri)
+			s.fed.Unsubscribe(ctx, req.Session.ID(), uri)
 		}
 		return struct{}{}, nil
 	}
@@ -294,13 +294,13 @@ func (s *Server) subscription(ctx context.Context, req *Request) (any, error) {
 	upstream := false
 	if s.fed != nil && !s.resources.serves(uri) {
 		var err error
-		if upstream, err = s.fed.Subscribe(ctx, req.Session, uri); err != nil {
+		if upstream, err = s.fed.Subscribe(ctx, req.Session.ID(), uri); err != nil {
 			return nil, err
 		}
 	}
 	if err := req.Session.Subscribe(uri); err != nil {
 		if upstream {
-			s.fed.Unsubscribe(ctx, req.Session, uri)
+			s.fed.Unsubscribe(ctx, req.Session.ID(), uri)
 		}
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
 	}

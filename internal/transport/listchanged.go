@@ -38,5 +38,12 @@ func (t *Transport) Subscribers(ctx context.Context, tenantID, uri string) ([]st
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	return t.fanout.Subscribers(ctx, tenantID, uri)
+	ids, err := t.fanout.Subscribers(ctx, tenantID, uri)
+	if err != nil {
+		return nil, err
+	}
+	// And this replica's listens of it, which hold subscriptions upstream
+	// on this replica only (upstream.go).
+	t.listens.byURI.each(tenantID, uri, func(l *listener) { ids = append(ids, l.key) })
+	return ids, nil
 }

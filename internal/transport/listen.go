@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
@@ -52,9 +53,11 @@ type listenNote struct {
 // listener is one open listen stream.
 type listener struct {
 	sub       protocol.ID // the listen request's id, verbatim
+	key       string      // names it among this replica's subscribers (Subscribers)
 	tenant    string
 	principal string
 	filter    protocol.SubscriptionFilter // what is honoured
+	upstream  []string                    // the URIs subscribed upstream for it (upstream.go)
 	notes     chan *listenNote
 	endOnce   sync.Once
 	end       chan struct{} // closed: the server ends the listen
@@ -278,7 +281,8 @@ func (t *Transport) listen(w http.ResponseWriter, r *http.Request, msg *protocol
 	}
 	// The id is copied: msg lives in the request's body buffer, which is
 	// reused once the handler returns, and a listen outlives it.
-	l := &listener{sub: append(protocol.ID(nil), msg.ID...), tenant: tenant.From(r.Context()), principal: principalID(r), filter: filter,
+	l := &listener{sub: append(protocol.ID(nil), msg.ID...), key: "listen-" + strconv.FormatInt(t.listenKeys.Add(1), 10),
+		tenant: tenant.From(r.Context()), principal: principalID(r), filter: filter,
 		notes: make(chan *listenNote, listenQueue), end: make(chan struct{})}
 	if l.tenant == "" {
 		l.tenant = tenant.Default
@@ -296,8 +300,10 @@ func (t *Transport) listen(w http.ResponseWriter, r *http.Request, msg *protocol
 		return
 	}
 	watched := t.bus != nil && (len(filter.ResourceSubscriptions) > 0 || filter.ResourcesListChanged)
+	t.subscribeUpstream(r.Context(), l)
 	release := func() {
 		t.listens.remove(l)
+		t.unsubscribeUpstream(l)
 		if watched {
 			t.bus.UnwatchTenant(l.tenant)
 		}

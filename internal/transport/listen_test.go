@@ -3,12 +3,14 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -311,4 +313,25 @@ func TestListenClientSendingMoreIsCut(t *testing.T) {
 			t.Errorf("the connection was not closed: %v", err)
 		}
 	}
+}
+
+// Subscribers names an open listen of a URI, so that the federation's
+// sweeper keeps the upstream subscription it holds for it, and stops
+// naming it once the listen ends (docs/adr/0054-listen-across-replicas.md).
+func TestSubscribersNameListens(t *testing.T) {
+	h := newHarness(t)
+	const uri = "file:///notes.txt"
+	named := func() bool {
+		ids, err := h.tr.Subscribers(context.Background(), "", uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "listen-") })
+	}
+	c, _ := openListen(t, h, "l", map[string]any{"resourceSubscriptions": []string{uri}})
+	if !named() {
+		t.Fatal("an open listen of the URI is not among its subscribers")
+	}
+	c.Close()
+	testutil.Eventually(t, th.WaitLong, "the ended listen to leave the subscribers", func() bool { return !named() })
 }

@@ -115,10 +115,12 @@ type Transport struct {
 	// listens are the subscriptions/listen streams open here; bus
 	// carries their events between replicas (nil: one replica).
 	listens *listens
-	bus     ListenBus
-	origins originPolicy
-	log     zerolog.Logger
-	now     func() time.Time
+	// listenKeys numbers the listens, to name them as subscribers.
+	listenKeys atomic.Int64
+	bus        ListenBus
+	origins    originPolicy
+	log        zerolog.Logger
+	now        func() time.Time
 	// draining is set by CloseStreams: no new GET streams from then on.
 	draining atomic.Bool
 	// openStreams counts the SSE responses being served now.
