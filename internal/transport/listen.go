@@ -36,6 +36,11 @@ const (
 	MaxListenURIs     = 256
 )
 
+// maxListenIDBytes bounds a listen request's id, as JSON: the stream
+// keeps it, and repeats it in every message it sends
+// (basic/patterns/subscriptions).
+const maxListenIDBytes = 256
+
 // listenQueue is how many notifications a listener may have waiting for
 // its connection; a client that lets more pile up is too slow to read,
 // and the server ends its listen (the client may open another and read
@@ -82,6 +87,7 @@ type listens struct {
 	byURI *subscribers[*listener] // resourceSubscriptions
 
 	mu         sync.RWMutex
+	stopped    bool                   // stopAll ran: a listen added now ends at once
 	lists      map[*listener]struct{} // listeners of any list change
 	all        map[*listener]struct{}
 	principals map[string]int // open listens per principal
@@ -102,6 +108,11 @@ func (x *listens) add(l *listener, limit int) bool {
 	}
 	x.principals[l.principal]++
 	x.all[l] = struct{}{}
+	if x.stopped {
+		// It passed the draining check before stopAll, and was added
+		// after: it ends like the others, with its completion result.
+		l.stop()
+	}
 	f := l.filter
 	if f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged {
 		x.lists[l] = struct{}{}
@@ -175,8 +186,9 @@ func (x *listens) listChanged(tenantID, method string) int {
 
 // stopAll ends every listen with its completion result.
 func (x *listens) stopAll() {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stopped = true
 	for l := range x.all {
 		l.stop()
 	}
@@ -271,6 +283,12 @@ func (t *Transport) listen(w http.ResponseWriter, r *http.Request, msg *protocol
 		rec.rpcCode = protocol.CodeInvalidRequest
 		writeError(w, http.StatusNotAcceptable, msg.ID, protocol.Errorf(protocol.CodeInvalidRequest,
 			"not acceptable: subscriptions/listen answers with an event stream; Accept must include text/event-stream"))
+		return
+	}
+	if len(msg.ID) > maxListenIDBytes {
+		rec.rpcCode = protocol.CodeInvalidRequest
+		writeError(w, http.StatusBadRequest, nil, protocol.Errorf(protocol.CodeInvalidRequest,
+			"invalid request: the listen's id is %d bytes of JSON; at most %d, since every message of the stream repeats it", len(msg.ID), maxListenIDBytes))
 		return
 	}
 	filter, perr := t.listenFor(msg.Params)

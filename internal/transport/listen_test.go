@@ -335,3 +335,34 @@ func TestSubscribersNameListens(t *testing.T) {
 	c.Close()
 	testutil.Eventually(t, th.WaitLong, "the ended listen to leave the subscribers", func() bool { return !named() })
 }
+
+// A listen that passed the draining check just before the transport
+// ended every listen, and was added just after, is ended too: nothing is
+// left open for Close to wait on.
+func TestListenAddedAfterStopAllIsEnded(t *testing.T) {
+	x := newListens()
+	x.stopAll()
+	l := &listener{tenant: tenant.Default, notes: make(chan *listenNote, 1), end: make(chan struct{})}
+	if !x.add(l, 0) {
+		t.Fatal("refused")
+	}
+	select {
+	case <-l.end:
+	default:
+		t.Fatal("a listen added after stopAll is still open")
+	}
+}
+
+// A listen's id is kept for the stream's life and repeated in every
+// message: more than 256 bytes of it is refused, 256 are served.
+func TestListenIDIsBounded(t *testing.T) {
+	h := newHarness(t)
+	longest := strings.Repeat("i", maxListenIDBytes-2) // with its quotes
+	_, ack := openListen(t, h, longest, map[string]any{"toolsListChanged": true})
+	if ack.Sub != strconv.Quote(longest) {
+		t.Errorf("acknowledgement names %.20s…, want the id", ack.Sub)
+	}
+	rr := h.Post(t, "", modernBody(longest+"i", protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil),
+		modernHeaders(protocol.MethodSubscriptionsListen, "")...)
+	th.WantRPCError(t, rr, http.StatusBadRequest, "null", protocol.CodeInvalidRequest)
+}
