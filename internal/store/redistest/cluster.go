@@ -113,6 +113,58 @@ func (c *Cluster) FailOver(key string, whileDown ...func()) string {
 	return master
 }
 
+// Promote makes a replica of the master serving key's slot take its
+// place by a manual failover (CLUSTER FAILOVER), as an operator's
+// maintenance does: the old master stays up, as a replica, and tells its
+// clients that the slot's channels are gone (sunsubscribe). It waits
+// until the replica serves the slot, and returns its address.
+func (c *Cluster) Promote(key string) string {
+	c.t.Helper()
+	out, err := cli(c.nodes[0].port, "cluster", "keyslot", key)
+	if err != nil {
+		c.t.Fatalf("redistest: cluster keyslot: %v", err)
+	}
+	slot, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		c.t.Fatalf("redistest: cluster keyslot answered %q", out)
+	}
+	master := c.owner(c.nodes, slot)
+	nodes, err := cli(c.nodes[0].port, "cluster", "nodes")
+	if err != nil {
+		c.t.Fatalf("redistest: cluster nodes: %v", err)
+	}
+	var masterID string
+	lines := strings.Split(strings.TrimSpace(nodes), "\n")
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) > 1 && strings.SplitN(f[1], "@", 2)[0] == master {
+			masterID = f[0]
+		}
+	}
+	var replica *Server
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.Contains(f[2], "slave") || f[3] != masterID {
+			continue
+		}
+		addr := strings.SplitN(f[1], "@", 2)[0]
+		for _, n := range c.nodes {
+			if n.Addr() == addr {
+				replica = n
+			}
+		}
+	}
+	if replica == nil {
+		c.t.Fatalf("redistest: no replica of %s (slot %d) to promote", master, slot)
+	}
+	if out, err := cli(replica.port, "cluster", "failover"); err != nil || !strings.Contains(out, "OK") {
+		c.t.Fatalf("redistest: cluster failover on %s: %q, %v", replica.Addr(), out, err)
+	}
+	c.await("the replica to serve slot "+strconv.Itoa(slot), func() bool {
+		return c.owner(c.nodes, slot) == replica.Addr() && c.formed(c.nodes, 3)
+	})
+	return replica.Addr()
+}
+
 // owner is the address of the master serving slot, as the first of nodes
 // that answers sees it; "" if none does.
 func (c *Cluster) owner(nodes []*Server, slot int) string {

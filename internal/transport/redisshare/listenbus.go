@@ -161,7 +161,11 @@ func (b *listenBus) subscribe(c *listenChan) {
 		if c.ctx.Err() != nil {
 			return
 		}
-		b.m.failed(err)
+		if !errors.Is(err, errChannelDropped) {
+			// A slot that moved is no failure of Redis's: the breaker
+			// does not hear of it.
+			b.m.failed(err)
+		}
 		if b.cluster != nil {
 			// A failed link may be to a master that was replaced: the
 			// next one is routed by a fresh slot map.
@@ -204,13 +208,26 @@ func (b *listenBus) link(c *listenChan) error {
 		if err != nil {
 			return err
 		}
-		if m, ok := msg.(*redis.Message); ok {
+		switch m := msg.(type) {
+		case *redis.Message:
 			if ev, from, ok := decodeListenEvent(m.Payload); ok && from != b.m.self {
 				b.deliver(ev)
+			}
+		case *redis.Subscription:
+			if m.Kind == "sunsubscribe" || m.Kind == "unsubscribe" {
+				// Redis dropped the channel itself: its slot moved to
+				// another master (a manual failover, a resharding), and
+				// the node that told us stays up. The link answers
+				// PINGs still, so only this says it hears nothing more.
+				return errChannelDropped
 			}
 		}
 	}
 }
+
+// errChannelDropped: Redis unsubscribed a listen channel of its own
+// accord.
+var errChannelDropped = errors.New("redis dropped the listen channel (its slot moved)")
 
 // publisher sends the queued events, a pipeline per batch, until the
 // store stops.

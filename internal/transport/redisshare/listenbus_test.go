@@ -1,11 +1,13 @@
 package redisshare
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
+	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
@@ -208,5 +211,38 @@ func TestListenAcrossRedisRestart(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no change crossed replicas after Redis came back")
 		}
+	}
+}
+
+// A listen channel that Redis itself unsubscribes — its slot moved to
+// another master by a manual failover, and the old master says so with
+// sunsubscribe while it stays up — is subscribed again on the new
+// master: the listen keeps hearing the other replicas' events.
+func TestListenChannelSurvivesManualFailover(t *testing.T) {
+	cluster, cc := privateCluster(t)
+	prefix := testPrefix(t, cc)
+	r1, r2 := replica(t, cc, prefix), replica(t, cc, prefix)
+	c := listenOn(t, r1, "l", map[string]any{"resourceSubscriptions": []string{"memory://a/b"}})
+	ch := r1.shared().listen.names[listenShard(tenant.Default)]
+	if n := shardSubscribers(t, cc, ch); n != 1 {
+		t.Fatalf("%d subscribers of %s before the failover, want 1", n, ch)
+	}
+	// The old master dropped the subscription when the slot left it;
+	// the new one may be made on either node of the shard (a replica
+	// serves SSUBSCRIBE, and hears what its master publishes), so every
+	// node is counted.
+	cluster.Promote(ch)
+	testutil.Eventually(t, th.WaitLong, "the listen channel to be subscribed again", func() bool {
+		var subs atomic.Int64
+		err := cc.ForEachShard(context.Background(), func(ctx context.Context, n *redis.Client) error {
+			m, err := n.PubSubShardNumSub(ctx, ch).Result()
+			subs.Add(m[ch])
+			return err
+		})
+		return err == nil && subs.Load() == 1
+	})
+	publish(t, "memory://a/b", r2)
+	if got := heard(t, c, 1); got[0] != `"l" notifications/resources/updated memory://a/b` {
+		t.Fatalf("heard %q", got)
 	}
 }
