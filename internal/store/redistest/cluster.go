@@ -81,14 +81,7 @@ func (c *Cluster) URL() string {
 // meets a slot that nobody serves.
 func (c *Cluster) FailOver(key string, whileDown ...func()) string {
 	c.t.Helper()
-	out, err := cli(c.nodes[0].port, "cluster", "keyslot", key)
-	if err != nil {
-		c.t.Fatalf("redistest: cluster keyslot: %v", err)
-	}
-	slot, err := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil {
-		c.t.Fatalf("redistest: cluster keyslot answered %q", out)
-	}
+	slot := c.slotOf(key)
 	master := c.owner(c.nodes, slot)
 	var victim *Server
 	var rest []*Server
@@ -120,14 +113,7 @@ func (c *Cluster) FailOver(key string, whileDown ...func()) string {
 // until the replica serves the slot, and returns its address.
 func (c *Cluster) Promote(key string) string {
 	c.t.Helper()
-	out, err := cli(c.nodes[0].port, "cluster", "keyslot", key)
-	if err != nil {
-		c.t.Fatalf("redistest: cluster keyslot: %v", err)
-	}
-	slot, err := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil {
-		c.t.Fatalf("redistest: cluster keyslot answered %q", out)
-	}
+	slot := c.slotOf(key)
 	master := c.owner(c.nodes, slot)
 	nodes, err := cli(c.nodes[0].port, "cluster", "nodes")
 	if err != nil {
@@ -163,6 +149,20 @@ func (c *Cluster) Promote(key string) string {
 		return c.owner(c.nodes, slot) == replica.Addr() && c.formed(c.nodes, 3)
 	})
 	return replica.Addr()
+}
+
+// slotOf is key's hash slot.
+func (c *Cluster) slotOf(key string) int {
+	c.t.Helper()
+	out, err := cli(c.nodes[0].port, "cluster", "keyslot", key)
+	if err != nil {
+		c.t.Fatalf("redistest: cluster keyslot: %v", err)
+	}
+	slot, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		c.t.Fatalf("redistest: cluster keyslot answered %q", out)
+	}
+	return slot
 }
 
 // owner is the address of the master serving slot, as the first of nodes
