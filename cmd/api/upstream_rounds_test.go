@@ -334,3 +334,72 @@ func heldAcrossReplicas(t *testing.T, redisURL, mode string) {
 		}
 	}
 }
+
+// A round's state belongs to the upstream tool that asked: a retry by a
+// bare name that, meanwhile, names another server's tool does not carry
+// the first server's requestState, nor the answers the client gave to its
+// questions, to the second (basic/patterns/mrtr: the client's answers are
+// to the requests of the server that asked;
+// docs/adr/0055-multi-round-trip-requests.md).
+func TestUpstreamRoundStaysWithItsServer(t *testing.T) {
+	var sawCaps atomic.Value
+	travelURL := roundsUpstream(t, &sawCaps)
+	// hotel books whenever it finds a confirmation, whatever its state
+	// says: the spec lets a server keep no state.
+	var hotelGot atomic.Value
+	hotel := mcp.NewServer(&mcp.Implementation{Name: "hotel", Version: "1.0.0"}, nil)
+	hotel.AddTool(&mcp.Tool{Name: "book", InputSchema: json.RawMessage(`{"type":"object","properties":{"trip":{"type":"string"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok {
+				hotelGot.Store(r.Action + " " + req.Params.RequestState)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hotel booked"}}}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Book the hotel?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return hotel }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+
+	cfg := config.Default()
+	cfg.Admin.Token = "admin-secret"
+	cfg.RequestState.Key = strings.Repeat("r", requeststate.MinKeyBytes)
+	url, _ := runServer(t, cfg, io.Discard)
+	base := strings.TrimSuffix(url, "/mcp")
+	cs := connectIn(t, legacyEra, url, "", nil)
+	if code, resp := adminDo(t, base, http.MethodPost, "/admin/upstreams", "admin-secret", `{"id":"travel","url":"`+travelURL+`"}`); code != http.StatusCreated {
+		t.Fatalf("add travel: %d %s", code, resp)
+	}
+	waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "travel_book") })
+
+	const caps = `{"elicitation":{"form":{}}}`
+	call := func(t *testing.T, id int, extra string) answer {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"book","arguments":{"trip":"lisbon"}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		return post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "book")
+	}
+	var first roundAnswer
+	if a := call(t, 1, ""); json.Unmarshal([]byte(a.body), &first) != nil || first.Result.ResultType != protocol.ResultInputRequired {
+		t.Fatalf("first round: %d %s", a.status, a.body)
+	}
+
+	if code, resp := adminDo(t, base, http.MethodDelete, "/admin/upstreams/travel", "admin-secret", ""); code != http.StatusNoContent {
+		t.Fatalf("delete travel: %d %s", code, resp)
+	}
+	if code, resp := adminDo(t, base, http.MethodPost, "/admin/upstreams", "admin-secret", `{"id":"hotel","url":"`+hs.URL+`"}`); code != http.StatusCreated {
+		t.Fatalf("add hotel: %d %s", code, resp)
+	}
+	waitFor(t, func() bool {
+		names := toolNames(t, cs)
+		return slices.Contains(names, "hotel_book") && !slices.Contains(names, "travel_book")
+	})
+
+	a := call(t, 2, `,"inputResponses":{"confirm":{"action":"accept","content":{}}},"requestState":"`+first.Result.RequestState+`"`)
+	var r roundAnswer
+	if err := json.Unmarshal([]byte(a.body), &r); err != nil || r.Error == nil || r.Error.Code != protocol.CodeInvalidParams {
+		t.Errorf("travel's round retried on hotel's tool: %d %s", a.status, a.body)
+	}
+	if got, _ := hotelGot.Load().(string); got != "" {
+		t.Errorf("hotel got travel's confirmation and state: %q", got)
+	}
+}

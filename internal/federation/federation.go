@@ -230,7 +230,7 @@ func (f *Federation) run(ctx context.Context, u upstream.Tool, call *handlers.To
 	if in := handlers.InputOf(ctx); len(in.State) > 0 && in.State[0] == heldState {
 		return f.resume(ctx, call, in)
 	}
-	round, err := roundOf(ctx, call)
+	round, err := roundOf(ctx, u, call)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func result(u upstream.Tool, res upstream.CallResult, err error) (any, error) {
 		return nil, callError(u, err)
 	}
 	if res.Input != nil {
-		need, err := needInput(res.Input)
+		need, err := needInput(u, res.Input)
 		if err != nil {
 			return nil, err
 		}

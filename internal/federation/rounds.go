@@ -27,10 +27,15 @@ import (
 const upstreamState = 'u'
 
 // upstreamRound is the gateway's state of a proxied round, after the
-// upstreamState byte.
+// upstreamState byte. Server and Tool name the upstream tool that asked:
+// the sealed state is bound to the request's params, whose name may be a
+// bare one that, by the retry, names another server's tool; the answers
+// and the state are the asking server's only (basic/patterns/mrtr).
 type upstreamRound struct {
-	Keys  []string `json:"k"`
-	State string   `json:"s,omitempty"`
+	Server string   `json:"v"`
+	Tool   string   `json:"t"`
+	Keys   []string `json:"k"`
+	State  string   `json:"s,omitempty"`
 }
 
 // roundOf is what the call carries to the upstream: the client's
@@ -38,7 +43,7 @@ type upstreamRound struct {
 // declared, and on a retry the client's answers to what the upstream
 // asked (others are ignored, basic/patterns/mrtr) and the upstream's
 // state.
-func roundOf(ctx context.Context, call *handlers.ToolCall) (upstream.Round, error) {
+func roundOf(ctx context.Context, u upstream.Tool, call *handlers.ToolCall) (upstream.Round, error) {
 	var round upstream.Round
 	if call.Session != nil {
 		caps, err := json.Marshal(call.Session.ClientCapabilities())
@@ -52,9 +57,9 @@ func roundOf(ctx context.Context, call *handlers.ToolCall) (upstream.Round, erro
 		return round, nil
 	}
 	var prev upstreamRound
-	if in.State[0] != upstreamState || json.Unmarshal(in.State[1:], &prev) != nil {
-		// Sealed by this deployment, for another kind of round: not this
-		// call's.
+	if in.State[0] != upstreamState || json.Unmarshal(in.State[1:], &prev) != nil || prev.Server != u.Server || prev.Tool != u.Name {
+		// Sealed by this deployment, for another kind of round or another
+		// server's tool: not this call's.
 		return round, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: requestState does not belong to this call; start it again without it")
 	}
 	round.RequestState = prev.State
@@ -71,8 +76,8 @@ func roundOf(ctx context.Context, call *handlers.ToolCall) (upstream.Round, erro
 
 // needInput is the upstream's InputRequiredResult as the round the
 // handlers answer the client with.
-func needInput(in *upstream.InputRequired) (*handlers.NeedInput, error) {
-	r := upstreamRound{Keys: make([]string, 0, len(in.Requests)), State: in.State}
+func needInput(u upstream.Tool, in *upstream.InputRequired) (*handlers.NeedInput, error) {
+	r := upstreamRound{Server: u.Server, Tool: u.Name, Keys: make([]string, 0, len(in.Requests)), State: in.State}
 	for k := range in.Requests {
 		r.Keys = append(r.Keys, k)
 	}
