@@ -35,6 +35,16 @@ const MinKeyBytes = 32
 // refused before any decoding.
 const MaxTokenBytes = 64 << 10
 
+// MaxPayloadBytes is the largest payload Seal takes: its token is at most
+// MaxTokenBytes long, so every token Seal returns is one Open can take.
+const MaxPayloadBytes = (MaxTokenBytes-len(prefix))*3/4 - idLen - expLen - gcmNonceBytes - gcmTagBytes
+
+// The sizes of cipher.NewGCM's nonce and tag.
+const (
+	gcmNonceBytes = 12
+	gcmTagBytes   = 16
+)
+
 const (
 	prefix   = "v1."
 	idLen    = 4
@@ -107,6 +117,9 @@ func newKey(secret []byte) (sealKey, error) {
 
 // Seal returns the token for payload, bound to b, valid for ttl.
 func (s *Sealer) Seal(b Binding, payload []byte, ttl time.Duration) (string, error) {
+	if len(payload) > MaxPayloadBytes {
+		return "", fmt.Errorf("request state of %d bytes: at most %d fit in a token", len(payload), MaxPayloadBytes)
+	}
 	k := s.keys[0]
 	head := make([]byte, idLen+expLen, idLen+expLen+k.aead.NonceSize()+len(payload)+k.aead.Overhead())
 	copy(head, k.id[:])

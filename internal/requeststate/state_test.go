@@ -142,3 +142,31 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// A token Seal returns is one Open can take: a payload whose token would
+// be longer than MaxTokenBytes is refused when sealed, not handed to a
+// client whose every retry would then be refused (a round it could never
+// finish; basic/patterns/mrtr). The largest payload that fits opens.
+func TestSealRefusesTokensOpenRefuses(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	s, err := New(c.now, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := bytes.Repeat([]byte{'x'}, MaxTokenBytes*3/4)
+	if tok, err := s.Seal(binding(), over, time.Minute); err == nil {
+		_, oerr := s.Open(binding(), tok)
+		t.Fatalf("sealed a %d-byte token (open: %v)", len(tok), oerr)
+	}
+	fits := bytes.Repeat([]byte{'x'}, MaxPayloadBytes)
+	tok, err := s.Seal(binding(), fits, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Open(binding(), tok); err != nil || !bytes.Equal(got, fits) {
+		t.Fatalf("the largest payload (%d bytes, token %d) did not open: %v", len(fits), len(tok), err)
+	}
+	if _, err := s.Seal(binding(), append(fits, 'x'), time.Minute); err == nil {
+		t.Fatal("a payload one byte over MaxPayloadBytes was sealed")
+	}
+}
