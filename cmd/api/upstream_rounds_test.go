@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -401,5 +403,66 @@ func TestUpstreamRoundStaysWithItsServer(t *testing.T) {
 	}
 	if got, _ := hotelGot.Load().(string); got != "" {
 		t.Errorf("hotel got travel's confirmation and state: %q", got)
+	}
+}
+
+// The client's answers reach the upstream as the client wrote them: the
+// go-sdk client takes typed answers (an elicitation's content is a
+// map[string]any), and an integer beyond float64's 53 bits, or a member
+// the SDK's type lacks, must not be changed or dropped on the way
+// (basic/patterns/mrtr: the retry carries the client's results).
+func TestUpstreamRoundAnswersPassVerbatim(t *testing.T) {
+	var sawCaps atomic.Value
+	upURL := roundsUpstream(t, &sawCaps)
+	target, err := neturl.Parse(upURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies atomic.Value
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "inputResponses") {
+			bodies.Store(string(b))
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{{ID: "travel", URL: proxy.URL}}
+	cfg.RequestState.Key = strings.Repeat("r", requeststate.MinKeyBytes)
+	url, _ := runServer(t, cfg, io.Discard)
+	cs := connectIn(t, legacyEra, url, "", nil)
+	waitFor(t, func() bool { return slices.Contains(toolNames(t, cs), "travel_book") })
+
+	call := func(t *testing.T, id int, extra string) roundAnswer {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"travel_book","arguments":{"trip":"lisbon"}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`
+		a := post(t, url, "", "", body, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "travel_book")
+		var r roundAnswer
+		if err := json.Unmarshal([]byte(a.body), &r); err != nil {
+			t.Fatalf("round %d: %d %s", id, a.status, a.body)
+		}
+		return r
+	}
+	first := call(t, 1, "")
+	if first.Result.ResultType != protocol.ResultInputRequired {
+		t.Fatalf("first round: %+v", first)
+	}
+	const answer = `{"action":"accept","content":{"account":12345678901234567891},"note":"kept"}`
+	r := call(t, 2, `,"inputResponses":{"confirm":`+answer+`},"requestState":"`+first.Result.RequestState+`"`)
+	if r.Error != nil || r.Result.ResultType != protocol.ResultComplete {
+		t.Fatalf("retry: %+v", r)
+	}
+	got, _ := bodies.Load().(string)
+	var sent struct {
+		Params struct {
+			InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(got), &sent); err != nil || string(sent.Params.InputResponses["confirm"]) != answer {
+		t.Errorf("the upstream got the answer as %s, want %s", sent.Params.InputResponses["confirm"], answer)
 	}
 }

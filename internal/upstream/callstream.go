@@ -626,7 +626,7 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, r
 	if len(round.InputResponses) > 0 {
 		// The SDK takes typed answers: each is decoded as the result its
 		// members say it is (an elicitation's action, a sampling's role,
-		// roots).
+		// roots), and sent as the client wrote it (verbatimAnswer).
 		params.InputResponses = make(mcp.InputResponseMap, len(round.InputResponses))
 		for k, raw := range round.InputResponses {
 			var one mcp.InputResponseMap
@@ -634,7 +634,7 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, r
 				return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op,
 					Err: fmt.Errorf("the client's answer %q is not the result of an elicitation, a sampling or roots/list", k)})
 			}
-			params.InputResponses[k] = one["r"]
+			params.InputResponses[k] = verbatimAnswer{one["r"], raw}
 		}
 	}
 	ex := &exchange{call: true}
@@ -665,6 +665,18 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, r
 	}
 	return out, nil
 }
+
+// verbatimAnswer is a client's answer as the SDK typed it, encoded as the
+// client wrote it: the typed form would turn an elicitation's integers
+// into float64s (losing digits beyond 53 bits) and drop members its type
+// lacks, and the answer is the client's, for the server that asked
+// (basic/patterns/mrtr).
+type verbatimAnswer struct {
+	mcp.InputResponse
+	raw json.RawMessage
+}
+
+func (a verbatimAnswer) MarshalJSON() ([]byte, error) { return a.raw, nil }
 
 // inputRequired is the CallResult of a server's InputRequiredResult.
 func inputRequired(res *mcp.CallToolResult) (CallResult, error) {
