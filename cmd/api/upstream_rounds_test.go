@@ -466,3 +466,55 @@ func TestUpstreamRoundAnswersPassVerbatim(t *testing.T) {
 		t.Errorf("the upstream got the answer as %s, want %s", sent.Params.InputResponses["confirm"], answer)
 	}
 }
+
+// The gateway carries an upstream's rounds for tools/call only: on
+// prompts/get and resources/read it tells a modern upstream that the
+// client it asks for declared no capability (an empty clientCapabilities,
+// not the go-sdk's default of the gateway's own), so the upstream answers
+// without asking rather than asking for what the gateway then refuses
+// (basic/patterns/mrtr: a server must not ask for what the client did not
+// declare; docs/adr/0055-multi-round-trip-requests.md).
+func TestUpstreamPromptsAndResourcesDeclareNoInput(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "travel", Version: "1.0.0"}, nil)
+	canAsk := func(meta mcp.Meta) bool {
+		b, _ := json.Marshal(meta[mcp.MetaKeyClientCapabilities])
+		var caps map[string]json.RawMessage
+		_ = json.Unmarshal(b, &caps)
+		_, ok := caps["elicitation"]
+		return ok
+	}
+	ask := mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "For whom?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}}
+	s.AddPrompt(&mcp.Prompt{Name: "brief", Description: "A travel brief."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if canAsk(req.Params.Meta) {
+			return &mcp.GetPromptResult{InputRequests: ask}, nil
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "a brief for anyone"}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "file:///brief.txt", Name: "brief", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if canAsk(req.Params.Meta) {
+			return &mcp.ReadResourceResult{InputRequests: ask}, nil
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///brief.txt", MIMEType: "text/plain", Text: "a brief for anyone"}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(up.Close)
+
+	cfg := config.Default()
+	cfg.Upstreams = []upstream.Config{{ID: "travel", URL: up.URL}}
+	url, _ := runServer(t, cfg, io.Discard)
+	cs := connectIn(t, legacyEra, url, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitFor(t, func() bool {
+		res, err := cs.ListPrompts(ctx, nil)
+		return err == nil && slices.ContainsFunc(res.Prompts, func(p *mcp.Prompt) bool { return p.Name == "travel_brief" })
+	})
+	p, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "travel_brief"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Errorf("prompts/get: %v %+v", err, p)
+	}
+	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///brief.txt"})
+	if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "a brief for anyone" {
+		t.Errorf("resources/read: %v %+v", err, r)
+	}
+}

@@ -69,7 +69,7 @@ func (m *Manager) GetPrompt(ctx context.Context, serverID, name string, args map
 	}
 	var res *mcp.GetPromptResult
 	err = m.request(ctx, s, "prompts/get "+name, func(ctx context.Context, c *conn) (err error) {
-		res, err = c.session.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+		res, err = c.session.GetPrompt(ctx, &mcp.GetPromptParams{Meta: c.noInputMeta(), Name: name, Arguments: args})
 		return err
 	})
 	if err != nil {
@@ -95,7 +95,7 @@ func (m *Manager) ReadResource(ctx context.Context, serverID, uri string) (json.
 	var res *mcp.ReadResourceResult
 	// The operation does not name the URI: messages reach the log.
 	err = m.request(ctx, s, "resources/read", func(ctx context.Context, c *conn) (err error) {
-		res, err = c.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		res, err = c.session.ReadResource(ctx, &mcp.ReadResourceParams{Meta: c.noInputMeta(), URI: uri})
 		return err
 	})
 	if err != nil {
@@ -467,6 +467,19 @@ func (p dialParams) surfaceHandlers(opts *mcp.ClientOptions) {
 			}
 		}
 	}
+}
+
+// noInputMeta is the _meta of a prompts/get or resources/read sent to a
+// modern server: a client that declared no capability, since the gateway
+// passes on no round of these (roundsRefused) and a server must not ask
+// for what the client did not declare (basic/patterns/mrtr). Without it
+// the go-sdk would send the gateway's own capabilities. Nil for a legacy
+// server, whose capabilities are the session's.
+func (c *conn) noInputMeta() mcp.Meta {
+	if !c.modern() {
+		return nil
+	}
+	return mcp.Meta{mcp.MetaKeyClientCapabilities: json.RawMessage(`{}`)}
 }
 
 // roundsRefused is the failure of a prompts/get or resources/read that a
