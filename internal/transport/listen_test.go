@@ -130,6 +130,11 @@ func TestListenDeliversWhatItsFilterAsks(t *testing.T) {
 func TestListenEndsWithCompletionResult(t *testing.T) {
 	h := newHarness(t)
 	c, _ := openListen(t, h, 42, map[string]any{"toolsListChanged": true})
+	if !c.Resp.Close {
+		// Otherwise the client pools the connection the server closes,
+		// and its next request on it fails.
+		t.Error("an HTTP/1.1 listen does not say Connection: close")
+	}
 	h.tr.CloseStreams(0)
 	_, m := c.NextMessage(t)
 	var res struct {

@@ -33,6 +33,12 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *liste
 			t.openStreams.Add(-1) // the goroutine taking it over counts it out
 		}
 	}()
+	if r.ProtoMajor == 1 {
+		// The connection is taken over and closed when the listen ends:
+		// the client must not put it back in its pool, where the next
+		// request on it would meet the closed end.
+		w.Header().Set("Connection", "close")
+	}
 	startSSE(w)
 	rc := http.NewResponseController(w)
 	ack, err := protocol.Marshal(l.filter)
