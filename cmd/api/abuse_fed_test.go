@@ -448,10 +448,12 @@ func TestAbuse_UpstreamCredentialsStayWithTheirOrigin(t *testing.T) {
 		}
 
 		// Same origin, another path: the credentials stay with the server.
+		// Counted before the update: the new session may be opened before
+		// the update's answer arrives.
+		before := len(home.sent())
 		if code, resp := put(home.url+"/other", redacted); code != http.StatusOK {
 			t.Fatalf("path change: %d %s", code, resp)
 		}
-		before := len(home.sent())
 		awaitUpstream(t, base, "creds", func(v upstreamView) bool { return v.State == "connected" })
 		waitFor(t, func() bool { return len(home.sent()) > before })
 		for _, v := range home.sent()[before:] {
