@@ -288,14 +288,8 @@ func (r heldRelay) Log(ctx context.Context, params json.RawMessage) {
 // Request asks the client in the next round and waits for its answer, as
 // long as the call lasts (the upstream's request timeout bounds it).
 func (r heldRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	capName, err := protocol.InputCapability(method)
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: the gateway does not relay %s", method)
-	}
-	if !r.c.caps.Has(capName) {
-		// basic/patterns/mrtr: nothing is asked that the client did not
-		// declare; the server hears why.
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare the capability %s needs", method)
+	if err := askable(r.c.caps, method); err != nil {
+		return nil, err
 	}
 	if !r.c.owner.reserve(len(params)) {
 		return nil, protocol.Errorf(protocol.CodeInternalError, "the gateway holds too many requests for its clients' answers; try again later")

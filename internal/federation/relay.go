@@ -41,14 +41,8 @@ func (r callRelay) Log(ctx context.Context, params json.RawMessage) {
 }
 
 func (r callRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	capName, err := protocol.InputCapability(method)
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: the gateway does not relay %s", method)
-	}
-	if !r.call.Session.ClientCapabilities().Has(capName) {
-		// basic/lifecycle: the client did not declare the capability, so
-		// it is not asked; the server hears why.
-		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare the capability %s needs", method)
+	if err := askable(r.call.Session.ClientCapabilities(), method); err != nil {
+		return nil, err
 	}
 	res, err := r.call.Peer.Request(ctx, method, params)
 	var perr *protocol.Error
@@ -56,4 +50,20 @@ func (r callRelay) Request(ctx context.Context, method string, params json.RawMe
 		return nil, perr // the client's own error answer, passed on
 	}
 	return res, err
+}
+
+// askable is the refusal, sent to the upstream as its request's error,
+// of a request the gateway does not pass to a client with caps: one that
+// is not the client's to answer, or that needs a capability the client
+// did not declare (basic/lifecycle; basic/patterns/mrtr: it is not
+// asked, and the server hears why). Nil when it may be asked.
+func askable(caps protocol.ClientCapabilities, method string) *protocol.Error {
+	capName, err := protocol.InputCapability(method)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeMethodNotFound, "method not found: the gateway does not relay %s", method)
+	}
+	if !caps.Has(capName) {
+		return protocol.Errorf(protocol.CodeMethodNotFound, "the client did not declare the capability %s needs", method)
+	}
+	return nil
 }
