@@ -253,6 +253,18 @@ func (c *heldCall) suspend() (upstream.CallResult, *handlers.NeedInput, error) {
 	return upstream.CallResult{}, need, nil
 }
 
+// resume runs a retry's round of the held call id, for call (nil when
+// another replica's client made it): the answers go to the call, and the
+// round waits for its next step.
+func (h *heldCalls) resume(ctx context.Context, id string, call *handlers.ToolCall, answers map[string]json.RawMessage) (any, error) {
+	c, ok := h.find(id, call)
+	if !ok {
+		return nil, errNoHeld
+	}
+	c.answer(answers)
+	return step(ctx, c)
+}
+
 // step waits for a held call's next step, and returns it as Run does:
 // the result, or the next round.
 func step(ctx context.Context, c *heldCall) (any, error) {

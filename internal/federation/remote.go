@@ -50,12 +50,7 @@ func (f *Federation) resume(ctx context.Context, call *handlers.ToolCall, in han
 		return nil, errNoHeld
 	}
 	if replica == f.held.self || f.route == nil {
-		c, ok := f.held.find(id, call)
-		if !ok {
-			return nil, errNoHeld
-		}
-		c.answer(in.Responses)
-		return step(ctx, c)
+		return f.held.resume(ctx, id, call, in.Responses)
 	}
 	out, err := f.route.Continue(ctx, replica, id, in.Responses)
 	if err != nil {
@@ -74,12 +69,7 @@ func (f *Federation) resume(ctx context.Context, call *handlers.ToolCall, in han
 // continueHere is the round another replica sent for one of this
 // replica's held calls.
 func (f *Federation) continueHere(ctx context.Context, id string, answers map[string]json.RawMessage) []byte {
-	c, ok := f.held.find(id, nil)
-	if !ok {
-		return encodeStep(nil, errNoHeld)
-	}
-	c.answer(answers)
-	return encodeStep(step(ctx, c))
+	return encodeStep(f.held.resume(ctx, id, nil, answers))
 }
 
 // remoteStep is a round's outcome on the wire between replicas: exactly
