@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -137,6 +138,17 @@ func (x *listens) remove(l *listener) {
 	for _, u := range l.filter.ResourceSubscriptions {
 		x.byURI.remove(l.tenant, u, l)
 	}
+}
+
+// drop takes uris out of l's filter and of the index.
+func (x *listens) drop(l *listener, uris []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, u := range uris {
+		x.byURI.remove(l.tenant, u, l)
+	}
+	l.filter.ResourceSubscriptions = slices.DeleteFunc(slices.Clone(l.filter.ResourceSubscriptions),
+		func(u string) bool { return slices.Contains(uris, u) })
 }
 
 // updated queues uri's update for tenant's listeners of it, and reports

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -38,13 +37,9 @@ func (t *Transport) subscribeUpstream(ctx context.Context, l *listener) {
 			l.upstream = append(l.upstream, uri)
 		}
 	}
-	if len(failed) == 0 {
-		return
+	if len(failed) > 0 {
+		t.listens.drop(l, failed)
 	}
-	t.listens.remove(l)
-	l.filter.ResourceSubscriptions = slices.DeleteFunc(slices.Clone(l.filter.ResourceSubscriptions),
-		func(u string) bool { return slices.Contains(failed, u) })
-	t.listens.add(l, 0) // counted already: re-indexed, not re-admitted
 }
 
 // unsubscribeUpstream drops l's upstream subscriptions.
