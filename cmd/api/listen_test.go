@@ -96,9 +96,7 @@ func listenAcrossReplicas(t *testing.T, redisURL, mode string) {
 	cfg := config.Default()
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.RedisURL, cfg.Redis.Mode = redisURL, mode
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	cfg.Redis.KeyPrefix = "mcp-test:" + hex.EncodeToString(b[:]) + ":"
+	cfg.Redis.KeyPrefix = testKeyPrefix()
 	cfg.Auth.Mode = auth.ModeOAuth
 	cfg.Auth.OAuth.Issuer = "https://issuer.test"
 	cfg.Auth.OAuth.JWKSURL = is.JWKSURL()
@@ -159,4 +157,12 @@ func listenAcrossReplicas(t *testing.T, redisURL, mode string) {
 			t.Errorf("%s heard of %s", name, uri)
 		}
 	}
+}
+
+// testKeyPrefix is a redis.keyPrefix of its own, so that replicas of one
+// test share Redis with each other and with no other test.
+func testKeyPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "mcp-test:" + hex.EncodeToString(b[:]) + ":"
 }

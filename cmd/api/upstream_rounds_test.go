@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -302,9 +300,7 @@ func heldAcrossReplicas(t *testing.T, redisURL, mode string) {
 	cfg.Upstreams = []upstream.Config{{ID: "agency", URL: up.URL}}
 	cfg.RequestState.Key = strings.Repeat("h", requeststate.MinKeyBytes)
 	cfg.RedisURL, cfg.Redis.Mode = redisURL, mode
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	cfg.Redis.KeyPrefix = "mcp-test:" + hex.EncodeToString(b[:]) + ":"
+	cfg.Redis.KeyPrefix = testKeyPrefix()
 	var replicas []string
 	for range 3 {
 		url, _ := runServer(t, cfg, io.Discard)
