@@ -32,8 +32,10 @@ type Store struct {
 	upstreams map[string]*store.UpstreamRecord
 	// apiKeys are deployment-wide too, by id; apikeys.go.
 	apiKeys map[string]*store.APIKeyRecord
-	// traceLog bounds the traces of all tenants together; traces.go.
-	traceLog traceLog
+	// traceRing bounds the traces of all tenants together; tracering.go.
+	traceRing traceRing
+	// tenantList numbers the tenants, for the trace records.
+	tenantList []*tenantData
 }
 
 // tenantData is everything one tenant owns. Keeping a map per tenant
@@ -42,7 +44,8 @@ type tenantData struct {
 	memory   map[memKey]*entry
 	sessions map[string]*store.Session
 	agents   map[string]*store.Agent
-	traces   map[string]*store.Trace
+	traces   traceIndex
+	idx      uint32 // in Store.tenantList
 }
 
 var _ store.Store = (*Store)(nil)
@@ -80,9 +83,10 @@ func (s *Store) write(tenant string) *tenantData {
 			memory:   make(map[memKey]*entry),
 			sessions: make(map[string]*store.Session),
 			agents:   make(map[string]*store.Agent),
-			traces:   make(map[string]*store.Trace),
+			idx:      uint32(len(s.tenantList)),
 		}
 		s.tenants[tenant] = td
+		s.tenantList = append(s.tenantList, td)
 	}
 	return td
 }

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -18,7 +19,8 @@ const maxToolLen = 128
 // store.CheckTrace. A trace whose (tenant, id) is already stored is skipped,
 // so a retried batch does not fail on the part that got through. Once
 // Options.TraceLimit traces are held, each new one drops the earliest
-// written, of whichever tenant (TraceStats counts them).
+// written, of whichever tenant (TraceStats counts them). Traces are held
+// as pointer-free records (tracering.go).
 func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -33,66 +35,44 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, tr := range batch {
+	g := &s.traceRing
+	for i := range batch {
+		tr := &batch[i]
 		td := s.write(tr.Tenant)
-		if td.traces[tr.ID] != nil {
+		if _, dup := td.traces.find(tr.ID); dup {
 			continue
 		}
-		// Kept as PostgreSQL's timestamptz would return it.
-		tr.StartedAt = tr.StartedAt.UTC().Truncate(time.Microsecond)
 		tr.ClientSession = handles[i]
-		td.traces[tr.ID] = &tr
-		if old := s.traceLog.push(&tr, s.opts.TraceLimit()); old != nil {
-			delete(s.tenants[old.Tenant].traces, old.ID)
-			s.traceLog.evicted++
+		rec, oddID := g.encode(tr, td.idx)
+		slot := s.traceSlot()
+		g.recs[slot] = rec
+		if oddID != "" {
+			if g.oddIDs == nil {
+				g.oddIDs = make(map[int32]string)
+			}
+			g.oddIDs[slot] = oddID
 		}
+		td.traces.set(&rec, oddID, slot)
 	}
 	return nil
 }
 
-// traceLog holds every stored trace, of all tenants, in the order they
-// were written, so that the bound on traces held (Options.TraceLimit)
-// drops the earliest in O(1). It holds exactly the traces the tenants'
-// maps hold; the caller holds s.mu.
-type traceLog struct {
-	buf     []*store.Trace // in order from head, circularly once full
-	head    int
-	evicted int64
-}
-
-// push appends tr; when limit traces are held it returns the earliest,
-// which it no longer holds and the caller must delete.
-func (l *traceLog) push(tr *store.Trace, limit int) (dropped *store.Trace) {
-	if len(l.buf) < limit {
-		// Growing: head stays 0 (the log only wraps once full).
-		l.buf = append(l.buf, tr)
-		return nil
+// traceSlot returns the slot for a new trace: a new one while fewer than
+// the limit are held, else the earliest written, whose trace it drops.
+func (s *Store) traceSlot() int32 {
+	g := &s.traceRing
+	if len(g.recs) < s.opts.TraceLimit() {
+		// Growing: head stays 0 (the ring only wraps once full).
+		g.recs = append(g.recs, traceRec{})
+		return int32(len(g.recs) - 1)
 	}
-	dropped = l.buf[l.head]
-	l.buf[l.head] = tr
-	l.head = (l.head + 1) % len(l.buf)
-	return dropped
-}
-
-// removeIf drops the traces gone reports, keeping the others in order,
-// and returns them. A purge that finds nothing to remove, the usual
-// case, allocates nothing.
-func (l *traceLog) removeIf(gone func(*store.Trace) bool) []*store.Trace {
-	if !slices.ContainsFunc(l.buf, gone) {
-		return nil
-	}
-	var removed []*store.Trace
-	kept := make([]*store.Trace, 0, len(l.buf))
-	for i := range l.buf {
-		tr := l.buf[(l.head+i)%len(l.buf)]
-		if gone(tr) {
-			removed = append(removed, tr)
-		} else {
-			kept = append(kept, tr)
-		}
-	}
-	l.buf, l.head = kept, 0
-	return removed
+	slot := int32(g.head)
+	old := &g.recs[slot]
+	s.tenantList[old.tenant].traces.remove(old, g.oddIDs[slot])
+	g.release(slot)
+	g.evicted++
+	g.head = (g.head + 1) % len(g.recs)
+	return slot
 }
 
 // TraceStats describes the traces the store holds.
@@ -105,7 +85,7 @@ type TraceStats struct {
 func (s *Store) TraceStats() TraceStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return TraceStats{Held: len(s.traceLog.buf), Evicted: s.traceLog.evicted}
+	return TraceStats{Held: len(s.traceRing.recs), Evicted: s.traceRing.evicted}
 }
 
 // GetTrace returns one trace.
@@ -119,8 +99,8 @@ func (s *Store) GetTrace(ctx context.Context, tenant, id string) (store.Trace, e
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if td := s.read(tenant); td != nil {
-		if tr := td.traces[id]; tr != nil {
-			return *tr, nil
+		if slot, ok := td.traces.find(id); ok {
+			return s.traceRing.decode(slot, tenant), nil
 		}
 	}
 	return store.Trace{}, store.NotFoundf("trace %s", id)
@@ -139,20 +119,50 @@ func checkTraceFilter(tool, status string) error {
 	return store.Invalid("status", "must be %q or %q, got %q", store.TraceOK, store.TraceError, status)
 }
 
-// traces returns tenant's traces of tool ("" for any) started at or
-// after since; the caller holds s.mu.
-func (s *Store) traces(tenant, tool string, since time.Time, keep func(*store.Trace) bool) []store.Trace {
+// traceSlots returns the slots of tenant's traces of tool ("" for any)
+// started at or after since that keep accepts; the caller holds s.mu.
+func (s *Store) traceSlots(tenant, tool string, since time.Time, keep func(int32, *traceRec) bool) []int32 {
 	td := s.read(tenant)
 	if td == nil {
 		return nil
 	}
-	var out []store.Trace
-	for _, tr := range td.traces {
-		if (tool == "" || tr.Tool == tool) && !tr.StartedAt.Before(since) && keep(tr) {
-			out = append(out, *tr)
+	g := &s.traceRing
+	var toolID uint32
+	if tool != "" {
+		var ok bool
+		if toolID, ok = g.names.lookup(tool); !ok {
+			return nil
+		}
+	}
+	sinceMicro := int64(math.MinInt64)
+	if !since.IsZero() {
+		// A trace at since counts; one a nanosecond before does not.
+		sinceMicro = since.UnixMicro()
+		if time.UnixMicro(sinceMicro).Before(since) {
+			sinceMicro++
+		}
+	}
+	var out []int32
+	for i := range g.recs {
+		r := &g.recs[i]
+		if r.tenant == td.idx && (tool == "" || r.tool == toolID) && r.started >= sinceMicro && keep(int32(i), r) {
+			out = append(out, int32(i))
 		}
 	}
 	return out
+}
+
+// compareTraces orders slots a and b newest first, by (startedAt, id).
+func (g *traceRing) compareTraces(a, b int32) int {
+	ra, rb := &g.recs[a], &g.recs[b]
+	if c := cmp.Compare(rb.started, ra.started); c != 0 {
+		return c
+	}
+	if ra.flags&rb.flags&flagUUID != 0 {
+		// The canonical form's hex digits order as the bytes do.
+		return bytes.Compare(rb.id[:], ra.id[:])
+	}
+	return cmp.Compare(g.id(b), g.id(a))
 }
 
 // ListTraces lists traces newest first, by (startedAt, id).
@@ -175,17 +185,33 @@ func (s *Store) ListTraces(ctx context.Context, tenant string, q store.ListTrace
 			return none, err
 		}
 	}
+	wantError := q.Status == store.TraceError
 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := s.traces(tenant, q.Tool, q.Since, func(tr *store.Trace) bool {
-		return (q.Status == "" || tr.Status == q.Status) &&
-			(q.Cursor == "" || byTimeDesc(afterAt, tr.StartedAt, afterID, tr.ID) < 0)
+	g := &s.traceRing
+	slots := s.traceSlots(tenant, q.Tool, q.Since, func(slot int32, r *traceRec) bool {
+		if q.Status != "" && (r.flags&flagError != 0) != wantError {
+			return false
+		}
+		if q.Cursor == "" {
+			return true
+		}
+		at := time.UnixMicro(r.started)
+		if c := afterAt.Compare(at); c != 0 {
+			return c > 0
+		}
+		return cmp.Compare(g.id(slot), afterID) < 0
 	})
-	slices.SortFunc(out, func(a, b store.Trace) int { return byTimeDesc(a.StartedAt, b.StartedAt, a.ID, b.ID) })
-	return paginate(out, limit, func(tr store.Trace) string {
-		return store.EncodeCursor("traces", tr.StartedAt, tr.ID, "")
-	}), nil
+	slices.SortFunc(slots, g.compareTraces)
+	page := paginate(slots, limit, func(slot int32) string {
+		return store.EncodeCursor("traces", time.UnixMicro(g.recs[slot].started).UTC(), g.id(slot), "")
+	})
+	out := store.Page[store.Trace]{Items: make([]store.Trace, len(page.Items)), NextCursor: page.NextCursor}
+	for i, slot := range page.Items {
+		out.Items[i] = g.decode(slot, tenant)
+	}
+	return out, nil
 }
 
 // AnalyzeTraces summarizes the selected traces per tool, in tool order.
@@ -197,33 +223,33 @@ func (s *Store) AnalyzeTraces(ctx context.Context, tenant string, q store.Analyz
 		return nil, err
 	}
 	s.mu.RLock()
-	selected := s.traces(tenant, q.Tool, q.Since, func(*store.Trace) bool { return true })
-	s.mu.RUnlock()
-
-	byTool := make(map[string][]store.Trace)
-	for _, tr := range selected {
-		byTool[tr.Tool] = append(byTool[tr.Tool], tr)
+	defer s.mu.RUnlock()
+	g := &s.traceRing
+	byTool := make(map[uint32][]*traceRec)
+	for _, slot := range s.traceSlots(tenant, q.Tool, q.Since, func(int32, *traceRec) bool { return true }) {
+		r := &g.recs[slot]
+		byTool[r.tool] = append(byTool[r.tool], r)
 	}
 	out := make([]store.ToolStats, 0, len(byTool))
-	for tool, trs := range byTool {
-		out = append(out, toolStats(tool, trs))
+	for tool, recs := range byTool {
+		out = append(out, toolStats(g.names.name(tool), recs, &g.names))
 	}
 	slices.SortFunc(out, func(a, b store.ToolStats) int { return cmp.Compare(a.Tool, b.Tool) })
 	return out, nil
 }
 
 // toolStats summarizes the traces of one tool.
-func toolStats(tool string, trs []store.Trace) store.ToolStats {
-	st := store.ToolStats{Tool: tool, Calls: int64(len(trs))}
-	durations := make([]float64, len(trs))
+func toolStats(tool string, recs []*traceRec, names *interner) store.ToolStats {
+	st := store.ToolStats{Tool: tool, Calls: int64(len(recs))}
+	durations := make([]float64, len(recs))
 	codes := make(map[string]int64)
-	for i, tr := range trs {
-		durations[i] = tr.DurationMs
-		if tr.Status == store.TraceError {
+	for i, r := range recs {
+		durations[i] = r.duration
+		if r.flags&flagError != 0 {
 			st.Errors++
 			// An error without a code has nothing to rank.
-			if tr.ErrorCode != "" {
-				codes[tr.ErrorCode]++
+			if r.code != 0 {
+				codes[names.name(r.code)]++
 			}
 		}
 	}
@@ -258,16 +284,46 @@ func percentileDisc(sorted []float64, p float64) float64 {
 	return sorted[row-1]
 }
 
-// PurgeTraces deletes traces of every tenant started before cutoff.
+// PurgeTraces deletes traces of every tenant started before cutoff. The
+// ring is rebuilt with the rest in the order they were written.
 func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	purged := s.traceLog.removeIf(func(tr *store.Trace) bool { return tr.StartedAt.Before(cutoff) })
-	for _, tr := range purged {
-		delete(s.tenants[tr.Tenant].traces, tr.ID)
+	g := &s.traceRing
+	gone := func(r *traceRec) bool { return time.UnixMicro(r.started).Before(cutoff) }
+	// A purge that finds nothing to remove, the usual case, allocates
+	// nothing.
+	if !slices.ContainsFunc(g.recs, func(r traceRec) bool { return gone(&r) }) {
+		return 0, nil
 	}
-	return int64(len(purged)), nil
+	old, oldOdd := g.recs, g.oddIDs
+	kept := make([]traceRec, 0, len(old))
+	g.oddIDs = nil
+	var purged int64
+	for i := range old {
+		slot := int32((g.head + i) % len(old))
+		r := &old[slot]
+		td := s.tenantList[r.tenant]
+		td.traces.remove(r, oldOdd[slot])
+		if gone(r) {
+			g.names.drop(r.tool)
+			g.names.drop(r.code)
+			purged++
+			continue
+		}
+		n := int32(len(kept))
+		kept = append(kept, *r)
+		if r.flags&flagUUID == 0 {
+			if g.oddIDs == nil {
+				g.oddIDs = make(map[int32]string)
+			}
+			g.oddIDs[n] = oldOdd[slot]
+		}
+		td.traces.set(r, oldOdd[slot], n)
+	}
+	g.recs, g.head = kept, 0
+	return purged, nil
 }

@@ -100,14 +100,14 @@ func TestTraceLimit(t *testing.T) {
 
 // What a held trace costs, which the README's traces.maxInMemory row
 // and store.DefaultMaxTracesInMemory quote: the store's part (the trace,
-// its id and client session handle, the map entry and the log slot), at
+// its record in the ring and its entry in the tenant's index), at
 // the bound, as the Recorder writes them in batches. Not parallel: it
 // reads the heap.
 func TestTraceFootprint(t *testing.T) {
 	const n, batch = 50_000, 500
-	// About 300 bytes today; the bound catches a change that would make
+	// About 130 bytes today; the bound catches a change that would make
 	// the documented figure wrong.
-	const maxBytesPerTrace = 400
+	const maxBytesPerTrace = 160
 	ctx := context.Background()
 	s := memstore.New(store.Options{MaxTracesInMemory: n})
 	heap := func() uint64 {

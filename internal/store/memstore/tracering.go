@@ -1,0 +1,237 @@
+package memstore
+
+import (
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+)
+
+// The embedded store holds up to Options.TraceLimit traces (100,000 by
+// default) while calls come in at full speed, so a held trace must cost
+// little memory and nothing at each collection. A *store.Trace with its
+// id, handle and map entry took about 300 bytes in five objects the
+// garbage collector walked on every cycle. A traceRec has no pointers:
+// the ring is one allocation the collector never scans, 72 bytes a
+// trace (BENCHMARKS.md, "Cached reads side by side").
+
+// traceRec is one held trace.
+type traceRec struct {
+	id       [16]byte // the id, when flagUUID; otherwise traceRing.oddIDs
+	handle   uint64   // the client session handle's 64 bits, when flagHandle
+	started  int64    // Unix microseconds
+	duration float64  // milliseconds
+	args     int64
+	result   int64
+	tenant   uint32 // index in Store.tenantList
+	tool     uint32 // in traceRing.names
+	code     uint32 // in traceRing.names; 0 for no error code
+	flags    uint8
+}
+
+const (
+	flagUUID   uint8 = 1 << iota // id holds the trace id
+	flagHandle                   // handle holds a client session handle
+	flagError                    // status is store.TraceError
+)
+
+// traceRing holds every stored trace, of all tenants, in the order they
+// were written, so that the bound on traces held (Options.TraceLimit)
+// drops the earliest in O(1); the tenants' maps index it by id. The
+// caller holds Store.mu.
+type traceRing struct {
+	recs    []traceRec // in order from head, circularly once full
+	head    int
+	evicted int64
+	names   interner
+	// oddIDs are the ids that are not canonical UUIDs (the recorder
+	// writes UUIDs; the store takes any id CheckTrace accepts), by slot.
+	oddIDs map[int32]string
+}
+
+// traceIndex finds a tenant's traces by id.
+type traceIndex struct {
+	byUUID map[[16]byte]int32
+	byOdd  map[string]int32
+}
+
+func (x *traceIndex) find(id string) (int32, bool) {
+	if u, ok := canonicalUUID(id); ok {
+		slot, ok := x.byUUID[u]
+		return slot, ok
+	}
+	slot, ok := x.byOdd[id]
+	return slot, ok
+}
+
+func (x *traceIndex) set(r *traceRec, oddID string, slot int32) {
+	if r.flags&flagUUID != 0 {
+		if x.byUUID == nil {
+			x.byUUID = make(map[[16]byte]int32)
+		}
+		x.byUUID[r.id] = slot
+		return
+	}
+	if x.byOdd == nil {
+		x.byOdd = make(map[string]int32)
+	}
+	x.byOdd[oddID] = slot
+}
+
+func (x *traceIndex) remove(r *traceRec, oddID string) {
+	if r.flags&flagUUID != 0 {
+		delete(x.byUUID, r.id)
+	} else {
+		delete(x.byOdd, oddID)
+	}
+}
+
+// canonicalUUID returns id's 16 bytes when id is a UUID in the form
+// uuid.UUID.String writes (lowercase, hyphenated), so that it reads back
+// exactly as written.
+func canonicalUUID(id string) ([16]byte, bool) {
+	if len(id) != 36 {
+		return [16]byte{}, false
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return [16]byte{}, false
+	}
+	return u, true
+}
+
+// handleBits returns the 64 bits of a client session handle.
+func handleBits(h string) (uint64, bool) {
+	if !store.IsClientSessionHandle(h) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(h[len(h)-16:], 16, 64)
+	return n, err == nil
+}
+
+// handleString is handleBits's inverse.
+func handleString(n uint64) string {
+	var b [8]byte
+	for i := range b {
+		b[7-i] = byte(n >> (8 * i))
+	}
+	return "cs." + hex.EncodeToString(b[:])
+}
+
+// encode returns tr as a record; oddID is its id when that is not a
+// canonical UUID. tr.ClientSession is already a handle.
+func (g *traceRing) encode(tr *store.Trace, tenant uint32) (r traceRec, oddID string) {
+	r = traceRec{
+		started: tr.StartedAt.UnixMicro(), duration: tr.DurationMs, args: tr.ArgBytes, result: tr.ResultBytes,
+		tenant: tenant, tool: g.names.hold(tr.Tool), code: g.names.hold(tr.ErrorCode),
+	}
+	if u, ok := canonicalUUID(tr.ID); ok {
+		r.id, r.flags = u, flagUUID
+	} else {
+		oddID = tr.ID
+	}
+	if n, ok := handleBits(tr.ClientSession); ok {
+		r.handle, r.flags = n, r.flags|flagHandle
+	}
+	if tr.Status == store.TraceError {
+		r.flags |= flagError
+	}
+	return r, oddID
+}
+
+// id returns the id of the record in slot.
+func (g *traceRing) id(slot int32) string {
+	r := &g.recs[slot]
+	if r.flags&flagUUID != 0 {
+		return uuid.UUID(r.id).String()
+	}
+	return g.oddIDs[slot]
+}
+
+// decode returns the record in slot as a trace of tenant.
+func (g *traceRing) decode(slot int32, tenant string) store.Trace {
+	r := &g.recs[slot]
+	tr := store.Trace{
+		ID: g.id(slot), Tenant: tenant, Tool: g.names.name(r.tool), ErrorCode: g.names.name(r.code),
+		Status: store.TraceOK, DurationMs: r.duration, ArgBytes: r.args, ResultBytes: r.result,
+		StartedAt: time.UnixMicro(r.started).UTC(),
+	}
+	if r.flags&flagError != 0 {
+		tr.Status = store.TraceError
+	}
+	if r.flags&flagHandle != 0 {
+		tr.ClientSession = handleString(r.handle)
+	}
+	return tr
+}
+
+// release gives back what the record in slot holds.
+func (g *traceRing) release(slot int32) {
+	r := &g.recs[slot]
+	g.names.drop(r.tool)
+	g.names.drop(r.code)
+	if r.flags&flagUUID == 0 {
+		delete(g.oddIDs, slot)
+	}
+}
+
+// interner numbers the tool names and error codes the held traces use,
+// counting their uses so that a name no trace holds any more is
+// forgotten: the table stays bounded by the traces held, whatever names
+// callers send. Number 0 is "".
+type interner struct {
+	byName map[string]uint32
+	names  []string
+	refs   []int
+	free   []uint32
+}
+
+func (n *interner) hold(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	if i, ok := n.byName[s]; ok {
+		n.refs[i]++
+		return i
+	}
+	if n.byName == nil {
+		n.byName, n.names, n.refs = make(map[string]uint32), []string{""}, []int{0}
+	}
+	var i uint32
+	if k := len(n.free); k > 0 {
+		i, n.free = n.free[k-1], n.free[:k-1]
+		n.names[i], n.refs[i] = s, 1
+	} else {
+		i = uint32(len(n.names))
+		n.names, n.refs = append(n.names, s), append(n.refs, 1)
+	}
+	n.byName[s] = i
+	return i
+}
+
+func (n *interner) drop(i uint32) {
+	if i == 0 {
+		return
+	}
+	if n.refs[i]--; n.refs[i] == 0 {
+		delete(n.byName, n.names[i])
+		n.names[i] = ""
+		n.free = append(n.free, i)
+	}
+}
+
+func (n *interner) name(i uint32) string {
+	if i == 0 {
+		return ""
+	}
+	return n.names[i]
+}
+
+// lookup returns the number of s, if a held trace uses it.
+func (n *interner) lookup(s string) (uint32, bool) {
+	i, ok := n.byName[s]
+	return i, ok
+}
