@@ -97,10 +97,19 @@ func canonicalUUID(id string) ([16]byte, bool) {
 		return [16]byte{}, false
 	}
 	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
+	if err != nil {
 		return [16]byte{}, false
 	}
-	return u, true
+	// Parse also takes uppercase digits; only the form String writes
+	// reads back as written. Compared without allocating the string.
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	hex.Encode(b[9:13], u[4:6])
+	hex.Encode(b[14:18], u[6:8])
+	hex.Encode(b[19:23], u[8:10])
+	hex.Encode(b[24:], u[10:])
+	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
+	return u, string(b[:]) == id
 }
 
 // handleBits returns the 64 bits of a client session handle.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
@@ -180,5 +183,30 @@ func checkTraceRing(t *testing.T, s *Store, m *traceModel, at string, r *rand.Ra
 				t.Fatalf("%s: %s has %d calls, %d errors; want %v", at, st.Tool, st.Calls, st.Errors, c)
 			}
 		}
+	}
+}
+
+// Only the form uuid.UUID.String writes is kept as 16 bytes: any other
+// spelling would read back differently.
+func TestCanonicalUUID(t *testing.T) {
+	id := store.NewID()
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{id, true},
+		{strings.ToUpper(id), false},
+		{"{" + id[:34] + "}", false},
+		{strings.ReplaceAll(id, "-", "") + "xxxx", false},
+		{"urn:uuid:" + id, false},
+		{"odd", false},
+	} {
+		u, ok := canonicalUUID(tc.id)
+		if ok != tc.want || ok && uuid.UUID(u).String() != tc.id {
+			t.Errorf("canonicalUUID(%q) = %x, %v; want %v", tc.id, u, ok, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { canonicalUUID(id) }); n != 0 {
+		t.Errorf("canonicalUUID allocates %v times", n)
 	}
 }
