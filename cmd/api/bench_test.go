@@ -135,6 +135,21 @@ func BenchmarkAPI_MemoryRetrieveCached(b *testing.B) {
 	c.loop(b, call)
 }
 
+// BenchmarkAPI_MemoryRetrieveCachedModern is
+// BenchmarkAPI_MemoryRetrieveCached with a request of the 2026-07-28 era.
+func BenchmarkAPI_MemoryRetrieveCachedModern(b *testing.B) {
+	c := newBenchClient(b, config.Default())
+	c.mustPost(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_store","arguments":`+
+		`{"key":"bench","value":{"text":"hello","n":1},"tags":["bench"]}}}`, `"version":1`)
+	c.sid = ""
+	c.modern = http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"memory_retrieve"}}
+	const call = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_retrieve","arguments":{"key":"bench"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	c.mustPost(b, call, `"text":"hello"`, `"resultType":"complete"`)
+	c.mustPost(b, call, `"cached":true`)
+	c.loop(b, call)
+}
+
 // deadlineRecorder accepts read and write deadlines as net/http's own
 // ResponseWriter does; httptest's recorder reports them unsupported, which
 // would add allocations (the error values) that a real server never makes.

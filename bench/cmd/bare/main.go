@@ -1,8 +1,10 @@
 // Command bare is the floor of the MCP benchmark: a plain net/http +
 // encoding/json handler that does the same protocol work as a real MCP
-// server for the echo tool (decode the JSON-RPC request, dispatch, encode the
-// response) and nothing else: no session table, no validation beyond what
-// the exchange needs, no streaming.
+// server for the echo and memory_retrieve tools (decode the JSON-RPC
+// request, dispatch, encode the response) and nothing else: no session
+// table, no validation beyond what the exchange needs, no streaming. It
+// speaks both eras: a request whose _meta names 2026-07-28 is answered
+// statelessly, with resultType and serverInfo.
 package main
 
 import (
@@ -14,12 +16,16 @@ import (
 	"net/http"
 
 	"github.com/mcp-runtime/mcp-runtime/bench/internal/benchserver"
+	"github.com/mcp-runtime/mcp-runtime/bench/internal/lookup"
 )
 
 const (
 	latestVersion = "2025-11-25"
+	modernVersion = "2026-07-28"
 	maxBody       = 4 << 20
 )
+
+var serverInfo = map[string]any{"name": "bare", "version": "1.0.0"}
 
 // supported reports whether initialize accepts a protocol revision as-is.
 func supported(version string) bool {
@@ -55,19 +61,36 @@ type textContent struct {
 }
 
 type callResult struct {
-	Content []textContent `json:"content"`
-	IsError bool          `json:"isError,omitempty"`
+	Content           []textContent  `json:"content"`
+	StructuredContent any            `json:"structuredContent,omitempty"`
+	IsError           bool           `json:"isError,omitempty"`
+	ResultType        string         `json:"resultType,omitempty"`
+	Meta              map[string]any `json:"_meta,omitempty"`
+}
+
+// meta is what the handler reads of a request's params: the era.
+type meta struct {
+	Meta struct {
+		ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+	} `json:"_meta"`
 }
 
 // echoTool is the tools/list entry.
 const echoTool = `{"name":"echo","description":"Returns the text argument unchanged.",` +
 	`"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}`
 
+const retrieveTool = `{"name":"` + lookup.Tool + `","description":"` + lookup.Description + `","inputSchema":` + lookup.Schema + `}`
+
 func main() {
-	benchserver.Main("bare", http.HandlerFunc(handleMCP))
+	benchserver.Main("bare", newHandler())
 }
 
-func handleMCP(w http.ResponseWriter, r *http.Request) {
+func newHandler() http.Handler {
+	cache := lookup.NewCache()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handleMCP(w, r, cache) })
+}
+
+func handleMCP(w http.ResponseWriter, r *http.Request, cache *lookup.Cache) {
 	switch r.Method {
 	case http.MethodPost:
 	case http.MethodDelete:
@@ -90,7 +113,17 @@ func handleMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := response{JSONRPC: "2.0", ID: req.ID}
+	var m meta
+	_ = json.Unmarshal(req.Params, &m)
+	modern := m.Meta.ProtocolVersion >= modernVersion
 	switch req.Method {
+	case "server/discover":
+		resp.Result = map[string]any{
+			"supportedVersions": []string{latestVersion, modernVersion},
+			"capabilities":      map[string]any{"tools": map[string]any{}},
+			"resultType":        "complete", "ttlMs": 0, "cacheScope": "public",
+			"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": serverInfo},
+		}
 	case "initialize":
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
@@ -109,37 +142,63 @@ func handleMCP(w http.ResponseWriter, r *http.Request) {
 		resp.Result = map[string]any{
 			"protocolVersion": version,
 			"capabilities":    map[string]any{"tools": map[string]any{}},
-			"serverInfo":      map[string]any{"name": "bare", "version": "1.0.0"},
+			"serverInfo":      serverInfo,
 		}
 	case "ping":
 		resp.Result = struct{}{}
 	case "tools/list":
-		resp.Result = map[string]any{"tools": []json.RawMessage{json.RawMessage(echoTool)}}
+		resp.Result = map[string]any{"tools": []json.RawMessage{json.RawMessage(echoTool), json.RawMessage(retrieveTool)}}
 	case "tools/call":
-		resp.Result, resp.Error = callTool(req.Params)
+		var res *callResult
+		res, resp.Error = callTool(req.Params, cache)
+		if res != nil {
+			if modern {
+				res.ResultType, res.Meta = "complete", map[string]any{"io.modelcontextprotocol/serverInfo": serverInfo}
+			}
+			resp.Result = res
+		}
 	default:
 		resp.Error = &rpcError{Code: -32601, Message: "method not found: " + req.Method}
 	}
 	writeJSON(w, resp)
 }
 
-func callTool(params json.RawMessage) (any, *rpcError) {
+func callTool(params json.RawMessage, cache *lookup.Cache) (*callResult, *rpcError) {
 	var p struct {
 		Name      string `json:"name"`
 		Arguments struct {
 			Text *string `json:"text"`
+			Key  *string `json:"key"`
 		} `json:"arguments"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &rpcError{Code: -32602, Message: "invalid params: " + err.Error()}
 	}
-	if p.Name != "echo" {
-		return nil, &rpcError{Code: -32602, Message: "unknown tool: " + p.Name}
+	switch p.Name {
+	case "echo":
+		if p.Arguments.Text == nil {
+			return toolError("missing required argument \"text\""), nil
+		}
+		return &callResult{Content: []textContent{{Type: "text", Text: *p.Arguments.Text}}}, nil
+	case lookup.Tool:
+		if p.Arguments.Key == nil {
+			return toolError("missing required argument \"key\""), nil
+		}
+		e, ok := cache.Get(*p.Arguments.Key)
+		if !ok {
+			return toolError("no entry under " + *p.Arguments.Key), nil
+		}
+		text, err := json.Marshal(e)
+		if err != nil {
+			return nil, &rpcError{Code: -32603, Message: "encode entry: " + err.Error()}
+		}
+		return &callResult{Content: []textContent{{Type: "text", Text: string(text)}}, StructuredContent: e}, nil
 	}
-	if p.Arguments.Text == nil {
-		return callResult{Content: []textContent{{Type: "text", Text: "missing required argument \"text\""}}, IsError: true}, nil
-	}
-	return callResult{Content: []textContent{{Type: "text", Text: *p.Arguments.Text}}}, nil
+	return nil, &rpcError{Code: -32602, Message: "unknown tool: " + p.Name}
+}
+
+func toolError(text string) *callResult {
+	return &callResult{Content: []textContent{{Type: "text", Text: text}}, IsError: true}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -9,3 +9,7 @@ import (
 func BenchmarkInProcess_ToolsCall(b *testing.B) {
 	echotest.BenchmarkToolsCall(b, newHandler(), "echo")
 }
+
+func BenchmarkInProcess_MemoryRetrieve(b *testing.B) {
+	echotest.BenchmarkMemoryRetrieve(b, newHandler())
+}

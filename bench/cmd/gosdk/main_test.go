@@ -9,3 +9,7 @@ import (
 func TestEcho(t *testing.T) {
 	echotest.Check(t, newHandler())
 }
+
+func TestModern(t *testing.T) {
+	echotest.CheckModern(t, newHandler())
+}

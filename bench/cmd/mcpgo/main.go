@@ -1,10 +1,11 @@
-// Command mcpgo serves the benchmark's echo tool with
+// Command mcpgo serves the benchmark's echo and memory_retrieve tools with
 // github.com/mark3labs/mcp-go's StreamableHTTPServer (default options,
-// logging off).
+// logging off). mcp-go serves both protocol eras on one endpoint.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-runtime/mcp-runtime/bench/internal/benchserver"
+	"github.com/mcp-runtime/mcp-runtime/bench/internal/lookup"
 )
 
 func main() {
@@ -31,6 +33,15 @@ func newHandler() http.Handler {
 		}
 		return mcp.NewToolResultText(text), nil
 	})
+	cache := lookup.NewCache()
+	retrieve := mcp.NewToolWithRawSchema(lookup.Tool, lookup.Description, json.RawMessage(lookup.Schema))
+	s.AddTool(retrieve, mcp.NewTypedToolHandler(func(_ context.Context, _ mcp.CallToolRequest, in lookup.Args) (*mcp.CallToolResult, error) {
+		e, ok := cache.Get(in.Key)
+		if !ok {
+			return mcp.NewToolResultError("no entry under " + in.Key), nil
+		}
+		return mcp.NewToolResultStructuredOnly(e), nil
+	}))
 	discard := slog.New(slog.DiscardHandler)
 	return server.NewStreamableHTTPServer(s, server.WithStreamableHTTPLogger(discard))
 }

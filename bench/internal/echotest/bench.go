@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/bench/internal/lookup"
 )
 
 // BenchmarkToolsCall drives tools/call of tool with {"text":"hello"}
@@ -12,6 +14,18 @@ import (
 // harness as mcp-runtime's BenchmarkAPI_ToolsCall, so allocations per call
 // compare directly.
 func BenchmarkToolsCall(b *testing.B, h http.Handler, tool string) {
+	benchmarkCall(b, h, tool, `{"text":"hello"}`, "hello")
+}
+
+// BenchmarkMemoryRetrieve drives tools/call of memory_retrieve of the
+// seeded entry through h in process, as BenchmarkToolsCall does: the
+// harness of mcp-runtime's BenchmarkAPI_MemoryRetrieveCached.
+func BenchmarkMemoryRetrieve(b *testing.B, h http.Handler) {
+	benchmarkCall(b, h, lookup.Tool, `{"key":"`+lookup.Key+`"}`, `"createdAt"`)
+}
+
+// benchmarkCall calls tool with args in the loop; want is in each answer.
+func benchmarkCall(b *testing.B, h http.Handler, tool, args, want string) {
 	post := func(sid, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -30,8 +44,8 @@ func BenchmarkToolsCall(b *testing.B, h http.Handler, tool string) {
 		b.Fatalf("initialize: %d %s", init.Code, init.Body)
 	}
 	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hello"}}}`
-	if rec := post(sid, call); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "hello") {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
+	if rec := post(sid, call); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 		b.Fatalf("tools/call: %d %s", rec.Code, rec.Body)
 	}
 	b.ReportAllocs()
