@@ -43,8 +43,8 @@ type app struct {
 	logs      io.Closer // closed after everything else, which may log
 	transport *transport.Transport
 	router    chi.Router
-	// stack stops every component newApp started, transport first, store
-	// last (closeStack).
+	// stack stops every component newApp started, State Sync's notifier and
+	// then the transport first, the store last (closeStack).
 	stack *closeStack
 	state *state
 	certs *tlscert.Reloader // nil: plain HTTP
@@ -225,6 +225,9 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	if err != nil {
 		return nil, err
 	}
+	// Closed before the transport it delivers to: what is queued is
+	// delivered while the streams are still there.
+	stack.pushFunc("state sync notifier", notifier.Close)
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
 		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed, Listed: notifier.Listed,
 		TraceSampleRate: &cfg.Traces.SampleRate,

@@ -53,7 +53,7 @@ func TestListenFailureClosesInOrder(t *testing.T) {
 	if err := a.serve(context.Background()); err == nil || !strings.Contains(err.Error(), "listen on") {
 		t.Fatalf("serve on a taken address: %v, want a listen error", err)
 	}
-	want := []string{"transport", "upstream surface", "federation", "held-call route", "memory-pressure monitor", "rate limits", "auth", "state"}
+	want := []string{"state sync notifier", "transport", "upstream surface", "federation", "held-call route", "memory-pressure monitor", "rate limits", "auth", "state"}
 	if !slices.Equal(order, want) {
 		t.Errorf("closed %v, want %v", order, want)
 	}

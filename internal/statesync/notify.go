@@ -3,6 +3,7 @@ package statesync
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -31,19 +32,75 @@ type Deliverer interface {
 // Redis, whichever replica holds its stream. Publishing never blocks on a
 // slow subscriber: delivery appends to the subscriber's stream log, which
 // its connection drains.
+//
+// Delivery is also off the mutation's path: the mutation queues its
+// updates and answers, and one goroutine hands them to the deliverer in
+// the order they were queued. With 10,000 subscribers a delivery takes
+// the better part of 100 ms, which every write used to wait for
+// (BENCHMARKS.md, "10,000 subscribers on one replica"). A full queue
+// makes the mutation wait for room rather than drop an update: listen
+// streams have no redelivery.
 type Notifier struct {
 	d         Deliverer
 	layer     *Layer // nil: the policy layer is off
 	log       zerolog.Logger
 	published atomic.Int64
 	delivered atomic.Int64
+
+	mu     sync.RWMutex // held to send on q; Close takes it to close q
+	closed bool
+	q      chan notice
+	done   chan struct{} // closed when run has delivered the last notice
 }
+
+// notifyQueue bounds the updates waiting for delivery.
+const notifyQueue = 4096
+
+// notice is one queued update: a resource's, or, with no uri, a change
+// of tenant's resource list.
+type notice struct{ tenant, uri string }
 
 // NewNotifier returns a notifier that delivers through d. layer is the
 // policy layer whose invalidations AfterCall announces; nil when
 // stateSync.enabled is false, and then AfterCall is not to be installed.
+// Its delivery goroutine runs until Close.
 func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
-	return &Notifier{d: d, layer: layer, log: log}
+	n := &Notifier{d: d, layer: layer, log: log, q: make(chan notice, notifyQueue), done: make(chan struct{})}
+	go n.run()
+	return n
+}
+
+// run delivers the queued notices until Close.
+func (n *Notifier) run() {
+	defer close(n.done)
+	for nt := range n.q {
+		n.deliver(nt)
+	}
+}
+
+// Close delivers what is queued and stops the delivery goroutine. Updates
+// published after it are delivered by their caller.
+func (n *Notifier) Close() {
+	n.mu.Lock()
+	if !n.closed {
+		n.closed = true
+		close(n.q)
+	}
+	n.mu.Unlock()
+	<-n.done
+}
+
+// enqueue queues nt for delivery, waiting for room when the queue is
+// full, or delivers it now once the notifier is closed.
+func (n *Notifier) enqueue(nt notice) {
+	n.mu.RLock()
+	if n.closed {
+		n.mu.RUnlock()
+		n.deliver(nt)
+		return
+	}
+	n.q <- nt // run drains q while Close waits for this send
+	n.mu.RUnlock()
 }
 
 // Changed announces that the entity at uri changed, to its subscribers in
@@ -56,7 +113,7 @@ func (n *Notifier) Changed(ctx context.Context, uri string) {
 // Listed announces that an entity of the tenant of ctx was created or
 // deleted, so its resources/list changed.
 func (n *Notifier) Listed(ctx context.Context) {
-	n.d.ResourcesListChanged(tenant.From(ctx))
+	n.enqueue(notice{tenant: tenant.From(ctx)})
 }
 
 // AfterCall applies causal invalidation to the result of a call of tool
@@ -77,16 +134,25 @@ func (n *Notifier) AfterCall(ctx context.Context, tool string, res *protocol.Cal
 	return res
 }
 
-// publish delivers uri's update to its subscribers in tenantID. A failure
-// is logged, never returned: a notification that cannot be sent must not
-// fail the mutation that caused it.
+// publish queues uri's update for its subscribers in tenantID.
 func (n *Notifier) publish(tenantID, uri string) {
 	n.published.Add(1)
-	delivered, err := n.d.ResourceUpdated(tenantID, uri)
+	n.enqueue(notice{tenant: tenantID, uri: uri})
+}
+
+// deliver hands nt to the deliverer. A failure is logged, never
+// returned: a notification that cannot be sent must not fail the
+// mutation that caused it.
+func (n *Notifier) deliver(nt notice) {
+	if nt.uri == "" {
+		n.d.ResourcesListChanged(nt.tenant)
+		return
+	}
+	delivered, err := n.d.ResourceUpdated(nt.tenant, nt.uri)
 	if err != nil {
 		// The URI names the entity (memory://<namespace>/<key>), which is
 		// the client's data: only its kind is logged.
-		kind, _, _ := strings.Cut(uri, "://")
+		kind, _, _ := strings.Cut(nt.uri, "://")
 		n.log.Warn().Err(err).Str("kind", kind).Msg("resource update not delivered")
 		return
 	}
