@@ -161,7 +161,13 @@ func newFanHarness(tb testing.TB, subscribers int) *fanHarness {
 // post sends one JSON-RPC message on session sid ("" to initialize) and
 // returns the body and the session id.
 func (h *fanHarness) post(sid, body string) (string, string, error) {
-	req, err := http.NewRequest(http.MethodPost, h.url, strings.NewReader(body))
+	return legacyPost(h.hc, h.url, sid, body)
+}
+
+// legacyPost posts one JSON-RPC message to url on session sid ("" to
+// initialize) and returns the answer's body and the session id.
+func legacyPost(hc *http.Client, url, sid, body string) (string, string, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return "", "", err
 	}
@@ -171,7 +177,7 @@ func (h *fanHarness) post(sid, body string) (string, string, error) {
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp, err := h.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return "", "", err
 	}

@@ -210,39 +210,7 @@ func TestScaleOut_IdleListens(t *testing.T) {
 		t.Skip("a measurement, not a test: set MCP_SCALEOUT_BENCH=1 (see BENCHMARKS.md)")
 	}
 	const streams = 10_000
-	bin := filepath.Join(t.TempDir(), "api")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	conf := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(conf, []byte("transport:\n  maxConnections: 12000\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-config", conf)
-	cmd.Env = append(os.Environ(), "MCP_ADDR="+addr, "MCP_LOG_LEVEL=warn")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	pid := cmd.Process.Pid
+	addr, pid := startBinary(t, "transport:\n  maxConnections: 12000\n")
 	const idle = 35 * time.Second // two keep-alive periods and more
 	ticks := 100.0                // USER_HZ on Linux
 	base0 := cpuTicks(t, pid)
@@ -271,6 +239,45 @@ func TestScaleOut_IdleListens(t *testing.T) {
 	busy := float64(cpuTicks(t, pid)-cpu0) / ticks / idle.Seconds()
 	t.Logf("%d idle listen streams opened in %v: RSS %d MiB before, %d MiB after, %.1f KiB per stream; CPU %.1f ms/s idle without streams, %.1f ms/s with them (keep-alive every 15 s)",
 		streams, opened.Round(time.Millisecond), before/1024, after/1024, float64(after-before)/streams, 1000*base, 1000*busy)
+}
+
+// startBinary builds cmd/api, runs it with conf (a YAML config file's
+// text) on a free port and its log at warn, and returns its address once
+// it accepts connections, and its pid. The process ends with t.
+func startBinary(t *testing.T, conf string) (addr string, pid int) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "api")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-config", file)
+	cmd.Env = append(os.Environ(), "MCP_ADDR="+addr, "MCP_LOG_LEVEL=warn")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, cmd.Process.Pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // rssKiB is the resident set of process pid.
