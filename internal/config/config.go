@@ -211,14 +211,6 @@ func Default() Config {
 	}
 }
 
-// SessionsPerPrincipal is the per-principal cap of client sessions the
-// transport enforces: transport.maxSessionsPerPrincipal when set, and
-// otherwise a tenth of transport.maxSessions (at least 1) when requests
-// are authenticated, so that no one caller can take every session while
-// a deployment still serves many callers each running many agents. In
-// auth mode none every caller is the one anonymous principal, and a cap
-// would be the whole deployment's: there is none by default (README,
-// Limits).
 // defaultRequestsPerPrincipal is RequestsPerPrincipal's cap when requests
 // are authenticated and none is set: twice a session's streams.
 const defaultRequestsPerPrincipal = 64
@@ -250,6 +242,14 @@ func (c Config) ListensPerPrincipal() int {
 	return defaultListensPerPrincipal
 }
 
+// SessionsPerPrincipal is the per-principal cap of client sessions the
+// transport enforces: transport.maxSessionsPerPrincipal when set, and
+// otherwise a tenth of transport.maxSessions (at least 1) when requests
+// are authenticated, so that no one caller can take every session while
+// a deployment still serves many callers each running many agents. In
+// auth mode none every caller is the one anonymous principal, and a cap
+// would be the whole deployment's: there is none by default (README,
+// Limits).
 func (c Config) SessionsPerPrincipal() int {
 	if n := c.Transport.MaxSessionsPerPrincipal; n > 0 || c.Auth.Mode == auth.ModeNone {
 		return n
