@@ -4,8 +4,8 @@
 # keep the process flat once the store holds that many.
 #
 # Starts cmd/api with its default configuration (embedded store,
-# traces.maxInMemory 100000) on PORT, runs mcpload with runtime_echo for
-# DURATION, and every INTERVAL seconds prints a markdown row: seconds
+# traces.maxInMemory 100000) on PORT, runs mcpload with TOOL for
+# DURATION (for memory_retrieve, after storing the entry it reads), and every INTERVAL seconds prints a markdown row: seconds
 # since the start, the server's VmRSS, and the traces the store holds and
 # has evicted (from /metrics). At the end: the load's summary and how far
 # the resident set rose after WARMUP_S seconds.
@@ -13,6 +13,7 @@
 # Usage:  bench/traces_soak.sh        (from any directory)
 # Environment:
 #   DURATION=10m  INTERVAL=30  WARMUP_S=120  CONCURRENCY=16  PORT=18495
+#   TOOL=runtime_echo (or memory_retrieve: a cached read of key "bench")
 #   LOG_LEVEL=info (the default; the server's log goes to /dev/null, since
 #   at full speed it writes about a gigabyte in ten minutes)
 set -euo pipefail
@@ -23,13 +24,23 @@ WARMUP_S=${WARMUP_S:-120}
 CONCURRENCY=${CONCURRENCY:-16}
 PORT=${PORT:-18495}
 LOG_LEVEL=${LOG_LEVEL:-info}
+TOOL=${TOOL:-runtime_echo}
+case $TOOL in
+runtime_echo) ARGS='{"text":"hi"}' ;;
+memory_retrieve) ARGS='{"key":"bench"}' ;;
+*) echo "traces_soak.sh: TOOL is runtime_echo or memory_retrieve" >&2; exit 2 ;;
+esac
 
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 MCP_ADDR=127.0.0.1:$PORT MCP_LOG_LEVEL=$LOG_LEVEL "$tmp/api" >/dev/null 2>&1 & api=$!
 pids+=("$api")
 wait_healthy "$PORT"
-"$tmp/mcpload" -url "http://127.0.0.1:$PORT/mcp" -tool runtime_echo -args '{"text":"hi"}' \
+if [[ $TOOL == memory_retrieve ]]; then
+  "$tmp/mcpload" -url "http://127.0.0.1:$PORT/mcp" -requests 1 -concurrency 1 -warmup 0 -tool memory_store \
+    -args '{"key":"bench","value":{"text":"hello","n":1},"tags":["bench"]}' >/dev/null
+fi
+"$tmp/mcpload" -url "http://127.0.0.1:$PORT/mcp" -tool "$TOOL" -args "$ARGS" \
   -sessions "$CONCURRENCY" -concurrency "$CONCURRENCY" -duration "$DURATION" -json >"$tmp/load.json" 2>/dev/null & load=$!
 pids+=("$load")
 
