@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -93,11 +94,25 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		// none to close. One stream only (basic/transports).
 		sess.Supersede()
 	}
+	closeAfterStream(w, r)
 	startSSE(w)
-	t.serveStream(r.Context(), w, st, c, cursor, prime)
-	st.detach(c)
-	sess.release(st)
-	sess.Touch(t.now())
+	end := func(s sseSink) {
+		t.serveStream(s, st, c, cursor, prime)
+		st.detach(c)
+		sess.release(st)
+		sess.Touch(t.now())
+	}
+	rc := http.NewResponseController(w)
+	rec.pending.Add(1) // the line is written when the stream ends
+	if t.detach(rc, r, func(s *connSink) {
+		defer t.finishLog(rec)
+		end(s)
+	}) {
+		return
+	}
+	end(handlerSink{t: t, w: w, rc: rc, ctx: r.Context()})
+	_ = rc.SetWriteDeadline(time.Time{}) // so that net/http can finish the response
+	t.finishLog(rec)
 }
 
 // handleDelete ends a client session (basic/transports, "Session

@@ -1,26 +1,15 @@
 package transport
 
 import (
-	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
 
-// A listen stream is idle for most of its life, and a replica holds
-// thousands (docs/adr/0054-listen-across-replicas.md). Served by its
-// handler, each would keep net/http's per-connection buffers (4 KiB to
-// read, 6 KiB to write) and the handler goroutine's stack, grown by the
-// whole request path, for as long as it is open: about 38 KiB a stream.
-// So once the acknowledgement is out, a listen over HTTP/1.x takes its
-// connection over (Hijack) and the handler returns: what remains is the
-// connection, a writer goroutine that waits in one select, a reader
-// goroutine that notices the client closing, and the listener's queue.
-// The response continues as it began, chunked (HTTP/1.1) or until the
-// connection closes (HTTP/1.0). An HTTP/2 stream cannot be taken over;
-// its handler serves it.
+// A listen over HTTP/1.x is taken over from net/http once acknowledged
+// (detach.go): an open listen costs its connection, two goroutines and
+// its queue.
 
 // serveListen writes the acknowledgement and then l's notifications
 // until the client goes away or the server ends the listen. It reports
@@ -33,12 +22,7 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *liste
 			t.openStreams.Add(-1) // the goroutine taking it over counts it out
 		}
 	}()
-	if r.ProtoMajor == 1 {
-		// The connection is taken over and closed when the listen ends:
-		// the client must not put it back in its pool, where the next
-		// request on it would meet the closed end.
-		w.Header().Set("Connection", "close")
-	}
+	closeAfterStream(w, r)
 	startSSE(w)
 	rc := http.NewResponseController(w)
 	ack, err := protocol.Marshal(l.filter)
@@ -53,47 +37,26 @@ func (t *Transport) serveListen(w http.ResponseWriter, r *http.Request, l *liste
 		return false
 	}
 	_ = rc.SetWriteDeadline(time.Time{})
-	if r.ProtoMajor == 1 && t.detachListen(rc, r.ProtoAtLeast(1, 1), l, release) {
+	if t.detach(rc, r, func(s *connSink) {
+		defer release()
+		defer t.openStreams.Add(-1)
+		t.writeListen(s, l)
+	}) {
 		return true
 	}
-	t.serveAttached(w, r, rc, l)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	t.writeListen(handlerSink{t: t, w: w, rc: rc, ctx: r.Context()}, l)
 	return false
 }
 
-// detachListen takes l's connection over from net/http and serves it on
-// a goroutine of its own, which Close waits for, unless Close has begun
-// (then the handler ends the listen, with its completion result) or the
-// connection cannot be taken over.
-func (t *Transport) detachListen(rc *http.ResponseController, chunked bool, l *listener, release func()) bool {
-	t.streamsMu.Lock()
-	defer t.streamsMu.Unlock()
-	if t.closed {
-		return false
-	}
-	conn, _, err := rc.Hijack()
-	if err != nil {
-		return false
-	}
-	t.streams.Add(1) // under streamsMu: before Close's Wait
-	go func() {
-		defer t.streams.Done()
-		defer release()
-		defer t.openStreams.Add(-1)
-		t.serveDetached(conn, chunked, l)
-	}()
-	return true
-}
+// keepAliveComment is an SSE comment: proxies see traffic, clients
+// nothing.
+const keepAliveComment = ": keep-alive\n\n"
 
-// serveAttached writes l's stream through its handler's ResponseWriter.
-func (t *Transport) serveAttached(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, l *listener) {
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	write := func(buf []byte) bool {
-		_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
-		if _, err := w.Write(buf); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+// writeListen writes l's notifications to s until the client goes away,
+// a write fails or the server ends the listen, with its completion
+// result.
+func (t *Transport) writeListen(s sseSink, l *listener) {
 	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
 	defer keepAlive.Stop()
 	var buf []byte
@@ -105,79 +68,18 @@ func (t *Transport) serveAttached(w http.ResponseWriter, r *http.Request, rc *ht
 		case <-keepAlive.C:
 			buf = append(buf, keepAliveComment...)
 		case <-l.end:
-			write(t.appendListenEnd(buf, l))
-			return
-		case <-r.Context().Done():
-			return
-		}
-		if !write(buf) {
-			return
-		}
-	}
-}
-
-// keepAliveComment is an SSE comment: proxies see traffic, clients
-// nothing.
-const keepAliveComment = ": keep-alive\n\n"
-
-// serveDetached writes l's stream on conn, taken over from net/http after
-// the acknowledgement, until the client closes it, a write fails or the
-// server ends the listen; then it closes conn. chunked: the response is
-// HTTP/1.1 chunked, and each write is one chunk.
-func (t *Transport) serveDetached(conn net.Conn, chunked bool, l *listener) {
-	gone := make(chan struct{})
-	go func() {
-		// The client sends nothing more on this connection: a read ends
-		// when it closes it (or when conn is closed below), and a client
-		// that sends anything instead ends its listen, rather than have
-		// the server read whatever it streams a byte at a time.
-		defer close(gone)
-		var b [1]byte
-		_, _ = conn.Read(b[:])
-	}()
-	defer func() {
-		_ = conn.Close()
-		<-gone
-	}()
-	var buf, out []byte
-	write := func(payload []byte, last bool) bool {
-		frame := payload
-		if chunked {
-			out = strconv.AppendInt(out[:0], int64(len(payload)), 16)
-			out = append(out, "\r\n"...)
-			out = append(out, payload...)
-			out = append(out, "\r\n"...)
-			if last {
-				out = append(out, "0\r\n\r\n"...)
+			if s.write(t.appendListenEnd(buf, l)) == nil {
+				s.finish()
 			}
-			frame = out
-		}
-		_ = conn.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout))
-		_, err := conn.Write(frame)
-		return err == nil
-	}
-	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-	defer keepAlive.Stop()
-	for {
-		var payload []byte
-		select {
-		case n := <-l.notes:
-			payload = l.drain(buf[:0], n)
-		case <-keepAlive.C:
-			payload = append(buf[:0], keepAliveComment...)
-		case <-l.end:
-			buf = t.appendListenEnd(buf[:0], l)
-			write(buf, true)
 			return
-		case <-gone:
+		case <-s.gone():
 			return
 		}
-		buf = payload
-		if !write(payload, false) {
+		if s.write(buf) != nil {
 			return
 		}
-		if cap(buf) > 4096 || cap(out) > 4096 {
-			buf, out = nil, nil // a burst's buffers are not kept for an idle stream
+		if cap(buf) > 4096 {
+			buf = nil // a burst's buffer is not kept for an idle stream
 		}
 	}
 }

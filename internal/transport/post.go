@@ -465,7 +465,9 @@ func (t *Transport) streamResponse(w http.ResponseWriter, r *http.Request, sess 
 	st.log.Open() // a shared log has the stream before the client learns its name
 	c, cursor := st.attach(0)
 	startSSE(w)
-	t.serveStream(r.Context(), w, st, c, cursor, protocol.HasPrimingEvents(sess.version))
+	rc := http.NewResponseController(w)
+	t.serveStream(handlerSink{t: t, w: w, rc: rc, ctx: r.Context()}, st, c, cursor, protocol.HasPrimingEvents(sess.version))
+	_ = rc.SetWriteDeadline(time.Time{}) // so that net/http can finish the response
 	st.detach(c)
 	sess.release(st)
 }

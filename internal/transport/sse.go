@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,14 +21,15 @@ func startSSE(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// serveStream writes st's events after cursor to w until the stream is
-// finished, the connection is superseded or closed, the client goes away,
-// or ctx ends. It sends a priming event first when prime is set (SEP-1699)
-// and an SSE comment every keepAlive so idle proxies keep the connection.
-func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *Stream, c *streamConn, cursor uint64, prime bool) {
+// serveStream writes st's events after cursor to s until the stream is
+// finished, the connection is superseded or closed, or the client goes
+// away. It sends a priming event first when prime is set (SEP-1699) and
+// an SSE comment every keepAlive so idle proxies keep the connection.
+// Every write has a deadline, so a client that stops reading cannot pin
+// it.
+func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uint64, prime bool) {
 	t.openStreams.Add(1)
 	defer t.openStreams.Add(-1)
-	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 512)
 	if prime {
 		// An id with empty data: the client learns where to resume from
@@ -40,20 +40,18 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 	}
 	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
 	defer keepAlive.Stop()
-	// A client that stops reading must not pin this goroutine: every write
-	// gets a deadline, cleared on the way out so net/http can finish the
-	// response.
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	// ended writes the retry hint of a closed connection, if it has one.
+	// ended writes the retry hint of a closed connection, if it has one,
+	// and ends the response.
 	ended := func() {
 		if c.retryMs > 0 {
-			_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // fresh: the stream may have been quiet
 			buf = append(buf, "retry: "...)
 			buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
 			buf = append(buf, "\n\n"...)
-			_, _ = w.Write(buf)
-			_ = rc.Flush()
+			if s.write(buf) != nil {
+				return
+			}
 		}
+		s.finish()
 	}
 	// isClosed: a connection closed (superseded) must not write what it
 	// reads: the events go out on the connection that superseded it. It
@@ -88,11 +86,7 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 			cursor = ev.Seq
 		}
 		if len(buf) > 0 {
-			_ = rc.SetWriteDeadline(t.now().Add(t.opts.WriteTimeout)) // unsupported on some writers: no deadline then
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			if err := rc.Flush(); err != nil {
+			if s.write(buf) != nil {
 				return
 			}
 			if len(evs) > 0 {
@@ -101,8 +95,12 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 				st.markFlushed(cursor)
 			}
 			buf = buf[:0]
+			if cap(buf) > 4096 {
+				buf = make([]byte, 0, 512) // a burst's buffer is not kept for an idle stream
+			}
 		}
 		if done {
+			s.finish()
 			return
 		}
 		select {
@@ -111,8 +109,8 @@ func (t *Transport) serveStream(ctx context.Context, w http.ResponseWriter, st *
 			ended()
 			return
 		case <-keepAlive.C:
-			buf = append(buf, ": keep-alive\n\n"...)
-		case <-ctx.Done():
+			buf = append(buf, keepAliveComment...)
+		case <-s.gone():
 			return
 		}
 	}

@@ -1,0 +1,152 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+)
+
+// An SSE stream that stays open is idle for most of its life, and a
+// replica holds thousands of them: listen streams
+// (docs/adr/0054-listen-across-replicas.md) and the standalone GET
+// streams of legacy client sessions (docs/adr/0056-cheap-by-default.md).
+// Served by its handler, each keeps net/http's per-connection buffers
+// (4 KiB to read, about 6 KiB to write) and the handler goroutine's
+// stack, grown by the whole request path, for as long as it is open:
+// about 40 KiB a stream. So once its headers are out, such a stream over
+// HTTP/1.x takes its connection over (Hijack) and the handler returns:
+// what remains is the connection, a writer goroutine waiting in one
+// select, and a reader goroutine that notices the client closing. The
+// response continues as it began, chunked (HTTP/1.1) or until the
+// connection closes (HTTP/1.0). An HTTP/2 stream cannot be taken over;
+// its handler serves it.
+
+// sseSink is where a stream's bytes go: through its handler's
+// ResponseWriter, or straight to a connection taken over.
+type sseSink interface {
+	// write sends buf, flushed, under the write timeout.
+	write(buf []byte) error
+	// gone is closed when the client has gone away.
+	gone() <-chan struct{}
+	// finish ends the response after the stream's last write.
+	finish()
+}
+
+// handlerSink writes through the handler's ResponseWriter; the caller
+// clears the write deadline when the stream ends, so that net/http can
+// finish the response.
+type handlerSink struct {
+	t   *Transport
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context // the request's
+}
+
+func (s handlerSink) write(buf []byte) error {
+	_ = s.rc.SetWriteDeadline(s.t.now().Add(s.t.opts.WriteTimeout)) // unsupported on some writers: no deadline then
+	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s handlerSink) gone() <-chan struct{} { return s.ctx.Done() }
+
+// finish leaves the end of the response to net/http, once the handler
+// returns.
+func (s handlerSink) finish() {}
+
+// connSink writes to a connection taken over from net/http after the
+// response's headers: each write one chunk when the response is chunked.
+type connSink struct {
+	t       *Transport
+	conn    net.Conn
+	chunked bool
+	out     []byte
+	goneC   chan struct{}
+}
+
+// newConnSink starts the goroutine that notices the client closing conn.
+// The client sends nothing more on it: a read ends when it closes it (or
+// when close closes conn), and a client that sends anything instead ends
+// its stream, rather than have the server read whatever it sends a byte
+// at a time.
+func newConnSink(t *Transport, conn net.Conn, chunked bool) *connSink {
+	s := &connSink{t: t, conn: conn, chunked: chunked, goneC: make(chan struct{})}
+	go func() {
+		defer close(s.goneC)
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+	}()
+	return s
+}
+
+func (s *connSink) write(buf []byte) error {
+	frame := buf
+	if s.chunked {
+		s.out = strconv.AppendInt(s.out[:0], int64(len(buf)), 16)
+		s.out = append(s.out, "\r\n"...)
+		s.out = append(s.out, buf...)
+		s.out = append(s.out, "\r\n"...)
+		frame = s.out
+	}
+	_ = s.conn.SetWriteDeadline(s.t.now().Add(s.t.opts.WriteTimeout))
+	_, err := s.conn.Write(frame)
+	if cap(s.out) > 4096 {
+		s.out = nil // a burst's buffer is not kept for an idle stream
+	}
+	return err
+}
+
+func (s *connSink) gone() <-chan struct{} { return s.goneC }
+
+// finish ends a chunked response, so that the client sees it complete.
+func (s *connSink) finish() {
+	if s.chunked {
+		_ = s.conn.SetWriteDeadline(s.t.now().Add(s.t.opts.WriteTimeout))
+		_, _ = s.conn.Write([]byte("0\r\n\r\n"))
+	}
+}
+
+// close closes the connection and waits for the reader goroutine.
+func (s *connSink) close() {
+	_ = s.conn.Close()
+	<-s.goneC
+}
+
+// detach takes the connection under rc over from net/http and runs serve
+// with it on a goroutine of its own, which Close waits for. It does not
+// when Close has begun or the connection cannot be taken over; then the
+// caller serves the stream through its handler.
+func (t *Transport) detach(rc *http.ResponseController, r *http.Request, serve func(*connSink)) bool {
+	if r.ProtoMajor != 1 {
+		return false
+	}
+	t.streamsMu.Lock()
+	defer t.streamsMu.Unlock()
+	if t.closed {
+		return false
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return false
+	}
+	t.streams.Add(1) // under streamsMu: before Close's Wait
+	go func() {
+		defer t.streams.Done()
+		s := newConnSink(t, conn, r.ProtoAtLeast(1, 1))
+		defer s.close()
+		serve(s)
+	}()
+	return true
+}
+
+// closeAfterStream marks an HTTP/1.x response whose connection may be
+// taken over: the client must not put the connection back in its pool
+// when the stream ends, where its next request would meet the closed end.
+func closeAfterStream(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+}

@@ -1,0 +1,83 @@
+package transport
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
+)
+
+// touch changes uri through the protocol (the touch tool calls
+// ResourceUpdated).
+func touch(t *testing.T, h *harness, sid, uri string) {
+	t.Helper()
+	r := h.Post(t, sid, th.ToolCall(1, "touch", map[string]any{"uri": uri}, nil))
+	if text, _ := th.ToolText(t, th.ResultOf(t, r, "1")); text != "touched "+uri {
+		t.Fatalf("touch: %q", text)
+	}
+}
+
+// A GET stream over HTTP/1.1 is taken over from net/http once its headers
+// are out (docs/adr/0056-cheap-by-default.md): it says Connection: close,
+// delivers as before, and when the client closes it the stream is
+// released, so the session may open another.
+func TestGET_TakenOverAndReleased(t *testing.T) {
+	h := newHarness(t, withOpts(func(o *Options) { o.MaxStreamsPerSession = 1 }))
+	sid := h.Initialize(t)
+	h.Subscribe(t, sid, "test://a")
+	get := h.OpenGET(t, sid)
+	if !get.Resp.Close {
+		t.Error("an HTTP/1.1 GET stream does not say Connection: close")
+	}
+	get.Next(t) // priming: attached
+	touch(t, h, sid, "test://a")
+	if _, m := get.NextMessage(t); th.ResourceUpdatedURI(t, m) != "test://a" {
+		t.Fatalf("got %+v", m)
+	}
+	get.Close()
+	testutil.Eventually(t, th.WaitLong, "the stream to be released", func() bool { return h.tr.openStreams.Load() == 0 })
+	again := h.OpenGET(t, sid) // within the cap of one again
+	again.Next(t)
+	touch(t, h, sid, "test://a")
+	if _, m := again.NextMessage(t); th.ResourceUpdatedURI(t, m) != "test://a" {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+// An HTTP/2 GET stream cannot be taken over: its handler serves it, with
+// the same events and the retry hint at the end.
+func TestGET_OverHTTP2(t *testing.T) {
+	h := newHarness(t)
+	sid := h.Initialize(t)
+	h.Subscribe(t, sid, "test://a")
+	srv := httptest.NewUnstartedServer(h.Router)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", protocol.LatestVersion)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ProtoMajor != 2 || res.StatusCode != http.StatusOK {
+		t.Fatalf("%s %d, want HTTP/2 200", res.Proto, res.StatusCode)
+	}
+	get := th.NewSSEConn(res, func() {})
+	t.Cleanup(get.Close)
+	get.Next(t) // priming: attached
+	touch(t, h, sid, "test://a")
+	if _, m := get.NextMessage(t); th.ResourceUpdatedURI(t, m) != "test://a" {
+		t.Fatalf("got %+v", m)
+	}
+	h.tr.CloseStreams(1234)
+	if ev := get.Next(t); ev.Retry != "1234" {
+		t.Fatalf("want retry: 1234 before the end, got %+v", ev)
+	}
+	get.WaitEnd(t)
+}
