@@ -105,6 +105,9 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rec.pending.Add(1) // the line is written when the stream ends
 	if t.detach(rc, r, func(s *connSink) {
+		// The log keeps net/http's response writer, and through it the
+		// connection's buffers, which the stream no longer uses.
+		rec.w = statusWriter{}
 		defer t.finishLog(rec)
 		end(s)
 	}) {
