@@ -36,6 +36,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`mcp_client_sessions [1-9]`,
 		`mcp_sse_streams \d`,
 		`mcp_notifications_published_total \d`,
+		`mcp_notifications_waiting \d`,
 		`mcp_cache_hits_total \d`,
 		`mcp_cache_pressure_level 0`,
 		`mcp_redis_degradations_total 0`,

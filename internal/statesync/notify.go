@@ -163,9 +163,12 @@ func (n *Notifier) deliver(nt notice) {
 type NotifierStats struct {
 	Published int64 // updates published
 	Delivered int64 // notifications queued to subscribers
+	// Waiting is how many updates wait for the delivery goroutine now;
+	// at notifyQueue, mutations wait for room.
+	Waiting int
 }
 
 // Stats returns the counters.
 func (n *Notifier) Stats() NotifierStats {
-	return NotifierStats{Published: n.published.Load(), Delivered: n.delivered.Load()}
+	return NotifierStats{Published: n.published.Load(), Delivered: n.delivered.Load(), Waiting: len(n.q)}
 }

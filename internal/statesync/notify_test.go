@@ -104,6 +104,9 @@ func TestNotifierDeliversOffTheCallPath(t *testing.T) {
 			t.Fatal("an update was queued beyond the queue's bound")
 		default:
 		}
+		if s := n.Stats(); s.Waiting != notifyQueue {
+			t.Errorf("%d updates waiting, want %d", s.Waiting, notifyQueue)
+		}
 		close(d.release)
 		<-full
 		n.Close()
