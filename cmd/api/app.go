@@ -227,7 +227,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 	}
 	// Closed before the transport it delivers to: what is queued is
 	// delivered while the streams are still there.
-	stack.pushFunc("state sync notifier", notifier.Close)
+	stack.push("state sync notifier", notifier.Close)
 	err = statetools.Register(srv, pipe, st.backend, statetools.Options{
 		ParticipantLimit: cfg.Store.ParticipantLimit, Log: logger, Changed: notifier.Changed, Listed: notifier.Listed,
 		TraceSampleRate: &cfg.Traces.SampleRate,

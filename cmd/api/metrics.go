@@ -76,7 +76,7 @@ func (m *metrics) components(tr *transport.Transport, st *state, notes *statesyn
 			func() float64 { return float64(notes.Stats().Published) }),
 		counter("mcp_notifications_delivered_total", "Resource-update notifications queued to subscribed client sessions in this process.",
 			func() float64 { return float64(notes.Stats().Delivered) }),
-		gauge("mcp_notifications_waiting", "Resource updates waiting for State Sync's delivery goroutine; at 4096, mutations wait for room.",
+		gauge("mcp_notifications_waiting", "Resource updates waiting for State Sync's delivery goroutine, all tenants together (each tenant's queue holds 1024; beyond, a mutation delivers its own).",
 			func() float64 { return float64(notes.Stats().Waiting) }),
 		counter("mcp_shared_session_updates_total", "Resource updates this replica queued for the Redis logs of subscribed shared client sessions.",
 			func() float64 { return float64(tr.SharingStats().Updates) }),

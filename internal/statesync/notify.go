@@ -3,7 +3,6 @@ package statesync
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -33,74 +32,28 @@ type Deliverer interface {
 // slow subscriber: delivery appends to the subscriber's stream log, which
 // its connection drains.
 //
-// Delivery is also off the mutation's path: the mutation queues its
-// updates and answers, and one goroutine hands them to the deliverer in
-// the order they were queued. With 10,000 subscribers a delivery takes
-// the better part of 100 ms, which every write used to wait for
-// (BENCHMARKS.md, "10,000 subscribers on one replica"). A full queue
-// makes the mutation wait for room rather than drop an update: listen
-// streams have no redelivery.
+// Delivery is also off the mutation's path (queue.go): the mutation
+// queues its updates and answers, and one goroutine hands them to the
+// deliverer.
 type Notifier struct {
 	d         Deliverer
 	layer     *Layer // nil: the policy layer is off
 	log       zerolog.Logger
 	published atomic.Int64
 	delivered atomic.Int64
-
-	mu     sync.RWMutex // held to send on q; Close takes it to close q
-	closed bool
-	q      chan notice
-	done   chan struct{} // closed when run has delivered the last notice
+	dropped   atomic.Int64
+	q         queue
 }
-
-// notifyQueue bounds the updates waiting for delivery.
-const notifyQueue = 4096
-
-// notice is one queued update: a resource's, or, with no uri, a change
-// of tenant's resource list.
-type notice struct{ tenant, uri string }
 
 // NewNotifier returns a notifier that delivers through d. layer is the
 // policy layer whose invalidations AfterCall announces; nil when
 // stateSync.enabled is false, and then AfterCall is not to be installed.
 // Its delivery goroutine runs until Close.
 func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
-	n := &Notifier{d: d, layer: layer, log: log, q: make(chan notice, notifyQueue), done: make(chan struct{})}
+	n := &Notifier{d: d, layer: layer, log: log}
+	n.q.init()
 	go n.run()
 	return n
-}
-
-// run delivers the queued notices until Close.
-func (n *Notifier) run() {
-	defer close(n.done)
-	for nt := range n.q {
-		n.deliver(nt)
-	}
-}
-
-// Close delivers what is queued and stops the delivery goroutine. Updates
-// published after it are delivered by their caller.
-func (n *Notifier) Close() {
-	n.mu.Lock()
-	if !n.closed {
-		n.closed = true
-		close(n.q)
-	}
-	n.mu.Unlock()
-	<-n.done
-}
-
-// enqueue queues nt for delivery, waiting for room when the queue is
-// full, or delivers it now once the notifier is closed.
-func (n *Notifier) enqueue(nt notice) {
-	n.mu.RLock()
-	if n.closed {
-		n.mu.RUnlock()
-		n.deliver(nt)
-		return
-	}
-	n.q <- nt // run drains q while Close waits for this send
-	n.mu.RUnlock()
 }
 
 // Changed announces that the entity at uri changed, to its subscribers in
@@ -163,12 +116,13 @@ func (n *Notifier) deliver(nt notice) {
 type NotifierStats struct {
 	Published int64 // updates published
 	Delivered int64 // notifications queued to subscribers
-	// Waiting is how many updates wait for the delivery goroutine now;
-	// at notifyQueue, mutations wait for room.
+	// Waiting is how many updates wait for the delivery goroutine now.
 	Waiting int
+	// Dropped counts updates still queued when Close ran out of time.
+	Dropped int64
 }
 
 // Stats returns the counters.
 func (n *Notifier) Stats() NotifierStats {
-	return NotifierStats{Published: n.published.Load(), Delivered: n.delivered.Load(), Waiting: len(n.q)}
+	return NotifierStats{Published: n.published.Load(), Delivered: n.delivered.Load(), Waiting: n.q.len(), Dropped: n.dropped.Load()}
 }

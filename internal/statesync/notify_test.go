@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -17,6 +19,7 @@ import (
 // fakeDeliverer records what it is handed, from the notifier's delivery
 // goroutine: read it after Close. A URI in fail fails.
 type fakeDeliverer struct {
+	mu     sync.Mutex // the delivery goroutine and a caller delivering its own
 	got    []string
 	listed []string
 	n      int
@@ -24,11 +27,15 @@ type fakeDeliverer struct {
 }
 
 func (f *fakeDeliverer) ResourcesListChanged(tenant string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.listed = append(f.listed, tenant)
 	f.got = append(f.got, tenant+" list")
 }
 
 func (f *fakeDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.got = append(f.got, tenant+" "+uri)
 	if uri == f.fail {
 		return 0, errors.New("encode failed")
@@ -47,7 +54,7 @@ func TestNotifierChanged(t *testing.T) {
 	n.Listed(ctx)
 	n.Changed(ctx, "session://s1")
 	n.Changed(ctx, "agent://x")
-	n.Close()
+	n.Close(context.Background())
 	if want := []string{"acme memory://team/plan", "acme list", "acme session://s1", "acme agent://x"}; !slices.Equal(d.got, want) {
 		t.Errorf("delivered %v, want %v", d.got, want)
 	}
@@ -81,8 +88,8 @@ func (b *blockingDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
 }
 
 // A mutation does not wait for its notifications to be delivered; when
-// the queue is full it waits for room, and nothing is dropped or
-// reordered.
+// its tenant's queue is full it delivers its own, and nothing is
+// dropped.
 func TestNotifierDeliversOffTheCallPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &blockingDeliverer{fakeDeliverer: fakeDeliverer{n: 1}, started: make(chan struct{}, 1), release: make(chan struct{})}
@@ -90,33 +97,116 @@ func TestNotifierDeliversOffTheCallPath(t *testing.T) {
 		ctx := tenant.With(context.Background(), "acme")
 		n.Changed(ctx, "memory://team/0")
 		<-d.started // the first is being delivered, and is held there
-		for i := 1; i <= notifyQueue; i++ {
+		for i := 1; i <= tenantQueue; i++ {
 			n.Changed(ctx, fmt.Sprintf("memory://team/%d", i)) // returns at once: the queue has room
 		}
-		full := make(chan struct{})
-		go func() {
-			n.Changed(ctx, "memory://team/last")
-			close(full)
-		}()
-		synctest.Wait() // every goroutine is blocked: the sender on the full queue
-		select {
-		case <-full:
-			t.Fatal("an update was queued beyond the queue's bound")
-		default:
+		if s := n.Stats(); s.Waiting != tenantQueue {
+			t.Errorf("%d updates waiting, want %d", s.Waiting, tenantQueue)
 		}
-		if s := n.Stats(); s.Waiting != notifyQueue {
-			t.Errorf("%d updates waiting, want %d", s.Waiting, notifyQueue)
+		own := make(chan struct{})
+		go func() {
+			n.Changed(ctx, "memory://team/last") // the queue is full: delivered here
+			close(own)
+		}()
+		synctest.Wait()
+		select {
+		case <-own:
+			t.Fatal("an update beyond the full queue was neither queued nor delivered by its caller")
+		default: // blocked in the deliverer, as the caller delivers it
 		}
 		close(d.release)
-		<-full
-		n.Close()
-		if len(d.got) != notifyQueue+2 || d.got[0] != "acme memory://team/0" || d.got[len(d.got)-1] != "acme memory://team/last" {
-			t.Fatalf("delivered %d updates, first %q, last %q", len(d.got), d.got[0], d.got[len(d.got)-1])
+		<-own
+		if err := n.Close(context.Background()); err != nil {
+			t.Fatal(err)
 		}
-		for i, g := range d.got[:notifyQueue+1] {
-			if want := fmt.Sprintf("acme memory://team/%d", i); g != want {
-				t.Fatalf("delivery %d is %q, want %q", i, g, want)
-			}
+		got := slices.Clone(d.got)
+		if len(got) != tenantQueue+2 {
+			t.Fatalf("delivered %d updates, want %d", len(got), tenantQueue+2)
+		}
+		slices.Sort(got)
+		if i, ok := slices.BinarySearch(got, "acme memory://team/last"); !ok || i < 0 {
+			t.Error("the caller's own update was not delivered")
+		}
+	})
+}
+
+// slowTenantDeliverer takes 10 ms for every update of tenant "noisy",
+// as a fan-out to a thousand subscribers does, and records when it
+// delivered tenant "quiet"'s.
+type slowTenantDeliverer struct {
+	mu      sync.Mutex
+	quietAt time.Time
+}
+
+func (d *slowTenantDeliverer) ResourceUpdated(tn, _ string) (int, error) {
+	if tn == "noisy" {
+		time.Sleep(10 * time.Millisecond)
+		return 1000, nil
+	}
+	d.mu.Lock()
+	d.quietAt = time.Now()
+	d.mu.Unlock()
+	return 1, nil
+}
+
+func (*slowTenantDeliverer) ResourcesListChanged(string) {}
+
+// A tenant whose fan-out is slow and who writes without pause delays
+// neither another tenant's writes nor its notifications.
+func TestNotifierTenantsDoNotWaitForEachOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &slowTenantDeliverer{}
+		n := NewNotifier(d, nil, zerolog.Nop())
+		noisy, quiet := tenant.With(context.Background(), "noisy"), tenant.With(context.Background(), "quiet")
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 64 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					n.Changed(noisy, fmt.Sprintf("memory://x/%d-%d", w, i))
+				}
+			})
+		}
+		time.Sleep(time.Minute) // the noisy tenant's queue is full long before
+		start := time.Now()
+		n.Changed(quiet, "memory://team/plan")
+		waited := time.Since(start)
+		time.Sleep(time.Second)
+		close(stop)
+		wg.Wait()
+		_ = n.Close(context.Background())
+		if waited > 0 {
+			t.Errorf("quiet's mutation waited %v to queue its update", waited)
+		}
+		if lag := d.quietAt.Sub(start); d.quietAt.IsZero() || lag > 50*time.Millisecond {
+			t.Errorf("quiet's update was delivered %v after it was made (zero: not at all)", lag)
+		}
+	})
+}
+
+// Close delivers what is queued until its context ends, then drops the
+// rest and says how many: shutdown keeps its grace period.
+func TestNotifierCloseKeepsTheGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewNotifier(&slowTenantDeliverer{}, nil, zerolog.Nop())
+		noisy := tenant.With(context.Background(), "noisy")
+		for i := range tenantQueue {
+			n.Changed(noisy, fmt.Sprintf("memory://x/%d", i))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err := n.Close(ctx)
+		if d := time.Since(start); d > time.Second+10*time.Millisecond {
+			t.Errorf("Close took %v with a second of grace", d)
+		}
+		if s := n.Stats(); err == nil || s.Dropped == 0 || s.Dropped+s.Delivered/1000 != tenantQueue || s.Waiting != 0 {
+			t.Errorf("Close: %v; stats %+v, want the undelivered counted as dropped", err, s)
 		}
 	})
 }
@@ -148,7 +238,7 @@ func TestNotifierAfterCall(t *testing.T) {
 			n := NewNotifier(d, tt.layer, zerolog.Nop())
 			blocks := len(tt.res.Content)
 			got := n.AfterCall(ctx, tt.tool, tt.res)
-			n.Close()
+			n.Close(context.Background())
 			if !slices.Equal(d.got, tt.want) {
 				t.Errorf("delivered %v, want %v", d.got, tt.want)
 			}
