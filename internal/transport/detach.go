@@ -1,10 +1,15 @@
 package transport
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 )
 
 // An SSE stream that stays open is idle for most of its life, and a
@@ -71,13 +76,13 @@ type connSink struct {
 // The client sends nothing more on it: a read ends when it closes it (or
 // when close closes conn), and a client that sends anything instead ends
 // its stream, rather than have the server read whatever it sends a byte
-// at a time.
-func newConnSink(t *Transport, conn net.Conn, chunked bool) *connSink {
+// at a time. It reads through r, net/http's reader of the connection, so
+// that bytes net/http had already read count too.
+func newConnSink(t *Transport, conn net.Conn, r *bufio.Reader, chunked bool) *connSink {
 	s := &connSink{t: t, conn: conn, chunked: chunked, goneC: make(chan struct{})}
 	go func() {
 		defer close(s.goneC)
-		var b [1]byte
-		_, _ = conn.Read(b[:])
+		_, _ = r.ReadByte()
 	}()
 	return s
 }
@@ -119,8 +124,12 @@ func (s *connSink) close() {
 // with it on a goroutine of its own, which Close waits for. It does not
 // when Close has begun or the connection cannot be taken over; then the
 // caller serves the stream through its handler.
+//
+// A request with a body is not taken over: its body is the handler's to
+// read (a GET's is ignored), and the reader above would take its bytes
+// for the client sending more.
 func (t *Transport) detach(rc *http.ResponseController, r *http.Request, serve func(*connSink)) bool {
-	if r.ProtoMajor != 1 {
+	if r.ProtoMajor != 1 || r.ContentLength != 0 && r.Method != http.MethodPost {
 		return false
 	}
 	t.streamsMu.Lock()
@@ -128,15 +137,22 @@ func (t *Transport) detach(rc *http.ResponseController, r *http.Request, serve f
 	if t.closed {
 		return false
 	}
-	conn, _, err := rc.Hijack()
+	conn, brw, err := rc.Hijack()
 	if err != nil {
 		return false
 	}
 	t.streams.Add(1) // under streamsMu: before Close's Wait
 	go func() {
 		defer t.streams.Done()
-		s := newConnSink(t, conn, r.ProtoAtLeast(1, 1))
+		s := newConnSink(t, conn, brw.Reader, r.ProtoAtLeast(1, 1))
 		defer s.close()
+		// The request's panic handler is no longer above this goroutine:
+		// a panic ends this stream, not the process.
+		defer func() {
+			if v := recover(); v != nil {
+				t.log.Error().Str("panic", logging.Field(fmt.Sprint(v))).Bytes("stack", debug.Stack()).Msg("sse: panic in a taken-over stream; it is closed")
+			}
+		}()
 		serve(s)
 	}()
 	return true

@@ -1,9 +1,14 @@
 package transport
 
 import (
+	"bufio"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
@@ -80,4 +85,39 @@ func TestGET_OverHTTP2(t *testing.T) {
 		t.Fatalf("want retry: 1234 before the end, got %+v", ev)
 	}
 	get.WaitEnd(t)
+}
+
+// A GET that has a body, sent after its headers, is not taken over: the
+// body's bytes are not the client going away, and the stream serves on.
+func TestGET_WithBodyIsServed(t *testing.T) {
+	h := newHarness(t)
+	sid := h.Initialize(t)
+	h.Subscribe(t, sid, "test://a")
+	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: 2\r\n\r\n",
+		addr, sid, protocol.LatestVersion)
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(th.WaitLong))
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", res, err)
+	}
+	if _, err := c.Write([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, th.WaitLong, "the stream to be attached", func() bool { return h.tr.openStreams.Load() == 1 })
+	touch(t, h, sid, "test://a")
+	for sc := bufio.NewScanner(res.Body); ; {
+		if !sc.Scan() {
+			t.Fatalf("the stream ended before the update: %v", sc.Err())
+		}
+		if strings.Contains(sc.Text(), "test://a") {
+			return
+		}
+	}
 }
