@@ -180,11 +180,16 @@ func (g *traceRing) decode(slot int32, tenant string) store.Trace {
 // release gives back what the record in slot holds.
 func (g *traceRing) release(slot int32) {
 	r := &g.recs[slot]
-	g.names.drop(r.tool)
-	g.names.drop(r.code)
+	g.dropNames(r)
 	if r.flags&flagUUID == 0 {
 		delete(g.oddIDs, slot)
 	}
+}
+
+// dropNames gives back r's uses of the interned names.
+func (g *traceRing) dropNames(r *traceRec) {
+	g.names.drop(r.tool)
+	g.names.drop(r.code)
 }
 
 // interner numbers the tool names and error codes the held traces use,

@@ -309,8 +309,7 @@ func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error
 		td := s.tenantList[r.tenant]
 		td.traces.remove(r, oldOdd[slot])
 		if gone(r) {
-			g.names.drop(r.tool)
-			g.names.drop(r.code)
+			g.dropNames(r)
 			purged++
 			continue
 		}
