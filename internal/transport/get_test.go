@@ -427,11 +427,7 @@ func TestGET_SecondSupersedesFirst(t *testing.T) {
 	second := h.OpenGET(t, sid)
 	second.Next(t)
 	first.WaitEnd(t)
-	// Through the protocol this time: the touch tool calls ResourceUpdated.
-	r := h.Post(t, sid, th.ToolCall(1, "touch", map[string]any{"uri": "test://a"}, nil))
-	if text, _ := th.ToolText(t, th.ResultOf(t, r, "1")); text != "touched test://a" {
-		t.Fatalf("touch: %q", text)
-	}
+	touch(t, h, sid, "test://a") // through the protocol this time
 	ev, m := second.NextMessage(t)
 	if th.ResourceUpdatedURI(t, m) != "test://a" || ev.ID != "g-1" {
 		t.Fatalf("second stream got %+v", ev)
