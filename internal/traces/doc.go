@@ -25,7 +25,9 @@
 // One goroutine takes traces off the queue and writes them with
 // Writer.InsertTraces in batches of up to BatchSize, or sooner when
 // FlushInterval has passed since the first trace of the batch, each write
-// bounded by WriteTimeout. A failed batch is retried a bounded number of
+// bounded by WriteTimeout. It wakes once a batch, not once a trace: the
+// first trace of a batch starts its timer, and Record tells the writer
+// when a batch's worth is waiting. A failed batch is retried a bounded number of
 // times with growing backoff while new traces keep queueing (and dropping
 // once the queue is full); after the last try it is counted in
 // Stats.LostInFailedBatches and discarded. Memory is bounded by QueueSize

@@ -40,6 +40,14 @@ type Recorder struct {
 	w     Writer
 	opts  Options
 	queue chan store.Trace
+	// full tells the writer that a batch's worth waits (Record sends
+	// without waiting; one token is enough to wake it). unflushed counts
+	// the traces accepted and not yet handed to a write, in the queue or
+	// in the writer's open batch: Record adds after its send, the writer
+	// subtracts a batch once it took it, so when unflushed reaches
+	// BatchSize the batch can be filled.
+	full      chan struct{}
+	unflushed atomic.Int64
 
 	// sampling: successful calls are traced only when Rand returns less
 	// than keepBelow (SampleRate scaled to 2^64).
@@ -97,6 +105,7 @@ func New(w Writer, opts Options) (*Recorder, error) {
 		w:          w,
 		opts:       opts,
 		queue:      make(chan store.Trace, opts.QueueSize),
+		full:       make(chan struct{}, 1),
 		purgerDone: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -145,6 +154,12 @@ func (r *Recorder) Record(t store.Trace) bool {
 	r.gate.Add(-1)
 	if ok {
 		r.recorded.Add(1)
+		if r.unflushed.Add(1) >= int64(r.opts.BatchSize) {
+			select {
+			case r.full <- struct{}{}:
+			default:
+			}
+		}
 	} else {
 		r.dropped.Add(1)
 	}

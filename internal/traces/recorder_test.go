@@ -3,6 +3,7 @@ package traces
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -85,6 +86,42 @@ func TestFlushInterval(t *testing.T) {
 			t.Fatalf("batch sizes after the interval = %v, want [1]", got)
 		}
 	})
+}
+
+// The writer takes traces off the queue when a batch is due, not one by
+// one, so a batch that fills after the writer opened it with its first
+// trace must still be written as soon as it is full, however its traces
+// were split between the writer and the queue, and not wait for the
+// flush interval.
+func TestFullBatchIsWrittenWhateverItsSplit(t *testing.T) {
+	for _, first := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d before the writer ran", first), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const size = 5
+				w := &fakeWriter{}
+				r := start(t, w, Options{BatchSize: size, FlushInterval: time.Minute})
+				for i := range first {
+					r.Record(trace(i))
+				}
+				synctest.Wait() // the writer opened the batch and waits
+				if got := w.sizes(); len(got) != 0 {
+					t.Fatalf("batch sizes with %d of %d traces = %v, want none", first, size, got)
+				}
+				for i := first; i < 2*size+1; i++ {
+					r.Record(trace(i))
+					synctest.Wait()
+				}
+				if got := w.sizes(); !slices.Equal(got, []int{size, size}) {
+					t.Fatalf("batch sizes = %v, want two full batches written at once", got)
+				}
+				for i, tr := range w.all() {
+					if tr != trace(i) {
+						t.Fatalf("trace %d = %+v, want %+v", i, tr, trace(i))
+					}
+				}
+			})
+		})
+	}
 }
 
 func TestRecordFillsIDAndStartedAt(t *testing.T) {

@@ -35,10 +35,12 @@ func (r *Recorder) runWriter() {
 	timer.Stop()
 	defer timer.Stop()
 	var due <-chan time.Time // the timer's channel while a batch is open
+	expired := false         // the open batch's FlushInterval has passed
 	failing := false         // the latest batch was lost
 	flush := func() {
 		timer.Stop()
-		due = nil
+		due, expired = nil, false
+		r.unflushed.Add(-int64(len(batch)))
 		failing = r.write(batch, rep) != nil // counted and reported inside
 		batch = batch[:0]
 	}
@@ -52,23 +54,57 @@ func (r *Recorder) runWriter() {
 			return
 		default:
 		}
+		// The queue is received from only while no batch is open: the
+		// first trace opens one and starts its timer, and the rest are
+		// taken when the timer fires or Record says a batch's worth is
+		// queued. Receiving each trace as it came woke this goroutine
+		// once per tool call, which cost the call path more than the
+		// write itself (docs/adr/0056-cheap-by-default.md).
+		var next <-chan store.Trace
+		if len(batch) == 0 {
+			next = r.queue
+		}
 		select {
-		case t := <-r.queue:
+		case t := <-next:
 			batch = append(batch, t)
-			if len(batch) == 1 {
-				timer.Reset(r.opts.FlushInterval)
-				due = timer.C
-			}
-			if len(batch) == r.opts.BatchSize {
-				flush()
-			}
+			timer.Reset(r.opts.FlushInterval)
+			due = timer.C
 		case <-due:
-			flush()
+			due, expired = nil, true
+		case <-r.full:
 		case <-r.stopCtx.Done():
 			r.drain(batch, failing, rep)
 			return
 		}
+		// Full batches are written at once, a due one as it is; a
+		// shutdown stops this at the next batch, for the drain to decide.
+		for r.stopCtx.Err() == nil {
+			batch = r.fill(batch)
+			if len(batch) < r.opts.BatchSize && !(expired && len(batch) > 0) {
+				break
+			}
+			flush()
+		}
+		if len(batch) > 0 && due == nil {
+			// What a flush left queued opens the next batch now.
+			timer.Reset(r.opts.FlushInterval)
+			due = timer.C
+		}
 	}
+}
+
+// fill moves queued traces into batch, without waiting, until it holds
+// BatchSize.
+func (r *Recorder) fill(batch []store.Trace) []store.Trace {
+	for len(batch) < r.opts.BatchSize {
+		select {
+		case t := <-r.queue:
+			batch = append(batch, t)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain writes batch and everything still queued, in batches. Close has
@@ -78,15 +114,7 @@ func (r *Recorder) runWriter() {
 // would hold the shutdown hostage to a dead database.
 func (r *Recorder) drain(batch []store.Trace, failing bool, rep *reporter) {
 	for {
-	fill:
-		for len(batch) < r.opts.BatchSize {
-			select {
-			case t := <-r.queue:
-				batch = append(batch, t)
-			default:
-				break fill
-			}
-		}
+		batch = r.fill(batch)
 		if len(batch) == 0 {
 			return
 		}
