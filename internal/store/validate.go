@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -176,29 +178,46 @@ func CheckUpstreamConfig(config json.RawMessage, o Options) (json.RawMessage, er
 // (bytes): they are identifiers, and a trace is never worth more.
 const MaxTraceText = 256
 
-// CheckTrace is the rule both stores apply to a trace before keeping it;
-// field names the trace in errors (traces[3]). The embedded store keeps
-// traces in memory, so a trace it accepted must be no larger than one
-// PostgreSQL accepts.
-func CheckTrace(field string, t Trace) error {
-	sub := func(name string) string { return field + "." + name }
-	if err := CheckName(sub("tenant"), t.Tenant, MaxIDLen); err != nil {
+// CheckTraces is the rule both stores apply to a batch of traces before
+// keeping any of it; the first trace that breaks it is named by its index
+// in the error (traces[3].tool). The embedded store keeps traces in
+// memory, so a trace it accepted must be no larger than one PostgreSQL
+// accepts. Every write of the trace recorder checks a batch, so a trace
+// that passes costs no allocation: the name is made for a failure only.
+func CheckTraces(batch []Trace) error {
+	for i := range batch {
+		err := checkTrace(&batch[i])
+		if err == nil {
+			continue
+		}
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			fe.Field = fmt.Sprintf("traces[%d].%s", i, fe.Field)
+			return fe
+		}
+		return fmt.Errorf("traces[%d]: %w", i, err)
+	}
+	return nil
+}
+
+func checkTrace(t *Trace) error {
+	if err := CheckName("tenant", t.Tenant, MaxIDLen); err != nil {
 		return err
 	}
-	if err := CheckName(sub("id"), t.ID, MaxIDLen); err != nil {
+	if err := CheckName("id", t.ID, MaxIDLen); err != nil {
 		return err
 	}
-	if err := CheckText(sub("tool"), t.Tool, MaxTraceText, true); err != nil {
+	if err := CheckText("tool", t.Tool, MaxTraceText, true); err != nil {
 		return err
 	}
-	if err := CheckText(sub("clientSession"), t.ClientSession, MaxTraceText, false); err != nil {
+	if err := CheckText("clientSession", t.ClientSession, MaxTraceText, false); err != nil {
 		return err
 	}
-	if err := CheckText(sub("errorCode"), t.ErrorCode, MaxTraceText, false); err != nil {
+	if err := CheckText("errorCode", t.ErrorCode, MaxTraceText, false); err != nil {
 		return err
 	}
 	if t.Status != TraceOK && t.Status != TraceError {
-		return Invalid(sub("status"), "must be %q or %q, got %q", TraceOK, TraceError, t.Status)
+		return Invalid("status", "must be %q or %q, got %q", TraceOK, TraceError, t.Status)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -25,12 +24,12 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := store.CheckTraces(batch); err != nil {
+		return err
+	}
 	// The handles are computed before taking the lock: a hash each.
 	handles := make([]string, len(batch))
 	for i, tr := range batch {
-		if err := store.CheckTrace(fmt.Sprintf("traces[%d]", i), tr); err != nil {
-			return err
-		}
 		handles[i] = store.ClientSessionHandle(tr.ClientSession)
 	}
 	s.mu.Lock()

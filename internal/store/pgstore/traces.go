@@ -36,10 +36,8 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	for i, t := range batch {
-		if err := store.CheckTrace(fmt.Sprintf("traces[%d]", i), t); err != nil {
-			return err
-		}
+	if err := store.CheckTraces(batch); err != nil {
+		return err
 	}
 	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"traces"}, strings.Split(traceCols, ", "),
 		pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) { return traceRow(batch[i]), nil }))
