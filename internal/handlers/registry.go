@@ -89,6 +89,8 @@ type ToolRegistry struct {
 	mu       sync.Mutex // serialises writers
 	snap     atomic.Pointer[toolSet]
 	decorate func(name, description string) string
+	// valid remembers arguments that passed their tool's inputSchema.
+	valid validMemo
 }
 
 // SetDecorator makes tools/list show decorate(canonical name, description)
@@ -211,6 +213,7 @@ func (r *ToolRegistry) prepare(t Tool) (*registeredTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register tool: %w", err)
 	}
+	s.memo = &r.valid
 	if len(t.OutputSchema) > 0 {
 		if _, err := compileSchema(t.Name, "outputSchema", t.OutputSchema); err != nil {
 			return nil, fmt.Errorf("register tool: %w", err)

@@ -21,6 +21,9 @@ const emptyObjectSchema = `{"type":"object","additionalProperties":false}`
 // argSchema validates tool arguments. It is compiled once, at registration.
 type argSchema struct {
 	schema *jsonschema.Schema
+	// memo, when set (an inputSchema in a registry), skips arguments
+	// that passed before.
+	memo *validMemo
 }
 
 // compileSchema compiles the inputSchema or outputSchema (which) of a tool.
@@ -58,6 +61,9 @@ func (a *argSchema) validate(args json.RawMessage) string {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	if a.memo.has(a, args) {
+		return ""
+	}
 	// The instance aliases args; it is dropped before this returns.
 	inst, err := protocol.DecodeAny(args)
 	if err != nil {
@@ -68,6 +74,7 @@ func (a *argSchema) validate(args json.RawMessage) string {
 	}
 	err = a.schema.Validate(inst)
 	if err == nil {
+		a.memo.add(a, args)
 		return ""
 	}
 	verr, ok := err.(*jsonschema.ValidationError)
