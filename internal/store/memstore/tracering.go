@@ -52,27 +52,24 @@ type traceRing struct {
 	oddIDs map[int32]string
 }
 
-// traceIndex finds a tenant's traces by id.
+// traceIndex finds a tenant's traces by id. Its methods take the ring.
 type traceIndex struct {
-	byUUID map[[16]byte]int32
-	byOdd  map[string]int32
+	uuids uuidIndex        // ids that are canonical UUIDs (uuidindex.go)
+	byOdd map[string]int32 // the others, which the recorder never writes
 }
 
-func (x *traceIndex) find(id string) (int32, bool) {
+func (x *traceIndex) find(recs []traceRec, id string) (int32, bool) {
 	if u, ok := canonicalUUID(id); ok {
-		slot, ok := x.byUUID[u]
-		return slot, ok
+		return x.uuids.find(recs, u)
 	}
 	slot, ok := x.byOdd[id]
 	return slot, ok
 }
 
-func (x *traceIndex) set(r *traceRec, oddID string, slot int32) {
-	if r.flags&flagUUID != 0 {
-		if x.byUUID == nil {
-			x.byUUID = make(map[[16]byte]int32)
-		}
-		x.byUUID[r.id] = slot
+// set indexes the record in slot.
+func (x *traceIndex) set(recs []traceRec, oddID string, slot int32) {
+	if recs[slot].flags&flagUUID != 0 {
+		x.uuids.add(recs, slot)
 		return
 	}
 	if x.byOdd == nil {
@@ -81,9 +78,10 @@ func (x *traceIndex) set(r *traceRec, oddID string, slot int32) {
 	x.byOdd[oddID] = slot
 }
 
-func (x *traceIndex) remove(r *traceRec, oddID string) {
-	if r.flags&flagUUID != 0 {
-		delete(x.byUUID, r.id)
+// remove drops the record in slot, before the slot is reused.
+func (x *traceIndex) remove(recs []traceRec, oddID string, slot int32) {
+	if recs[slot].flags&flagUUID != 0 {
+		x.uuids.remove(recs, slot)
 	} else {
 		delete(x.byOdd, oddID)
 	}

@@ -38,7 +38,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 	for i := range batch {
 		tr := &batch[i]
 		td := s.write(tr.Tenant)
-		if _, dup := td.traces.find(tr.ID); dup {
+		if _, dup := td.traces.find(g.recs, tr.ID); dup {
 			continue
 		}
 		tr.ClientSession = handles[i]
@@ -51,7 +51,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 			}
 			g.oddIDs[slot] = oddID
 		}
-		td.traces.set(&rec, oddID, slot)
+		td.traces.set(g.recs, oddID, slot)
 	}
 	return nil
 }
@@ -66,8 +66,7 @@ func (s *Store) traceSlot() int32 {
 		return int32(len(g.recs) - 1)
 	}
 	slot := int32(g.head)
-	old := &g.recs[slot]
-	s.tenantList[old.tenant].traces.remove(old, g.oddIDs[slot])
+	s.tenantList[g.recs[slot].tenant].traces.remove(g.recs, g.oddIDs[slot], slot)
 	g.release(slot)
 	g.evicted++
 	g.head = (g.head + 1) % len(g.recs)
@@ -98,7 +97,7 @@ func (s *Store) GetTrace(ctx context.Context, tenant, id string) (store.Trace, e
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if td := s.read(tenant); td != nil {
-		if slot, ok := td.traces.find(id); ok {
+		if slot, ok := td.traces.find(s.traceRing.recs, id); ok {
 			return s.traceRing.decode(slot, tenant), nil
 		}
 	}
@@ -305,8 +304,6 @@ func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error
 	for i := range old {
 		slot := int32((g.head + i) % len(old))
 		r := &old[slot]
-		td := s.tenantList[r.tenant]
-		td.traces.remove(r, oldOdd[slot])
 		if gone(r) {
 			g.dropNames(r)
 			purged++
@@ -320,8 +317,14 @@ func (s *Store) PurgeTraces(ctx context.Context, cutoff time.Time) (int64, error
 			}
 			g.oddIDs[n] = oldOdd[slot]
 		}
-		td.traces.set(r, oldOdd[slot], n)
 	}
 	g.recs, g.head = kept, 0
+	// Every slot moved: the indexes are made again over the new ring.
+	for _, td := range s.tenantList {
+		td.traces = traceIndex{}
+	}
+	for slot := range kept {
+		s.tenantList[kept[slot].tenant].traces.set(kept, g.oddIDs[int32(slot)], int32(slot))
+	}
 	return purged, nil
 }
