@@ -184,7 +184,18 @@ func (r *ToolRegistry) ReplaceGroup(group string, tools []Tool) (changed bool, e
 	next := r.newToolSet(ordered)
 	changed = !slices.EqualFunc(old.listed, next.listed, sameListing)
 	r.snap.Store(next)
+	r.forgetReplaced(ordered)
 	return changed, errs
+}
+
+// forgetReplaced drops from the validation memo the schemas of tools that
+// are no longer registered; the caller holds r.mu.
+func (r *ToolRegistry) forgetReplaced(ordered []*registeredTool) {
+	live := make(map[*argSchema]bool, len(ordered))
+	for _, t := range ordered {
+		live[t.schema] = true
+	}
+	r.valid.keepOnly(live)
 }
 
 // sameListing compares two tools/list entries by their JSON, which is what

@@ -18,9 +18,10 @@ const (
 // was the largest single cost of such a call after the network. Only
 // successes are kept: a call that fails validation is validated every
 // time, for its message. One memo serves the whole registry, keyed by
-// schema; when it holds validMemoEntries texts it starts over, so
-// arguments that change on every call cost an insert and nothing more,
-// and the schemas of tools since replaced are let go.
+// schema and forgetting a schema when its tool is replaced or removed;
+// when it holds validMemoEntries texts it starts over, so arguments that
+// change on every call cost an insert, or nothing when another call holds
+// the memo.
 type validMemo struct {
 	mu    sync.RWMutex
 	seen  map[*argSchema]map[string]struct{}
@@ -39,12 +40,13 @@ func (m *validMemo) has(s *argSchema, args []byte) bool {
 }
 
 // add records that args passed s. It copies args, which alias a request
-// buffer that is reused.
+// buffer that is reused. A call that finds the memo busy does not wait
+// for it: remembering is worth less than a wait on every call whose
+// arguments are new (writes with fresh keys).
 func (m *validMemo) add(s *argSchema, args []byte) {
-	if m == nil || len(args) > validMemoArgBytes {
+	if m == nil || len(args) > validMemoArgBytes || !m.mu.TryLock() {
 		return
 	}
-	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.count >= validMemoEntries || m.seen == nil {
 		m.seen, m.count = make(map[*argSchema]map[string]struct{}), 0
@@ -57,6 +59,21 @@ func (m *validMemo) add(s *argSchema, args []byte) {
 	if _, dup := texts[string(args)]; !dup {
 		texts[string(args)] = struct{}{}
 		m.count++
+	}
+}
+
+// keepOnly forgets the texts of every schema live does not hold: a tool
+// replaced or removed gets a new schema, or none, and the memo must not
+// keep the old one's compilation alive (an upstream's tools are compiled
+// again on every sync of its list).
+func (m *validMemo) keepOnly(live map[*argSchema]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s, texts := range m.seen {
+		if !live[s] {
+			m.count -= len(texts)
+			delete(m.seen, s)
+		}
 	}
 }
 

@@ -68,21 +68,58 @@ func TestValidMemoAnswersAsTheSchema(t *testing.T) {
 }
 
 // The arguments of a call alias the request's body buffer, which the
-// transport reuses: a text that passed must not make the next request's
-// different bytes, in the same buffer, pass.
+// transport reuses: the memo must keep a copy of a text that passed, not
+// the buffer, or the next request's bytes would rewrite what it holds.
 func TestValidMemoKeepsItsOwnCopy(t *testing.T) {
 	s, err := compileSchema("t", "inputSchema", json.RawMessage(memoTestSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.memo = &validMemo{}
-	buf := []byte(`{"key":"abc"}`)
+	const passed = `{"key":"abc"}`
+	buf := []byte(passed)
 	if msg := s.validate(buf); msg != "" {
 		t.Fatalf("valid arguments refused: %s", msg)
 	}
-	copy(buf, `{"kez":"abc"}`) // same length, now invalid
+	copy(buf, `{"kez":"abc"}`) // the next request, same length, invalid
 	if msg := s.validate(buf); msg == "" {
-		t.Fatal(`{"kez":"abc"} passed: the memo kept the buffer, not a copy`)
+		t.Fatal(`{"kez":"abc"} passed`)
+	}
+	if !s.memo.has(s, []byte(passed)) {
+		t.Fatalf("the memo no longer holds %s: it kept the request's buffer", passed)
+	}
+}
+
+// An upstream's tools are registered again on every sync of its list,
+// each with a newly compiled schema: the memo must let the replaced ones
+// go, or a gateway whose upstream changes often keeps a compiled schema
+// per sync.
+func TestValidMemoForgetsReplacedTools(t *testing.T) {
+	reg, err := NewToolRegistry("_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := Tool{Name: "up.echo", Description: "d", Group: "up", Handler: nopHandler,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"k":{"type":"string"}}}`)}
+	for range 200 {
+		if _, errs := reg.ReplaceGroup("up", []Tool{tool}); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if msg := reg.lookup("up_echo").schema.validate(json.RawMessage(`{"k":"v"}`)); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	reg.valid.mu.RLock()
+	schemas := len(reg.valid.seen)
+	reg.valid.mu.RUnlock()
+	if schemas != 1 || reg.valid.len() != 1 {
+		t.Errorf("the memo holds %d texts of %d schemas for one registered tool, want 1 of 1", reg.valid.len(), schemas)
+	}
+	if _, errs := reg.ReplaceGroup("up", nil); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if n := reg.valid.len(); n != 0 {
+		t.Errorf("the memo holds %d texts after the group's tools were removed, want 0", n)
 	}
 }
 

@@ -10,8 +10,9 @@ import "hash/maphash"
 // uuidIndex cannot grow that way. It is open addressing with linear
 // probing over the ring's slots: a bucket holds a slot, the id is the
 // ring record's own, and a removal moves the entries after it back
-// instead of leaving a marker. It takes 4 bytes a bucket, at most 8 a
-// trace held (1 MiB for the default limit), and none of it is scanned by
+// instead of leaving a marker. A bucket is 4 bytes and the table is kept
+// between an eighth and a half full, so 8 to 32 bytes a trace held (1 MiB,
+// about 10 bytes a trace, for the default limit), none of it scanned by
 // the collector.
 
 // minUUIDBuckets is the smallest table a tenant with traces has.
@@ -64,8 +65,9 @@ func (x *uuidIndex) place(recs []traceRec, slot int32) {
 	x.buckets[i] = slot + 1
 }
 
-// remove drops the record in slot, which is indexed, before the slot is
-// reused: its id is read from the ring.
+// remove drops the record in slot before the slot is reused: its id is
+// read from the ring. The record must be indexed (the probe would not end
+// otherwise); every caller removes what it set.
 func (x *uuidIndex) remove(recs []traceRec, slot int32) {
 	mask := len(x.buckets) - 1
 	p := x.home(&recs[slot].id)
