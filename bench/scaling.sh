@@ -15,10 +15,11 @@
 # (created by this script, migrations applied at start-up, dropped on exit)
 # and on a flushed Redis database, with default settings otherwise. The
 # CPU time (utime+stime of /proc/PID/stat) of each process group is read
-# when mcpload's warmup ends and again $DURATION later, so the window is
-# the measured phase; the groups are the api replicas (summed), every
-# postgres process, redis-server and mcpload, and the machine's busy time
-# from /proc/stat besides. Everything shares the machine's cores: more
+# when mcpload's warmup ends and again a quarter second before its
+# measured phase does, so the window lies inside the measured phase. The
+# groups are the api replicas (summed), every postgres process,
+# redis-server and mcpload, and the machine's busy time from /proc/stat
+# besides. Everything shares the machine's cores: more
 # replicas on one machine do not add cores, they show what the
 # coordination between replicas costs.
 #
@@ -123,29 +124,34 @@ ticks() { { cpu_ticks "$1" 2>/dev/null; } || echo 0; }
 # loopback networking, which no process is charged with).
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
 irq_ticks() { awk '/^cpu / {print $7 + $8; exit}' /proc/stat; }
+# Both samples read the same things in the same order, the many postgres
+# processes last.
 declare -A pg_before
 sample_before() {
 	local p
-	pg_before=()
-	for p in $(pgrep -x postgres); do pg_before[$p]=$(ticks "$p"); done
+	wall_before=$(date +%s%N)
+	load_before=$(ticks "$load_pid")
 	api_before=0
 	for p in "${replica_pids[@]}"; do api_before=$((api_before + $(ticks "$p"))); done
 	redis_before=$(ticks "$redis_pid")
-	load_before=$(ticks "$load_pid")
-	busy_before=$(busy_ticks)
 	irq_before=$(irq_ticks)
-	wall_before=$(date +%s%N)
+	busy_before=$(busy_ticks)
+	pg_before=()
+	for p in $(pgrep -x postgres); do pg_before[$p]=$(ticks "$p"); done
 }
 sample_after() { # prints: wall_s api pg redis mcpload irq busy (ticks)
-	local p api=0 pg=0 wall
+	local p wall load api=0 redis irq busy pg=0
 	wall=$(date +%s%N)
+	load=$(($(ticks "$load_pid") - load_before))
 	for p in "${replica_pids[@]}"; do api=$((api + $(ticks "$p"))); done
+	redis=$(($(ticks "$redis_pid") - redis_before))
+	irq=$(($(irq_ticks) - irq_before))
+	busy=$(($(busy_ticks) - busy_before))
 	# A postgres process started inside the window (a new pool
 	# connection) counts from 0.
 	for p in $(pgrep -x postgres); do pg=$((pg + $(ticks "$p") - ${pg_before[$p]:-0})); done
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(awk -v n=$((wall - wall_before)) 'BEGIN {printf "%.3f", n / 1e9}')" \
-		$((api - api_before)) "$pg" $(($(ticks "$redis_pid") - redis_before)) $(($(ticks "$load_pid") - load_before)) \
-		$(($(irq_ticks) - irq_before)) $(($(busy_ticks) - busy_before))
+		$((api - api_before)) "$pg" "$redis" "$load" "$irq" "$busy"
 }
 # The sum over the replicas of a counter of /metrics: what the run cost
 # the notifications (updates dropped on a full shared-session log queue)
@@ -192,9 +198,12 @@ run() { # ROUND REPLICAS C: one measured run, one TSV row
 		kill -0 "$load_pid" 2>/dev/null || { cat "$tmp/load.err" >&2; exit 1; }
 		sleep 0.01
 	done
+	# The window starts a little after the measured phase (the polling
+	# above) and ends a quarter second before it, so that mcpload, which
+	# exits as soon as its notifications are in, is still there to be read.
 	sleep "$warmup_s"
 	sample_before
-	sleep "$duration_s"
+	sleep "$(awk -v d="$duration_s" 'BEGIN {print d - 0.25}')"
 	window=$(sample_after)
 	wait "$load_pid" || { cat "$tmp/load.err" >&2; tail -n 20 "$tmp"/api-*.log >&2; exit 1; }
 	counters="$(metric mcp_shared_session_dropped_total)	$(metric mcp_redis_degradations_total)"
