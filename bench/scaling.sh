@@ -25,10 +25,12 @@
 #
 # Prints one markdown row per (round, replicas, C), then the medians of
 # the rounds and the per-request CPU of each group; "other" is the rest of
-# the machine's busy time (the kernel's network work not charged to a
-# process and not interrupts, this script, anything else running), so a
-# large one in a round says the machine was not quiet; "irq" the time in
-# interrupts, mostly the loopback networking between the processes.
+# the machine's busy time (kernel threads, this script, anything else
+# running), so a
+# large one in a round says the machine was not quiet. "irq" is the
+# part of the machine's busy time spent in interrupts, mostly the loopback
+# networking between the processes; the kernel charges it to the process
+# it interrupted, so it is inside the groups, not beside them.
 #
 # Usage:  bench/scaling.sh                (from any directory)
 # Environment:
@@ -41,6 +43,7 @@
 #   BASE_PORT=18620
 #   API_ENV=""                         extra environment of every replica
 #   RESULTS=FILE                       keep the raw rows (TSV) in FILE
+#   REPORT=FILE                        only print the tables of the rows kept in FILE
 #   QUIET=60                           before each run, wait up to this many
 #                                      seconds for the machine to be under 15 %
 #                                      busy over 3 s (0: do not wait)
@@ -74,6 +77,65 @@ warmup_s=$(seconds "$WARMUP")
 if awk -v w="$warmup_s" 'BEGIN {exit !(w <= 0)}'; then
 	echo "WARMUP must be positive: the measured window starts when it ends" >&2
 	exit 2
+fi
+
+# report FILE prints the tables of the raw rows in FILE.
+report() {
+	python3 - "$1" "$(getconf CLK_TCK)" "$(nproc)" <<'PY'
+import json, statistics, sys
+from collections import defaultdict
+
+path, hz, cores = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+groups = ["api", "postgres", "redis", "mcpload"]
+runs = defaultdict(list)
+print("| round | replicas | C | req/s | p50 µs | p99 µs | errors | notifications received/expected | notification p99 µs | "
+      "updates dropped | Redis fallbacks | CPU s: api, postgres, redis, mcpload, other (irq) | machine busy | req/s per api core |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+for line in open(path):
+    rnd, n, c, wall, *ticks, dropped, fallbacks, out = line.rstrip("\n").split("\t", 13)
+    wall = float(wall)
+    api, pg, redis, load, irq, busy = (int(t) / hz for t in ticks)
+    s = json.loads(out)
+    nt = s["notifications"]
+    reqs = s["rps"] * wall  # requests in the CPU window
+    r = {
+        "rps": s["rps"], "p50": s["latency_us"]["p50"], "p99": s["latency_us"]["p99"], "errors": s["errors"],
+        "received": nt["received"], "expected": nt["expected"], "np99": nt["latency_us"]["p99"],
+        "busy": busy / wall / cores, "per_core": s["rps"] / (api / wall) if api else float("nan"),
+        "dropped": int(dropped), "fallbacks": int(fallbacks),
+    }
+    for g, v in zip(groups + ["irq"], (api, pg, redis, load, irq)):
+        r[g] = v
+        r[g + "_us"] = v * 1e6 / reqs if reqs else float("nan")
+        r[g + "_cores"] = v / wall
+    # Interrupt time is charged to the process a CPU was running, so it
+    # is inside the groups already: irq is a part, not another group.
+    other = busy - api - pg - redis - load
+    r["other_us"] = other * 1e6 / reqs if reqs else float("nan")
+    r["other_cores"] = other / wall
+    runs[(int(n), int(c))].append(r)
+    print(f"| {rnd} | {n} | {c} | {r['rps']:.0f} | {r['p50']} | {r['p99']} | {r['errors']} | {r['received']}/{r['expected']} | "
+          f"{r['np99']} | {r['dropped']} | {r['fallbacks']} | {api:.2f}, {pg:.2f}, {redis:.2f}, {load:.2f}, {other:.2f} ({irq:.2f}) | {r['busy']:.0%} | {r['per_core']:.0f} |")
+
+med = lambda rs, k: statistics.median(x[k] for x in rs)
+print()
+print(f"Medians of the rounds ({cores} cores; CPU in cores busy over the window, and µs per request)")
+print()
+print("| replicas | C | req/s | p50 µs | p99 µs | errors (sum) | missed notifications (sum) | notification p99 µs | updates dropped (sum) | "
+      "api cores | postgres cores | redis cores | mcpload cores | other cores | machine busy | "
+      "api µs/req | postgres µs/req | redis µs/req | mcpload µs/req | other µs/req | of all, in irq µs/req | req/s per api core |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for (n, c), rs in sorted(runs.items()):
+    cells = [f"{med(rs, 'rps'):.0f}", f"{med(rs, 'p50'):.0f}", f"{med(rs, 'p99'):.0f}", str(sum(x["errors"] for x in rs)),
+             str(sum(max(0, x["expected"] - x["received"]) for x in rs)), f"{med(rs, 'np99'):.0f}", str(sum(x["dropped"] for x in rs))]
+    cells += [f"{med(rs, g + '_cores'):.2f}" for g in groups + ["other"]] + [f"{med(rs, 'busy'):.0%}"]
+    cells += [f"{med(rs, g + '_us'):.0f}" for g in groups + ["other", "irq"]] + [f"{med(rs, 'per_core'):.0f}"]
+    print(f"| {n} | {c} | " + " | ".join(cells) + " |")
+PY
+}
+if [[ -n ${REPORT:-} ]]; then
+	report "$REPORT"
+	exit
 fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -232,53 +294,4 @@ for round in $(seq "$ROUNDS"); do
 		run "$round" $cfg
 	done
 done
-
-python3 - "$rows" "$(getconf CLK_TCK)" "$(nproc)" <<'PY'
-import json, statistics, sys
-from collections import defaultdict
-
-path, hz, cores = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-groups = ["api", "postgres", "redis", "mcpload", "irq"]
-runs = defaultdict(list)
-print("| round | replicas | C | req/s | p50 µs | p99 µs | errors | notifications received/expected | notification p99 µs | "
-      "updates dropped | Redis fallbacks | CPU s: api, postgres, redis, mcpload, irq, other | machine busy | req/s per api core |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
-for line in open(path):
-    rnd, n, c, wall, *ticks, dropped, fallbacks, out = line.rstrip("\n").split("\t", 13)
-    wall = float(wall)
-    api, pg, redis, load, irq, busy = (int(t) / hz for t in ticks)
-    s = json.loads(out)
-    nt = s["notifications"]
-    reqs = s["rps"] * wall  # requests in the CPU window
-    r = {
-        "rps": s["rps"], "p50": s["latency_us"]["p50"], "p99": s["latency_us"]["p99"], "errors": s["errors"],
-        "received": nt["received"], "expected": nt["expected"], "np99": nt["latency_us"]["p99"],
-        "busy": busy / wall / cores, "per_core": s["rps"] / (api / wall) if api else float("nan"),
-        "dropped": int(dropped), "fallbacks": int(fallbacks),
-    }
-    for g, v in zip(groups, (api, pg, redis, load, irq)):
-        r[g] = v
-        r[g + "_us"] = v * 1e6 / reqs if reqs else float("nan")
-        r[g + "_cores"] = v / wall
-    other = busy - api - pg - redis - load - irq
-    r["other_us"] = other * 1e6 / reqs if reqs else float("nan")
-    r["other_cores"] = other / wall
-    runs[(int(n), int(c))].append(r)
-    print(f"| {rnd} | {n} | {c} | {r['rps']:.0f} | {r['p50']} | {r['p99']} | {r['errors']} | {r['received']}/{r['expected']} | "
-          f"{r['np99']} | {r['dropped']} | {r['fallbacks']} | {api:.2f}, {pg:.2f}, {redis:.2f}, {load:.2f}, {irq:.2f}, {other:.2f} | {r['busy']:.0%} | {r['per_core']:.0f} |")
-
-med = lambda rs, k: statistics.median(x[k] for x in rs)
-print()
-print(f"Medians of the rounds ({cores} cores; CPU in cores busy over the window, and µs per request)")
-print()
-print("| replicas | C | req/s | p50 µs | p99 µs | errors (sum) | missed notifications (sum) | notification p99 µs | updates dropped (sum) | "
-      "api cores | postgres cores | redis cores | mcpload cores | irq cores | other cores | machine busy | "
-      "api µs/req | postgres µs/req | redis µs/req | mcpload µs/req | irq µs/req | other µs/req | req/s per api core |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for (n, c), rs in sorted(runs.items()):
-    cells = [f"{med(rs, 'rps'):.0f}", f"{med(rs, 'p50'):.0f}", f"{med(rs, 'p99'):.0f}", str(sum(x["errors"] for x in rs)),
-             str(sum(x["expected"] - x["received"] for x in rs)), f"{med(rs, 'np99'):.0f}", str(sum(x["dropped"] for x in rs))]
-    cells += [f"{med(rs, g + '_cores'):.2f}" for g in groups + ["other"]] + [f"{med(rs, 'busy'):.0%}"]
-    cells += [f"{med(rs, g + '_us'):.0f}" for g in groups] + [f"{med(rs, 'other_us'):.0f}", f"{med(rs, 'per_core'):.0f}"]
-    print(f"| {n} | {c} | " + " | ".join(cells) + " |")
-PY
+report "$rows"
