@@ -26,11 +26,10 @@
 # Prints one markdown row per (round, replicas, C), then the medians of
 # the rounds and the per-request CPU of each group; "other" is the rest of
 # the machine's busy time (kernel threads, this script, anything else
-# running), so a
-# large one in a round says the machine was not quiet. "irq" is the
-# part of the machine's busy time spent in interrupts, mostly the loopback
-# networking between the processes; the kernel charges it to the process
-# it interrupted, so it is inside the groups, not beside them.
+# running), so a large one in a round says the machine was not quiet.
+# "irq" is the part of the machine's busy time spent in interrupts, mostly
+# the loopback networking between the processes; the kernel charges it to
+# the process it interrupted, so it is inside the groups, not beside them.
 #
 # Usage:  bench/scaling.sh                (from any directory)
 # Environment:
