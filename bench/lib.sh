@@ -1,5 +1,5 @@
 # Shared by the A/B benchmark scripts (gateway_hop.sh, shared_sessions.sh,
-# cached_read.sh):
+# cached_read.sh) and scaling.sh:
 # source it after `cd` to the repository root.
 #
 # It makes $tmp (removed on exit, with every process whose pid is in

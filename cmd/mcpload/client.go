@@ -375,6 +375,7 @@ func drainClose(body io.ReadCloser) {
 
 // session is one handshaken MCP client session.
 type session struct {
+	url     string // the endpoint it was made at, where its requests go
 	id      string // Mcp-Session-Id, empty for a stateless server
 	version string // negotiated protocol version
 	server  string // serverInfo name/version, for display
@@ -444,7 +445,7 @@ func handshake(ctx context.Context, c *conn, user http.Header, protocolVersion, 
 		warn(fmt.Sprintf("server negotiated protocol version %s (requested %s)", res.ProtocolVersion, protocolVersion))
 	}
 
-	s := &session{id: sessionID, version: res.ProtocolVersion, server: res.ServerInfo.Name + " " + res.ServerInfo.Version}
+	s := &session{url: c.url, id: sessionID, version: res.ProtocolVersion, server: res.ServerInfo.Name + " " + res.ServerInfo.Version}
 	s.header = baseHeader(user)
 	s.header.Set(headerProtocolVersion, res.ProtocolVersion)
 	if sessionID != "" {
@@ -539,7 +540,7 @@ func discover(ctx context.Context, c *conn, user http.Header, protocolVersion, c
 	if !slices.Contains(res.SupportedVersions, protocolVersion) {
 		return nil, fmt.Errorf("server/discover: the server supports %v, not %s", res.SupportedVersions, protocolVersion)
 	}
-	s := &session{version: protocolVersion, server: res.Meta.ServerInfo.Name + " " + res.Meta.ServerInfo.Version, meta: meta}
+	s := &session{url: c.url, version: protocolVersion, server: res.Meta.ServerInfo.Name + " " + res.Meta.ServerInfo.Version, meta: meta}
 	s.header = baseHeader(user)
 	s.header.Set(headerProtocolVersion, protocolVersion)
 	return s, nil

@@ -22,6 +22,7 @@ type fakeServer struct {
 	stateless bool   // no Mcp-Session-Id
 	version   string // force this negotiated version ("" = echo the request)
 	failInit  bool   // initialize returns HTTP 500
+	idPrefix  string // prefix of its session ids, so that servers of one test never share an id
 	callFail  string // tools/*: "status" answers 503, "content-type" text/plain, "truncate" cuts the SSE stream
 	// dropEvery > 0: every dropEvery-th notification is not sent.
 	dropEvery int64
@@ -182,7 +183,7 @@ func (s *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !s.stateless {
 			s.mu.Lock()
 			s.nextID++
-			id := fmt.Sprintf("sess-%d", s.nextID)
+			id := fmt.Sprintf("%ssess-%d", s.idPrefix, s.nextID)
 			s.sessions[id] = true
 			s.mu.Unlock()
 			w.Header().Set(headerSessionID, id)

@@ -9,6 +9,8 @@
 // hold their GET streams open, and the latency of its
 // notifications/resources/updated is measured from the -mix-mutating
 // requests that cause them (subscribe.go). Sessions are deleted at the end.
+// A comma-separated -url spreads the sessions over several endpoints, the
+// replicas of a deployment, each session staying on the one it was made at.
 //
 //	mcpload -url http://127.0.0.1:8080/mcp -sessions 16 -concurrency 16 \
 //	        -duration 10s -tool echo -args '{"text":"hello"}' -json
@@ -62,7 +64,7 @@ func isTerminal(f *os.File) bool {
 
 // config is the parsed command line.
 type config struct {
-	url             string
+	urls            []string // -url: the endpoints the client sessions are spread over, in turn
 	sessions        int
 	concurrency     int
 	duration        time.Duration
@@ -72,7 +74,7 @@ type config struct {
 	seed            uint64
 	subscribers     int
 	subscribeURI    string
-	subscribeURLs   []string // where the subscribers connect, in turn; -url when empty
+	subscribeURLs   []string // where the subscribers' streams connect, in turn; urls when empty
 	notifyWait      time.Duration
 	headers         http.Header
 	jsonOut         bool
@@ -112,7 +114,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	cfg := &config{headers: http.Header{}}
 	fs := flag.NewFlagSet("mcpload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.url, "url", "", "Streamable HTTP endpoint of the MCP server (required)")
+	rawURL := fs.String("url", "", "Streamable HTTP endpoint of the MCP server (required); a comma-separated list spreads the\n"+
+		"client sessions over several endpoints (the replicas of a deployment), session i on endpoint i mod N,\n"+
+		"and needs -sessions of at least N")
 	fs.IntVar(&cfg.sessions, "sessions", 1, "number of MCP client sessions")
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "number of concurrent workers, spread round-robin over the sessions")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measurement duration (ignored when -requests is set)")
@@ -137,8 +141,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		"-mix entries must not change the URI too, or received exceeds expected. With a -protocol-version of the\n"+
 		"stateless era (2026-07-28) each subscriber holds a subscriptions/listen stream naming the URI instead")
 	fs.StringVar(&cfg.subscribeURI, "subscribe-uri", "", "resource URI the -subscribers subscribe to, e.g. memory://default/k1")
-	subscribeURLs := fs.String("subscribe-urls", "", "comma-separated endpoints the -subscribers connect to in turn (other replicas of the\n"+
-		"server under -url, say), so that notifications must cross replicas; default: -url")
+	subscribeURLs := fs.String("subscribe-urls", "", "comma-separated endpoints the -subscribers' streams connect to in turn (other replicas of the\n"+
+		"server under -url, say), so that notifications must cross replicas; default: the -url endpoints in turn")
 	fs.DurationVar(&cfg.notifyWait, "notify-wait", 2*time.Second, "after the measured phase, how long to wait for expected notifications still on the way")
 	fs.Var(&headerFlag{cfg.headers}, "header", "extra request header 'Key: Value' (repeatable)")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the summary as one JSON line on stdout")
@@ -170,18 +174,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			cfg.subscribeURLs = append(cfg.subscribeURLs, su)
 		}
 	}
-	u, err := url.Parse(cfg.url)
+	urls, err := parseURLs(*rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.urls = urls
 	switch {
-	case cfg.url == "":
-		return nil, errors.New("-url is required")
-	case err != nil:
-		return nil, fmt.Errorf("-url: %w", err)
-	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		return nil, fmt.Errorf("-url: want an http:// or https:// URL, got %q", cfg.url)
-	case u.User != nil:
-		return nil, errors.New("-url: put credentials in -header 'Authorization: ...', not in the URL")
 	case cfg.sessions < 1:
 		return nil, errors.New("-sessions must be at least 1")
+	case cfg.sessions < len(cfg.urls):
+		return nil, fmt.Errorf("-url lists %d endpoints but -sessions is %d: each endpoint needs at least one session", len(cfg.urls), cfg.sessions)
 	case cfg.concurrency < 1:
 		return nil, errors.New("-concurrency must be at least 1")
 	case cfg.requests < 0:
@@ -240,6 +242,36 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return cfg, nil
 }
 
+// parseURLs parses -url: one endpoint, or a comma-separated list of them.
+func parseURLs(raw string) ([]string, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, errors.New("-url is required")
+	}
+	var urls []string
+	seen := map[string]bool{}
+	for _, s := range strings.Split(raw, ",") {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		switch {
+		case s == "":
+			return nil, fmt.Errorf("-url: empty endpoint in the list %q", raw)
+		case err != nil:
+			return nil, fmt.Errorf("-url: %w", err)
+		case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+			return nil, fmt.Errorf("-url: want an http:// or https:// URL, got %q", s)
+		case u.User != nil:
+			return nil, errors.New("-url: put credentials in -header 'Authorization: ...', not in the URL")
+		case seen[s]:
+			// Listed twice, an endpoint would get twice the share of
+			// sessions: more likely a slip than a wish.
+			return nil, fmt.Errorf("-url: %q is listed twice", s)
+		}
+		seen[s] = true
+		urls = append(urls, s)
+	}
+	return urls, nil
+}
+
 // run is main without the process-global parts, so tests can call it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	cfg, err := parseFlags(args, stderr)
@@ -266,25 +298,30 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// One connection for the handshakes and DELETEs of each endpoint:
+	// every session is ended where it began.
+	hs := make(map[string]*conn, len(cfg.urls))
+	for _, u := range cfg.urls {
+		hs[u] = newConn(hc, u, cfg.timeout)
+	}
+
 	// Sessions are deleted even after an interrupt, within a bounded time.
 	var sessions []*session
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		c := newConn(hc, cfg.url, cfg.timeout)
 		for _, s := range sessions {
 			if s.id == "" {
 				continue
 			}
-			if err := c.delete(dctx, s.deleteHeader(cfg.headers)); err != nil {
+			if err := hs[s.url].delete(dctx, s.deleteHeader(cfg.headers)); err != nil {
 				warn(fmt.Sprintf("DELETE session %s: %v", s.id, err))
 			}
 		}
 	}()
 
-	hs := newConn(hc, cfg.url, cfg.timeout)
 	for i := range cfg.sessions {
-		s, err := handshake(ctx, hs, cfg.headers, cfg.protocolVersion, clientVersion, warn)
+		s, err := handshake(ctx, hs[cfg.urls[i%len(cfg.urls)]], cfg.headers, cfg.protocolVersion, clientVersion, warn)
 		if err != nil {
 			fmt.Fprintf(stderr, "mcpload: session %d: handshake failed: %v\n", i+1, err)
 			return exitFailure
@@ -312,17 +349,18 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		sctx, cancel := context.WithCancel(ctx)
 		subs.cancel = cancel
 		for i := range cfg.subscribers {
-			s, err := handshake(ctx, hs, cfg.headers, cfg.protocolVersion, clientVersion, warn)
+			c := hs[cfg.urls[i%len(cfg.urls)]]
+			s, err := handshake(ctx, c, cfg.headers, cfg.protocolVersion, clientVersion, warn)
 			if err != nil {
 				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
 				return exitFailure
 			}
 			sessions = append(sessions, s)
-			at := cfg.url
+			at := s.url
 			if len(cfg.subscribeURLs) > 0 {
 				at = cfg.subscribeURLs[i%len(cfg.subscribeURLs)]
 			}
-			sub, resp, err := startSubscriber(ctx, sctx, hs, hc, at, s, cfg, clock)
+			sub, resp, err := startSubscriber(ctx, sctx, c, hc, at, s, cfg, clock)
 			if err != nil {
 				fmt.Fprintf(stderr, "mcpload: subscriber %d: %v\n", i+1, err)
 				return exitFailure
@@ -336,9 +374,10 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	picker := newMixPicker(cfg.mix)
 	workers := make([]*worker, cfg.concurrency)
 	for i := range workers {
+		s := sessions[i%cfg.sessions]
 		w := &worker{
-			conn:   newConn(hc, cfg.url, cfg.timeout),
-			header: sessions[i%cfg.sessions].header,
+			conn:   newConn(hc, s.url, cfg.timeout),
+			header: s.header,
 			reqs:   reqs,
 			picker: picker,
 			// One sequence per worker: the same -seed gives each worker
@@ -415,7 +454,7 @@ func runLoad(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 		}
 	}
 	sum := summarize(hist, requests, errCount, byKind, elapsed)
-	sum.URL = cfg.url
+	sum.URL = strings.Join(cfg.urls, ",")
 	sum.Method, sum.Tool = "tools/list", cfg.tool
 	if cfg.mix[0].tool != "" {
 		sum.Method = "tools/call"

@@ -140,6 +140,11 @@ func TestFlagErrorMessages(t *testing.T) {
 		{"subscribe-urls without subscribers", []string{"-url", u, "-mix", "echo:1", "-subscribe-urls", u}, "-subscribe-urls needs -subscribers"},
 		{"subscribe-urls not a URL", []string{"-url", u, "-mix-mutating", mut, "-subscribers", "1", "-subscribe-uri", "x://y", "-subscribe-urls", u + ",ftp://h/mcp"}, "want http:// or https:// URLs"},
 		{"negative notify-wait", []string{"-url", u, "-mix-mutating", mut, "-subscribers", "1", "-subscribe-uri", "x://y", "-notify-wait", "-1s"}, "-notify-wait must not be negative"},
+		{"url list with a gap", []string{"-url", u + ",,http://127.0.0.1:2/mcp", "-sessions", "2"}, "-url: empty endpoint in the list"},
+		{"url list with a bad entry", []string{"-url", u + ",ftp://127.0.0.1:2/mcp", "-sessions", "2"}, `-url: want an http:// or https:// URL, got "ftp://127.0.0.1:2/mcp"`},
+		{"url listed twice", []string{"-url", u + ", " + u, "-sessions", "2"}, "is listed twice"},
+		{"fewer sessions than urls", []string{"-url", u + ",http://127.0.0.1:2/mcp", "-sessions", "1"}, "-url lists 2 endpoints but -sessions is 1"},
+		{"credentials in a listed url", []string{"-url", u + ",http://a:b@127.0.0.1:2/mcp", "-sessions", "2"}, "put credentials in -header"},
 		{"bad seed", []string{"-url", u, "-seed", "-3"}, `invalid value "-3" for flag -seed`},
 	}
 	for _, tt := range tests {
