@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/netfault"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
@@ -265,4 +267,48 @@ func TestRedisFanout_QueueFull(t *testing.T) {
 	if st.Updates+st.Dropped != int64(n) || st.Dropped < int64(n/2-128) {
 		t.Fatalf("stats %+v after %d updates with redis down: want about half dropped, all counted", st, n)
 	}
+}
+
+// TestRedisFanout_ScriptsFlushed: the appender runs its scripts by their
+// SHA1 (EVALSHA). When Redis no longer holds them (a restart or a
+// failover empties its script cache; SCRIPT FLUSH here), the batch that
+// meets NOSCRIPT loads them and is written again: every update reaches
+// the subscriber once, in order, and none is dropped.
+func TestRedisFanout_ScriptsFlushed(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		prefix := testPrefix(t, rdb)
+		a, b := replica(t, rdb, prefix), replica(t, rdb, prefix)
+		sid := a.Initialize(t)
+		uris := []string{"test://1", "test://2", "test://3"}
+		a.Subscribe(t, sid, uris...)
+		g := a.OpenGET(t, sid)
+		if ev := g.Next(t); !ev.Priming() {
+			t.Fatalf("first frame %+v, want the priming event", ev)
+		}
+		flush := func() {
+			t.Helper()
+			var err error
+			if c, ok := rdb.(*redis.ClusterClient); ok {
+				err = c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+					return n.ScriptFlush(ctx).Err()
+				})
+			} else {
+				err = rdb.ScriptFlush(context.Background()).Err()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		flush() // the first batch meets an empty cache too
+		publish(t, uris[0], b)
+		wantUpdates(t, g, 1, uris[0])
+		flush()
+		publish(t, uris[1], b)
+		publish(t, uris[2], b)
+		wantUpdates(t, g, 2, uris[1:]...)
+		quiet(t, g, th.WaitShort)
+		if st := b.tr.SharingStats(); st.Dropped != 0 {
+			t.Errorf("sharing stats %+v: updates dropped", st)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package redisshare
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -342,6 +343,12 @@ func (m *redisSessions) writeLog(ctx context.Context, batch []logOp) bool {
 
 // writeBatch is writeLog without the skip window.
 func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
+	return m.writeBatchOnce(ctx, batch, true)
+}
+
+// writeBatchOnce writes batch; reload allows one more try after loading
+// the scripts when Redis did not hold them.
+func (m *redisSessions) writeBatchOnce(ctx context.Context, batch []logOp, reload bool) bool {
 	rctx, cancel := context.WithTimeout(ctx, m.timeout+time.Duration(len(batch))*time.Millisecond)
 	members, alive, err := m.lookups(rctx, batch)
 	cancel()
@@ -394,6 +401,16 @@ func (m *redisSessions) writeBatch(ctx context.Context, batch []logOp) bool {
 		}
 		return nil
 	})
+	if noScript(all) {
+		// Redis does not hold the scripts (the first batch, a restart, a
+		// failover): load them and run the batch again, which the tokens
+		// make safe; the commands that ran did their work once.
+		if lerr := m.lua.loadAppendScripts(ctx, m.rdb); lerr != nil || !reload {
+			m.failed(cmp.Or(lerr, err))
+			return false
+		}
+		return m.writeBatchOnce(ctx, batch, false)
+	}
 	if err := outage(err, all); err != nil {
 		// Retried whole, the tokens (and the POST-stream script's seq
 		// check) make sure nothing is logged twice.

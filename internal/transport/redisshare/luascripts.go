@@ -3,6 +3,7 @@ package redisshare
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,6 +50,44 @@ func loadLuaScripts(sharded bool) (*luaScripts, error) {
 		epoch: load("epoch"), await: load("await"), forward: load("forward"), capAdd: load("cap_add"),
 	}
 	return l, err
+}
+
+// bySHA runs script s as EVALSHA, the script named by its SHA1. The
+// appender's pipelines (log.go) send these scripts thousands of times a
+// second: as EVAL each carried the whole text, about 2 KB, which Redis
+// read and hashed on every call, and one replica's appender could not
+// keep up with the appends of 50 subscribers (BENCHMARKS.md,
+// "Notifications dropped on one replica"). In a pipeline a script Redis
+// does not hold (a restart, a failover) fails with NOSCRIPT, which the
+// pipeline's owner answers by loading the scripts and running its batch
+// again (writeBatch); a single call falls back to EVAL by itself.
+func bySHA(ctx context.Context, c redis.Scripter, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if _, piped := c.(redis.Pipeliner); piped {
+		return s.EvalSha(ctx, c, keys, args...)
+	}
+	return s.Run(ctx, c, keys, args...)
+}
+
+// loadAppendScripts loads into Redis (every primary of a cluster) the
+// scripts the appender runs by their SHA1.
+func (l *luaScripts) loadAppendScripts(ctx context.Context, c redis.Scripter) error {
+	for _, s := range []*redis.Script{l.append, l.flushed, l.postAppend} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return fmt.Errorf("load lua script: %w", err)
+		}
+	}
+	return nil
+}
+
+// noScript reports whether a command of a pipeline failed because Redis
+// did not hold its script.
+func noScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+			return true
+		}
+	}
+	return false
 }
 
 // publishCall is how every script publishes: the text a sharded store
@@ -105,14 +144,14 @@ type appendArgs struct {
 }
 
 func (l *luaScripts) appendEvent(ctx context.Context, c redis.Scripter, a appendArgs) *redis.Cmd {
-	return l.append.Eval(ctx, c, []string{a.hash, a.log}, a.ttlMs, a.maxLen, a.data, a.channel, a.wake,
+	return bySHA(ctx, c, l.append, []string{a.hash, a.log}, a.ttlMs, a.maxLen, a.data, a.channel, a.wake,
 		a.tokenField, a.token, a.home, a.subField, a.deadHome, a.homeChange)
 }
 
 // markFlushed raises the hash's gflushed to seq: where a fresh GET on any
 // replica starts.
 func (l *luaScripts) markFlushed(ctx context.Context, c redis.Scripter, hash string, seq uint64) *redis.Cmd {
-	return l.flushed.Eval(ctx, c, []string{hash}, seq)
+	return bySHA(ctx, c, l.flushed, []string{hash}, seq)
 }
 
 // postOpenArgs open the Redis log of a POST stream. The script answers 1
@@ -146,7 +185,7 @@ type postAppendArgs struct {
 }
 
 func (l *luaScripts) appendPost(ctx context.Context, c redis.Scripter, a postAppendArgs) *redis.Cmd {
-	return l.postAppend.Eval(ctx, c, []string{a.hash, a.log}, a.ttlMs, a.maxLen, a.seq, a.data,
+	return bySHA(ctx, c, l.postAppend, []string{a.hash, a.log}, a.ttlMs, a.maxLen, a.seq, a.data,
 		flag(a.final, "1", ""), a.channel, a.wake, a.origin, a.reqID)
 }
 
