@@ -33,8 +33,11 @@ import (
 // hash (t:<replica>) and refuses at or below. What holds through a Redis
 // outage is therefore: no event is logged twice, and none queued is lost
 // while the replica runs and the queue has room. Lost, and said so, are:
-// what a full queue (4096 operations, an outage long enough to fill it)
-// drops (SharingStats.Dropped, logged once per episode); what Redis has not
+// what a full queue (4096 operations: an outage long enough to fill it,
+// or a fan-out Redis cannot take as fast as mutations make it, which
+// BENCHMARKS.md measures: 50 subscribers of a key written 500 times a
+// second are kept up with, 100 are not) drops (SharingStats.Dropped,
+// logged once per episode); what Redis has not
 // taken when Close's drain bound runs out (logged); and events trimmed
 // from a log longer than EventLogSize before a client read them (the
 // client is told, as in memory).
