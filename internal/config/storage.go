@@ -215,9 +215,9 @@ func (c Config) validateStorage(bad func(key string, value any, want string), in
 	intRange("traces.flushIntervalMs", c.Traces.FlushIntervalMs, 1, 3_600_000, "1 to 3600000 milliseconds")
 	intRange("traces.retentionDays", int64(c.Traces.RetentionDays), 1, 36_500, "1 to 36500 days")
 	intRange("traces.purgeIntervalMs", c.Traces.PurgeIntervalMs, 1000, maxDurationMs, fmt.Sprintf("1000 to %d milliseconds", maxDurationMs))
-	// About 90 bytes of heap each (store.DefaultMaxTracesInMemory): ten
-	// million are 0.9 GB, more than any embedded deployment should hold.
-	intRange("traces.maxInMemory", int64(c.Traces.MaxInMemory), 1, 10_000_000, "1 to 10000000 (about 90 bytes each)")
+	// About 100 bytes of heap each (store.DefaultMaxTracesInMemory): ten
+	// million are 1 GB, more than any embedded deployment should hold.
+	intRange("traces.maxInMemory", int64(c.Traces.MaxInMemory), 1, 10_000_000, "1 to 10000000 (about 100 bytes each)")
 	if r := c.Traces.SampleRate; !(r >= 0 && r <= 1) { // NaN too
 		bad("traces.sampleRate", r, "a number from 0 (failed calls only) to 1 (every call)")
 	}

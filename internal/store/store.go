@@ -22,9 +22,9 @@ const (
 	TopErrorCodes   = 5       // per tool in AnalyzeTraces
 	DefaultMaxValue = 1 << 20 // default MaxValueBytes
 	// DefaultMaxTracesInMemory is the default MaxTracesInMemory. A held
-	// trace costs about 90 bytes of heap in records the garbage
+	// trace costs about 100 bytes of heap in records the garbage
 	// collector does not scan (memstore's TestTraceFootprint), so
-	// 100,000 are about 9 MB: well
+	// 100,000 are about 10 MB: well
 	// inside the Helm chart's default 512 MiB limit, next to the 100 MB
 	// in-process cache, and still some minutes of a busy server's calls.
 	DefaultMaxTracesInMemory = 100_000

@@ -105,7 +105,7 @@ func TestTraceLimit(t *testing.T) {
 // reads the heap.
 func TestTraceFootprint(t *testing.T) {
 	const n, batch = 20_000, 500
-	// About 90 bytes today; the bound catches a change that would make
+	// About 100 bytes today; the bound catches a change that would make
 	// the documented figure wrong.
 	const maxBytesPerTrace = 110
 	// Replacing every trace this many times is the churn of a busy
