@@ -2,6 +2,7 @@ package main
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,6 +24,27 @@ type metrics struct {
 	httpRequests *prometheus.CounterVec
 	toolCalls    *prometheus.CounterVec
 	toolDuration *prometheus.HistogramVec
+	// The series a request updates, by their label values: a vector's
+	// WithLabelValues checks, hashes and looks up its values under a lock
+	// on every call, three times a tools/call
+	// (docs/adr/0056-cheap-by-default.md). As many as the vectors hold,
+	// whose series are never deleted.
+	httpSeries sync.Map // httpKey → prometheus.Counter
+	callSeries sync.Map // callKey → *callSeries
+}
+
+type httpKey struct {
+	method string
+	status int
+}
+
+type callKey struct {
+	tool, category, status string
+}
+
+type callSeries struct {
+	calls    prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newMetrics() *metrics {
@@ -49,7 +71,12 @@ func newMetrics() *metrics {
 
 // observeHTTP is the transport's Observe hook.
 func (m *metrics) observeHTTP(method string, status int) {
-	m.httpRequests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	k := httpKey{method, status}
+	c, ok := m.httpSeries.Load(k)
+	if !ok {
+		c, _ = m.httpSeries.LoadOrStore(k, m.httpRequests.WithLabelValues(method, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // observeCall counts a finished tools/call.
@@ -58,8 +85,17 @@ func (m *metrics) observeCall(c pipeline.CallRecord) {
 	if c.ErrorCode != "" {
 		status = string(c.ErrorCode)
 	}
-	m.toolCalls.WithLabelValues(c.Tool, string(c.Category), status).Inc()
-	m.toolDuration.WithLabelValues(c.Tool, string(c.Category)).Observe(c.Duration.Seconds())
+	k := callKey{c.Tool, string(c.Category), status}
+	v, ok := m.callSeries.Load(k)
+	if !ok {
+		v, _ = m.callSeries.LoadOrStore(k, &callSeries{
+			calls:    m.toolCalls.WithLabelValues(k.tool, k.category, k.status),
+			duration: m.toolDuration.WithLabelValues(k.tool, k.category),
+		})
+	}
+	s := v.(*callSeries)
+	s.calls.Inc()
+	s.duration.Observe(c.Duration.Seconds())
 }
 
 // components registers the metrics read from the components' own
