@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,11 +105,13 @@ func subscribers(t *testing.T, modern bool) {
 
 	w := subsWriter(t, client, url, modern)
 	var calls, lats []time.Duration
+	var serverMs []int
 	missed := 0
 	for i := range subsMutations {
 		m := &subsMutation{sent: time.Now()}
 		cur.Store(m)
-		calls = append(calls, w(i))
+		d, ms := w(i)
+		calls, serverMs = append(calls, d), append(serverMs, ms)
 		deadline := time.Now().Add(10 * time.Second)
 		for m.got.Load() < subsStreams && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -130,7 +133,9 @@ func subscribers(t *testing.T, modern bool) {
 	}
 	t.Logf("%d streams opened in %v: RSS %d MiB before, %d MiB after, %.1f KiB per stream; CPU %.1f ms/s idle without streams, %.1f ms/s with them",
 		subsStreams, opened.Round(time.Millisecond), before/1024, after/1024, float64(after-before)/subsStreams, 1000*base, 1000*busy)
-	t.Logf("%d memory_store calls: latency p50 %v, p99 %v, max %v", subsMutations, pct(calls, 0.5), pct(calls, 0.99), calls[len(calls)-1])
+	slices.Sort(serverMs)
+	t.Logf("%d memory_store calls: latency p50 %v, p99 %v, max %v at the client; durationMs in the envelope p50 %d, max %d",
+		subsMutations, pct(calls, 0.5), pct(calls, 0.99), calls[len(calls)-1], serverMs[len(serverMs)/2], serverMs[len(serverMs)-1])
 	t.Logf("notifications: %d of %d delivered; from the call's start p50 %v, p99 %v, max %v",
 		len(lats), subsMutations*subsStreams, pct(lats, 0.5), pct(lats, 0.99), pct(lats, 1))
 	if missed > 0 {
@@ -204,8 +209,10 @@ func openSubscribedGET(client *http.Client, url, addr string) (net.Conn, *bufio.
 }
 
 // subsWriter returns a function that stores value i under the key of
-// subsURI, in the era given, and returns how long the call took.
-func subsWriter(t *testing.T, client *http.Client, url string, modern bool) func(i int) time.Duration {
+// subsURI, in the era given, and returns how long the call took at the
+// client and the server's own durationMs in its envelope: the client's
+// figure includes its process's scheduling beside the 10,000 readers.
+func subsWriter(t *testing.T, client *http.Client, url string, modern bool) func(i int) (time.Duration, int) {
 	t.Helper()
 	call := func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_store","arguments":{"key":"fan","value":{"n":%d}}`, 10+i, i)
@@ -215,15 +222,17 @@ func subsWriter(t *testing.T, client *http.Client, url string, modern bool) func
 		if err != nil {
 			t.Fatal(err)
 		}
-		return func(i int) time.Duration {
+		return func(i int) (time.Duration, int) {
 			start := time.Now()
-			if body, _, err := legacyPost(client, url, sid, call(i)+`}}`); err != nil || !strings.Contains(body, `"success":true`) {
+			body, _, err := legacyPost(client, url, sid, call(i)+`}}`)
+			d := time.Since(start)
+			if err != nil || !strings.Contains(body, `"success":true`) {
 				t.Fatalf("memory_store: %v %s", err, body)
 			}
-			return time.Since(start)
+			return d, envelopeMs(t, body)
 		}
 	}
-	return func(i int) time.Duration {
+	return func(i int) (time.Duration, int) {
 		body := call(i) + fmt.Sprintf(`,"_meta":{"%s":"%s","%s":{}}}}`, protocol.MetaProtocolVersion, protocol.Version20260728, protocol.MetaClientCapabilities)
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		if err != nil {
@@ -245,6 +254,21 @@ func subsWriter(t *testing.T, client *http.Client, url string, modern bool) func
 		if !strings.Contains(string(b), `"success":true`) {
 			t.Fatalf("memory_store: %d %s", resp.StatusCode, b)
 		}
-		return d
+		return d, envelopeMs(t, string(b))
 	}
+}
+
+// envelopeMs is the envelope's metadata.durationMs in body.
+func envelopeMs(t *testing.T, body string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `"durationMs":`)
+	if !ok {
+		t.Fatalf("no durationMs in %s", body)
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	n, err := strconv.Atoi(rest[:max(end, 0)])
+	if err != nil {
+		t.Fatalf("durationMs in %s: %v", body, err)
+	}
+	return n
 }
