@@ -76,13 +76,21 @@ type connSink struct {
 // The client sends nothing more on it: a read ends when it closes it (or
 // when close closes conn), and a client that sends anything instead ends
 // its stream, rather than have the server read whatever it sends a byte
-// at a time. It reads through r, net/http's reader of the connection, so
-// that bytes net/http had already read count too.
-func newConnSink(t *Transport, conn net.Conn, r *bufio.Reader, chunked bool) *connSink {
+// at a time. pending is net/http's reader of the connection when it holds
+// bytes already read, which count too; otherwise the goroutine reads conn
+// itself into one byte, and net/http's 4 KiB reader is let go: kept, it
+// was the largest part of an idle stream's memory (BENCHMARKS.md, "10,000
+// subscribers on one replica").
+func newConnSink(t *Transport, conn net.Conn, pending *bufio.Reader, chunked bool) *connSink {
 	s := &connSink{t: t, conn: conn, chunked: chunked, goneC: make(chan struct{})}
 	go func() {
 		defer close(s.goneC)
-		_, _ = r.ReadByte()
+		if pending != nil {
+			_, _ = pending.ReadByte()
+			return
+		}
+		var b [1]byte
+		_, _ = conn.Read(b[:])
 	}()
 	return s
 }
@@ -141,10 +149,15 @@ func (t *Transport) detach(rc *http.ResponseController, r *http.Request, serve f
 	if err != nil {
 		return false
 	}
+	var pending *bufio.Reader // only when it holds bytes: see newConnSink
+	if brw.Reader.Buffered() > 0 {
+		pending = brw.Reader
+	}
+	chunked := r.ProtoAtLeast(1, 1)
 	t.streams.Add(1) // under streamsMu: before Close's Wait
 	go func() {
 		defer t.streams.Done()
-		s := newConnSink(t, conn, brw.Reader, r.ProtoAtLeast(1, 1))
+		s := newConnSink(t, conn, pending, chunked)
 		defer s.close()
 		// The request's panic handler is no longer above this goroutine:
 		// a panic ends this stream, not the process.
