@@ -2,7 +2,9 @@ package transport
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -120,4 +122,34 @@ func TestGET_WithBodyIsServed(t *testing.T) {
 			return
 		}
 	}
+}
+
+// Bytes the client sent after a GET's headers, in the same packet (a
+// pipelined request), are read by net/http before the stream is taken
+// over: they count as the client sending more, and end the stream, as
+// bytes sent later do; they are not lost with net/http's buffer.
+func TestGET_PipelinedBytesEndTheStream(t *testing.T) {
+	h := newHarness(t)
+	sid := h.Initialize(t)
+	h.Subscribe(t, sid, "test://a")
+	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n\r\nGET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n",
+		addr, sid, protocol.LatestVersion, addr)
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(th.WaitLong))
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", res, err)
+	}
+	// The server closes the connection: the body ends, cut short or not,
+	// before the read deadline.
+	if _, err := io.Copy(io.Discard, res.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("the stream did not end: %v", err)
+	}
+	testutil.Eventually(t, th.WaitLong, "the stream to be released", func() bool { return h.tr.openStreams.Load() == 0 })
 }
