@@ -95,20 +95,7 @@ func TestGET_WithBodyIsServed(t *testing.T) {
 	h := newHarness(t)
 	sid := h.Initialize(t)
 	h.Subscribe(t, sid, "test://a")
-	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: 2\r\n\r\n",
-		addr, sid, protocol.LatestVersion)
-	br := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(th.WaitLong))
-	res, err := http.ReadResponse(br, nil)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET: %v %v", res, err)
-	}
+	c, res := rawGET(t, h, sid, "Content-Length: 2\r\n\r\n")
 	if _, err := c.Write([]byte("{}")); err != nil {
 		t.Fatal(err)
 	}
@@ -132,24 +119,33 @@ func TestGET_PipelinedBytesEndTheStream(t *testing.T) {
 	h := newHarness(t)
 	sid := h.Initialize(t)
 	h.Subscribe(t, sid, "test://a")
-	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n\r\nGET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n",
-		addr, sid, protocol.LatestVersion, addr)
-	br := bufio.NewReader(c)
-	_ = c.SetReadDeadline(time.Now().Add(th.WaitLong))
-	res, err := http.ReadResponse(br, nil)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET: %v %v", res, err)
-	}
+	_, res := rawGET(t, h, sid, "\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	// The server closes the connection: the body ends, cut short or not,
 	// before the read deadline.
 	if _, err := io.Copy(io.Discard, res.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("the stream did not end: %v", err)
 	}
 	testutil.Eventually(t, th.WaitLong, "the stream to be released", func() bool { return h.tr.openStreams.Load() == 0 })
+}
+
+// rawGET opens session sid's GET stream on a connection of its own,
+// writing the request's headers and then rest (which ends the header
+// block and may add bytes after it) in one write, and returns the
+// connection and the response once its headers are in.
+func rawGET(t *testing.T, h *harness, sid, rest string) (net.Conn, *http.Response) {
+	t.Helper()
+	addr := strings.TrimSuffix(strings.TrimPrefix(h.URL, "http://"), "/mcp")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\n%s",
+		addr, sid, protocol.LatestVersion, rest)
+	_ = c.SetReadDeadline(time.Now().Add(th.WaitLong))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", res, err)
+	}
+	return c, res
 }
