@@ -107,14 +107,16 @@ type Fanout interface {
 type localFanout struct{ subs *subscriptions }
 
 func (f localFanout) ResourceUpdated(tenant, uri string) (int, error) {
-	var data []byte
+	var fr *frame // one for every subscriber (frame)
 	var err error
 	n := f.subs.each(tenant, uri, func(s *ClientSession) {
-		if data == nil && err == nil {
+		if fr == nil && err == nil {
+			var data []byte
 			data, err = protocol.MarshalNotification(protocol.NotificationResourcesUpdated, protocol.ResourceUpdatedParams{URI: uri})
+			fr = &frame{data: data}
 		}
 		if err == nil {
-			s.standalone.append(data)
+			s.standalone.appendFrame(fr)
 		}
 	})
 	if err != nil {

@@ -21,10 +21,10 @@ type Stream struct {
 	limit int // most events kept
 
 	mu      sync.Mutex
-	ring    []Event // circular; grows on demand up to limit
-	head    int     // index of the oldest event
-	n       int     // events held
-	nextSeq uint64  // seq of the next event; seqs start at 1
+	ring    []*frame // circular; grows on demand up to limit
+	head    int      // index of the oldest event
+	n       int      // events held, of seqs nextSeq-n to nextSeq-1
+	nextSeq uint64   // seq of the next event; seqs start at 1
 	// flushed is the highest seq a connection has written and flushed. It
 	// is where a new connection that does not resume starts, and a POST
 	// stream counts as delivered only once its last event is flushed.
@@ -43,6 +43,14 @@ type Stream struct {
 	// never changed; the connection is always local.
 	log EventLog
 }
+
+// A frame is one event's data. A resource update fanned out to every
+// subscriber is one frame that all their rings point to: a ring entry is
+// one pointer (8 bytes) and the seq follows from its place, so 10,000
+// subscribed streams with full logs of 1,024 events hold 80 MB of ring,
+// not the 320 MB of a seq and a slice header each (BENCHMARKS.md, "10,000
+// subscribers on one replica").
+type frame struct{ data []byte }
 
 // initialRing is the ring's first size: most POST streams carry a handful
 // of events, so a session or a call does not pay for the full log bound.
@@ -106,13 +114,16 @@ type streamConn struct {
 
 // append adds data to the log, dropping the oldest event when full, and
 // wakes the attached connection.
-func (s *Stream) append(data []byte) {
-	if s.log.Take(s, data) {
+func (s *Stream) append(data []byte) { s.appendFrame(&frame{data: data}) }
+
+// appendFrame is append of a frame other streams may share.
+func (s *Stream) appendFrame(f *frame) {
+	if s.log.Take(s, f.data) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.push(data)
+	s.push(f)
 }
 
 // appendOpen adds data unless the stream has ended (its response is in
@@ -123,7 +134,7 @@ func (s *Stream) appendOpen(data []byte) bool {
 	if s.done {
 		return false
 	}
-	s.push(data)
+	s.push(&frame{data: data})
 	s.log.Pushed(s.nextSeq-1, data, false)
 	return true
 }
@@ -135,7 +146,7 @@ func (s *Stream) appendFinal(data []byte) {
 	defer s.mu.Unlock()
 	s.done = true
 	if data != nil {
-		s.push(data) // wakes the connection
+		s.push(&frame{data: data}) // wakes the connection
 		s.log.Pushed(s.nextSeq-1, data, true)
 		return
 	}
@@ -143,7 +154,7 @@ func (s *Stream) appendFinal(data []byte) {
 	s.wake()
 }
 
-func (s *Stream) push(data []byte) {
+func (s *Stream) push(f *frame) {
 	if s.n == len(s.ring) && len(s.ring) < s.limit {
 		s.grow()
 	}
@@ -153,7 +164,7 @@ func (s *Stream) push(data []byte) {
 	} else {
 		s.n++
 	}
-	s.ring[i] = Event{Seq: s.nextSeq, Data: data}
+	s.ring[i] = f
 	s.nextSeq++
 	s.wake()
 }
@@ -161,7 +172,7 @@ func (s *Stream) push(data []byte) {
 // grow doubles the ring (up to limit), keeping events in order.
 func (s *Stream) grow() {
 	size := min(max(2*len(s.ring), initialRing), s.limit)
-	ring := make([]Event, size)
+	ring := make([]*frame, size)
 	for i := 0; i < s.n; i++ {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
@@ -264,18 +275,18 @@ func (s *Stream) next(cursor uint64, buf []Event) (evs []Event, done, lost bool)
 		// event after cursor is found by arithmetic, not by a scan of the
 		// whole log: a woken connection costs O(new events), not
 		// O(eventLogSize), under the lock appends wait on.
-		oldest := s.ring[s.head].Seq
+		oldest := s.nextSeq - uint64(s.n)
 		lost = cursor+1 < oldest
 		skip := 0
 		if cursor >= oldest {
 			skip = int(min(cursor-oldest+1, uint64(s.n)))
 		}
 		for i := skip; i < s.n; i++ {
-			ev := s.ring[(s.head+i)%len(s.ring)]
-			if ev.Seq > limit {
+			seq := oldest + uint64(i)
+			if seq > limit {
 				break
 			}
-			buf = append(buf, ev)
+			buf = append(buf, Event{Seq: seq, Data: s.ring[(s.head+i)%len(s.ring)].data})
 		}
 	}
 	return buf, s.done && end, lost
@@ -326,6 +337,13 @@ func (s *Stream) MarkFinished() {
 func (s *Stream) CatchUp(last, flushed uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if last+1 > s.nextSeq && s.n > 0 {
+		// The ring's seqs follow from nextSeq (frame): a ring that a jump
+		// would renumber is let go. Only a follower's position jumps, and
+		// a follower reads its log, not the ring.
+		clear(s.ring)
+		s.head, s.n = 0, 0
+	}
 	s.nextSeq = max(s.nextSeq, last+1)
 	s.flushed = max(s.flushed, flushed)
 }

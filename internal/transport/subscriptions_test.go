@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,4 +64,49 @@ func TestSubscriptionIndex(t *testing.T) {
 	if err := a.Subscribe("memory://late"); err == nil {
 		t.Error("an ended session could subscribe")
 	}
+}
+
+// A resource update fanned out to many subscribers is held once: each
+// subscribed stream's resumption log keeps a pointer to the one encoded
+// notification, so 10,000 subscribers with full logs of 1,024 events
+// hold 80 MB, not 320 MB (stream.go, frame). Resumption still gives
+// every stream its own consecutive event ids.
+func TestFanoutFootprint(t *testing.T) {
+	const sessions, updates, logSize = 1000, 64, 64
+	index := newSubscriptions()
+	fan := localFanout{subs: index}
+	all := make([]*ClientSession, sessions)
+	for i := range all {
+		all[i] = NewClientSession(context.Background(), strconv.Itoa(i), SessionInit{EventLogSize: logSize, Tenant: "t", index: index}, time.Now())
+		if err := all[i].Subscribe("memory://t/fan"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range updates {
+		if n, err := fan.ResourceUpdated("t", "memory://t/fan"); err != nil || n != sessions {
+			t.Fatalf("delivered to %d (%v), want %d", n, err, sessions)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perEvent := float64(after.HeapAlloc-before.HeapAlloc) / (sessions * updates)
+	t.Logf("%.1f bytes per event per stream", perEvent)
+	if perEvent > 12 {
+		t.Errorf("%.1f bytes per event per stream, want at most 12: the update is copied per subscriber", perEvent)
+	}
+	for _, s := range []*ClientSession{all[0], all[sessions-1]} {
+		evs, _, lost := s.standalone.next(updates-3, nil)
+		if lost || len(evs) != 3 {
+			t.Fatalf("after event %d: %d events (lost %v), want 3", updates-3, len(evs), lost)
+		}
+		for i, ev := range evs {
+			if want := uint64(updates - 2 + i); ev.Seq != want || !strings.Contains(string(ev.Data), "memory://t/fan") {
+				t.Errorf("event %d: seq %d %s, want seq %d of the update", i, ev.Seq, ev.Data, want)
+			}
+		}
+	}
+	runtime.KeepAlive(all)
 }
