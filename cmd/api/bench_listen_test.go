@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -246,6 +247,13 @@ func TestScaleOut_IdleListens(t *testing.T) {
 // it accepts connections, and its pid. The process ends with t.
 func startBinary(t *testing.T, conf string) (addr string, pid int) {
 	t.Helper()
+	return startBinaryWith(t, conf, nil, "MCP_LOG_LEVEL=warn")
+}
+
+// startBinaryWith is startBinary with the server's log lines written to
+// logs (discarded when nil) and env added to the environment.
+func startBinaryWith(t *testing.T, conf string, logs io.Writer, env ...string) (addr string, pid int) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "api")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
@@ -262,7 +270,8 @@ func startBinary(t *testing.T, conf string) (addr string, pid int) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-config", file)
-	cmd.Env = append(os.Environ(), "MCP_ADDR="+addr, "MCP_LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), "MCP_ADDR="+addr), env...)
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +30,12 @@ import (
 // for memory_store calls that change the URI (one at a time, each after
 // the previous one's notifications are all in): the call's own latency
 // and each notification's latency from the moment the call was sent.
+//
+// The calls come from a second process (TestScaleOutWriter, the test
+// binary run again), as an agent's would: in this process they would
+// queue behind the 10,000 readers' goroutines. The server runs at its
+// default log level, and its request log line gives each call's whole
+// duration at the server (transport included) in microseconds.
 func TestScaleOut_Subscribers(t *testing.T) {
 	if os.Getenv("MCP_SCALEOUT_BENCH") == "" {
 		t.Skip("a measurement, not a test: set MCP_SCALEOUT_BENCH=1 (see BENCHMARKS.md)")
@@ -40,7 +48,7 @@ func TestScaleOut_Subscribers(t *testing.T) {
 
 const (
 	subsStreams   = 10_000
-	subsMutations = 20
+	subsMutations = 200
 	subsURI       = "memory://default/fan"
 	subsIdle      = 31 * time.Second // two keep-alive periods (15 s)
 )
@@ -54,7 +62,20 @@ type subsMutation struct {
 }
 
 func subscribers(t *testing.T, modern bool) {
-	addr, pid := startBinary(t, "transport:\n  maxConnections: 12000\n  maxSessions: 12000\n")
+	// MCP_SCALEOUT_LOG keeps the server's log in that file (with
+	// GODEBUG=gctrace=1 in the environment, its GC cycles too).
+	logPath := os.Getenv("MCP_SCALEOUT_LOG")
+	if logPath == "" {
+		logPath = filepath.Join(t.TempDir(), "server.log")
+	} else if modern {
+		logPath += ".listen"
+	}
+	logs, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	addr, pid := startBinaryWith(t, "transport:\n  maxConnections: 12000\n  maxSessions: 12000\n", logs)
 	url := "http://" + addr + "/mcp"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second}
 	base := idleCPU(t, pid)
@@ -103,12 +124,15 @@ func subscribers(t *testing.T, modern bool) {
 	after := rssKiB(t, pid)
 	busy := idleCPU(t, pid)
 
-	w := subsWriter(t, client, url, modern)
-	var calls, lats []time.Duration
+	w := startWriter(t, url, modern)
+	// Sized up front: this process's garbage collector must not run
+	// during the fan-outs it times.
+	calls, lats := make([]time.Duration, 0, subsMutations), make([]time.Duration, 0, subsMutations*subsStreams)
+	late := 0 // fan-outs whose last notification came after 200 ms
 	var serverMs []int
 	missed := 0
 	for i := range subsMutations {
-		m := &subsMutation{sent: time.Now()}
+		m := &subsMutation{sent: time.Now(), lat: make([]time.Duration, 0, subsStreams)}
 		cur.Store(m)
 		d, ms := w(i)
 		calls, serverMs = append(calls, d), append(serverMs, ms)
@@ -119,10 +143,14 @@ func subscribers(t *testing.T, modern bool) {
 		cur.Store(nil)
 		m.mu.Lock()
 		lats = append(lats, m.lat...)
+		if len(m.lat) > 0 && slices.Max(m.lat) > 200*time.Millisecond {
+			late++
+		}
 		missed += subsStreams - len(m.lat)
 		m.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
 	}
+	final := rssKiB(t, pid) // every stream's log now holds subsMutations events
 	slices.Sort(calls)
 	slices.Sort(lats)
 	pct := func(d []time.Duration, p float64) time.Duration {
@@ -134,10 +162,16 @@ func subscribers(t *testing.T, modern bool) {
 	t.Logf("%d streams opened in %v: RSS %d MiB before, %d MiB after, %.1f KiB per stream; CPU %.1f ms/s idle without streams, %.1f ms/s with them",
 		subsStreams, opened.Round(time.Millisecond), before/1024, after/1024, float64(after-before)/subsStreams, 1000*base, 1000*busy)
 	slices.Sort(serverMs)
-	t.Logf("%d memory_store calls: latency p50 %v, p99 %v, max %v at the client; durationMs in the envelope p50 %d, max %d",
-		subsMutations, pct(calls, 0.5), pct(calls, 0.99), calls[len(calls)-1], serverMs[len(serverMs)/2], serverMs[len(serverMs)-1])
-	t.Logf("notifications: %d of %d delivered; from the call's start p50 %v, p99 %v, max %v",
-		len(lats), subsMutations*subsStreams, pct(lats, 0.5), pct(lats, 0.99), pct(lats, 1))
+	atServer := callDurations(t, logPath)
+	slices.Sort(atServer)
+	t.Logf("%d memory_store calls: latency p50 %v, p99 %v, max %v at the client (another process); at the server (request log) p50 %v, p99 %v, max %v; durationMs in the envelope p50 %d, max %d",
+		subsMutations, pct(calls, 0.5), pct(calls, 0.99), calls[len(calls)-1],
+		pct(atServer, 0.5), pct(atServer, 0.99), pct(atServer, 1), serverMs[len(serverMs)/2], serverMs[len(serverMs)-1])
+	if len(atServer) != subsMutations {
+		t.Errorf("%d tools/call lines in the request log, want %d", len(atServer), subsMutations)
+	}
+	t.Logf("notifications: %d of %d delivered; from the call's start p50 %v, p99 %v, max %v; %d of %d fan-outs ended after 200 ms; RSS after them %d MiB",
+		len(lats), subsMutations*subsStreams, pct(lats, 0.5), pct(lats, 0.99), pct(lats, 1), late, subsMutations, final/1024)
 	if missed > 0 {
 		t.Errorf("%d notifications missed", missed)
 	}
@@ -153,12 +187,15 @@ func idleCPU(t *testing.T, pid int) float64 {
 // readNotifications charges every resources/updated notification read
 // from r to the mutation in cur, until the stream ends.
 func readNotifications(r *bufio.Reader, cur *atomic.Pointer[subsMutation]) {
+	updated := []byte(protocol.NotificationResourcesUpdated)
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil && err != bufio.ErrBufferFull {
 			return
 		}
-		if !strings.Contains(string(line), protocol.NotificationResourcesUpdated) {
+		// bytes.Contains: a reader that allocated per line would have this
+		// process collect garbage during every fan-out it measures.
+		if !bytes.Contains(line, updated) {
 			continue
 		}
 		if m := cur.Load(); m != nil {
