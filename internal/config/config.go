@@ -88,6 +88,9 @@ type Config struct {
 	TLS TLS `yaml:"tls"`
 	// RequestState seals the state of multi-round-trip requests.
 	RequestState RequestState `yaml:"requestState"`
+	// Telemetry exports OpenTelemetry traces and metrics; off without an
+	// endpoint here or in the environment.
+	Telemetry Telemetry `yaml:"telemetry"`
 }
 
 // Transport holds the settings of the Streamable HTTP transport.
@@ -208,6 +211,7 @@ func Default() Config {
 		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 		RequestState:    RequestState{TTLMs: 600_000},
+		Telemetry:       defaultTelemetry(),
 	}
 }
 

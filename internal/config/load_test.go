@@ -107,6 +107,7 @@ func TestLoadYAMLOverrides(t *testing.T) {
 		RateLimits:      defaultRateLimits(),
 		TLS:             defaultTLS(),
 		RequestState:    RequestState{TTLMs: 600_000},
+		Telemetry:       Telemetry{MetricIntervalMs: 60_000},
 	}
 	for _, tc := range []struct {
 		name string

@@ -96,6 +96,10 @@ func TestValidateStorageNamesKeys(t *testing.T) {
 		{"negative sample rate", func(c *Config) { c.Traces.SampleRate = -0.5 }, "traces.sampleRate"},
 		{"sample rate above 1", func(c *Config) { c.Traces.SampleRate = 2 }, "traces.sampleRate"},
 		{"NaN sample rate", func(c *Config) { c.Traces.SampleRate = math.NaN() }, "traces.sampleRate"},
+		{"telemetry endpoint without a scheme", func(c *Config) { c.Telemetry.Endpoint = "collector:4318" }, "telemetry.endpoint"},
+		{"telemetry endpoint of another scheme", func(c *Config) { c.Telemetry.Endpoint = "ftp://u:pw@collector" }, "telemetry.endpoint"},
+		{"telemetry protocol", func(c *Config) { c.Telemetry.Protocol = "thrift" }, "telemetry.protocol"},
+		{"telemetry metric interval", func(c *Config) { c.Telemetry.MetricIntervalMs = 10 }, "telemetry.metricIntervalMs"},
 		{"database url", func(c *Config) { c.DatabaseURL = "mysql://u:pw@h/db" }, "databaseURL"},
 		{"redis url", func(c *Config) { c.RedisURL = "http://u:pw@h" }, "redisURL"},
 	}

@@ -96,6 +96,7 @@ func (c Config) Validate() error {
 		bad("listen", c.Listen, "host:port with a numeric port 0-65535, e.g. 127.0.0.1:8080 or :8080")
 	}
 	validateOrigins(c.AllowedOrigins, bad)
+	c.Telemetry.validate(bad)
 	switch c.LogLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:

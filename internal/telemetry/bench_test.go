@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"testing"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
 )
 
 // BenchmarkOperation is what one MCP request costs the server's tracing:
@@ -24,8 +26,8 @@ func BenchmarkOperation(b *testing.B) {
 		run(b, tel)
 	})
 	b.Run("on", func(b *testing.B) {
-		r := &receiver{}
-		tel, err := Setup(context.Background(), Config{Endpoint: r.start(b, ProtocolHTTP)}, noEnv)
+		_, endpoint := otlptest.Start(b, otlptest.HTTP)
+		tel, err := Setup(context.Background(), Config{Endpoint: endpoint}, noEnv)
 		if err != nil {
 			b.Fatal(err)
 		}

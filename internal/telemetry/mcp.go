@@ -9,36 +9,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// Attributes of the MCP semantic conventions (gen-ai/mcp), and the ones
-// this server adds under its own namespace.
-const (
-	AttrMethodName      = attribute.Key("mcp.method.name")
-	AttrSessionID       = attribute.Key("mcp.session.id")
-	AttrResourceURI     = attribute.Key("mcp.resource.uri")
-	AttrProtocolVersion = attribute.Key("mcp.protocol.version")
-	AttrRequestID       = attribute.Key("jsonrpc.request.id")
-	AttrToolName        = attribute.Key("gen_ai.tool.name")
-	AttrPromptName      = attribute.Key("gen_ai.prompt.name")
-	AttrErrorType       = attribute.Key("error.type")
-	// AttrTenant is the request's tenant; an operator may drop it in the
-	// collector.
-	AttrTenant = attribute.Key("mcp_runtime.tenant")
-	// AttrErrorCode is the envelope's error code of a failed tool call.
-	AttrErrorCode = attribute.Key("mcp_runtime.error.code")
-	// AttrToolIsError is a tool result's isError.
-	AttrToolIsError = attribute.Key("mcp_runtime.tool.is_error")
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
 )
-
-// SpanName is "{mcp.method.name} {target}", or the method alone when there
-// is no low-cardinality target (a tool or prompt name; never a URI).
-func SpanName(method, target string) string {
-	if target == "" {
-		return method
-	}
-	return method + " " + target
-}
 
 // Operation is one MCP message handled or sent: its span and, when it
 // ends, its duration metric.
@@ -67,19 +40,19 @@ func (t *Telemetry) start(ctx context.Context, kind trace.SpanKind, method, targ
 		op.span = trace.SpanFromContext(ctx) // non-recording: no allocation of a span
 		return ctx, op
 	}
-	base := []attribute.KeyValue{AttrMethodName.String(method)}
+	base := []attribute.KeyValue{mcpconv.MethodName.String(method)}
 	switch method {
 	case "tools/call":
 		if target != "" {
-			base = append(base, AttrToolName.String(target))
+			base = append(base, mcpconv.ToolName.String(target))
 		}
 	case "prompts/get":
 		if target != "" {
-			base = append(base, AttrPromptName.String(target))
+			base = append(base, mcpconv.PromptName.String(target))
 		}
 	}
 	op.attrs, op.start = base, time.Now()
-	ctx, op.span = t.tracer.Start(ctx, SpanName(method, target), trace.WithSpanKind(kind), trace.WithAttributes(append(base, attrs...)...))
+	ctx, op.span = t.tracer.Start(ctx, mcpconv.SpanName(method, target), trace.WithSpanKind(kind), trace.WithAttributes(append(base, attrs...)...))
 	return ctx, op
 }
 
@@ -94,8 +67,8 @@ func (o Operation) End(ctx context.Context, errType string) {
 	}
 	attrs := o.attrs
 	if errType != "" {
-		attrs = append(attrs, AttrErrorType.String(errType))
-		o.span.SetAttributes(AttrErrorType.String(errType))
+		attrs = append(attrs, mcpconv.ErrorType.String(errType))
+		o.span.SetAttributes(mcpconv.ErrorType.String(errType))
 		o.span.SetStatus(codes.Error, errType)
 	}
 	o.span.End()
@@ -112,7 +85,7 @@ func (t *Telemetry) RecordSession(ctx context.Context, d time.Duration, protocol
 	if !t.enabled {
 		return
 	}
-	t.metrics.serverSession.Record(ctx, d.Seconds(), metric.WithAttributes(AttrProtocolVersion.String(protocolVersion)))
+	t.metrics.serverSession.Record(ctx, d.Seconds(), metric.WithAttributes(mcpconv.ProtocolVersion.String(protocolVersion)))
 }
 
 // instruments are the conventions' duration histograms.

@@ -56,6 +56,7 @@ const instrumentation = "github.com/mcp-runtime/mcp-runtime"
 // builds one.
 type Telemetry struct {
 	enabled    bool
+	provider   trace.TracerProvider
 	tracer     trace.Tracer
 	meter      metric.Meter
 	propagator propagation.TextMapPropagator
@@ -68,16 +69,12 @@ type Telemetry struct {
 // that is off. The exporters connect lazily: a collector that is down
 // loses spans, never requests.
 func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Telemetry, error) {
-	t := &Telemetry{propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
 	endpoint := cfg.Endpoint
 	if endpoint == "" {
 		endpoint = firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	if endpoint == "" || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
-		t.tracer = tracenoop.NewTracerProvider().Tracer(instrumentation)
-		t.meter = metricnoop.NewMeterProvider().Meter(instrumentation)
-		err := t.metrics.init(t.meter)
-		return t, err
+		return Off(), nil
 	}
 	protocol := cfg.Protocol
 	if protocol == "" {
@@ -117,14 +114,19 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(interval))),
 		sdkmetric.WithView(durationView()))
-	t.enabled = true
-	t.tracer, t.meter = tp.Tracer(instrumentation), mp.Meter(instrumentation)
+	t := &Telemetry{enabled: true, propagator: newPropagator()}
+	t.provider, t.tracer, t.meter = tp, tp.Tracer(instrumentation), mp.Meter(instrumentation)
 	t.shutdown = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
 	if err := t.metrics.init(t.meter); err != nil {
 		_ = t.Shutdown(ctx)
 		return nil, err
 	}
 	return t, nil
+}
+
+// newPropagator reads and writes W3C Trace Context and Baggage.
+func newPropagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
 func spanExporter(ctx context.Context, protocol, endpoint string) (sdktrace.SpanExporter, error) {
@@ -184,11 +186,25 @@ func firstSet(getenv func(string) string, names ...string) string {
 	return ""
 }
 
+// Off is telemetry that exports nothing and costs nothing: the API's
+// no-op providers.
+func Off() *Telemetry {
+	t := &Telemetry{provider: tracenoop.NewTracerProvider(), propagator: newPropagator()}
+	t.tracer = t.provider.Tracer(instrumentation)
+	t.meter = metricnoop.NewMeterProvider().Meter(instrumentation)
+	_ = t.metrics.init(t.meter) // the no-op meter's instruments cannot fail
+	return t
+}
+
 // Enabled reports whether anything is exported.
 func (t *Telemetry) Enabled() bool { return t.enabled }
 
 // Tracer is the process's tracer (a no-op one when off).
 func (t *Telemetry) Tracer() trace.Tracer { return t.tracer }
+
+// TracerProvider is the process's tracer provider, for the PostgreSQL and
+// Redis clients' own instrumentation (a no-op one when off).
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.provider }
 
 // Shutdown flushes what is buffered and stops the exporters, within ctx.
 func (t *Telemetry) Shutdown(ctx context.Context) error {

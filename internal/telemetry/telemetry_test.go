@@ -4,88 +4,16 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
 )
-
-// receiver is an OTLP collector in the test: it keeps the spans and the
-// names of the metrics it is sent, over HTTP or gRPC.
-type receiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	metrics []string
-}
-
-func (r *receiver) add(req *collectortrace.ExportTraceServiceRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			r.spans = append(r.spans, ss.GetSpans()...)
-		}
-	}
-}
-
-func (r *receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	r.add(req)
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-// metricsService is the receiver's gRPC metrics endpoint.
-type metricsService struct {
-	collectormetrics.UnimplementedMetricsServiceServer
-	r *receiver
-}
-
-func (m metricsService) Export(_ context.Context, req *collectormetrics.ExportMetricsServiceRequest) (*collectormetrics.ExportMetricsServiceResponse, error) {
-	m.r.addMetrics(req)
-	return &collectormetrics.ExportMetricsServiceResponse{}, nil
-}
-
-func (r *receiver) addMetrics(req *collectormetrics.ExportMetricsServiceRequest) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rm := range req.GetResourceMetrics() {
-		for _, sm := range rm.GetScopeMetrics() {
-			for _, mm := range sm.GetMetrics() {
-				r.metrics = append(r.metrics, mm.GetName())
-			}
-		}
-	}
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	switch req.URL.Path {
-	case "/v1/traces":
-		var m collectortrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.add(&m)
-	case "/v1/metrics":
-		var m collectormetrics.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(body, &m); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.addMetrics(&m)
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-}
 
 func noEnv(string) string { return "" }
 
@@ -135,8 +63,7 @@ func TestOff(t *testing.T) {
 func TestTraceContinues(t *testing.T) {
 	for _, protocol := range []string{ProtocolHTTP, ProtocolGRPC} {
 		t.Run(protocol, func(t *testing.T) {
-			r := &receiver{}
-			endpoint := r.start(t, protocol)
+			r, endpoint := otlptest.Start(t, protocol)
 			tel, err := Setup(context.Background(), Config{Endpoint: endpoint, Protocol: protocol}, noEnv)
 			if err != nil {
 				t.Fatal(err)
@@ -144,7 +71,7 @@ func TestTraceContinues(t *testing.T) {
 			hdr := http.Header{}
 			hdr.Set("traceparent", "00-"+strings.Repeat("1", 32)+"-"+strings.Repeat("2", 16)+"-01")
 			ctx := tel.Extract(context.Background(), paramsWith("00-"+clientTrace+"-"+clientParent+"-01"), hdr)
-			ctx, server := tel.StartServer(ctx, "tools/call", "echo", AttrTenant.String("team-a"))
+			ctx, server := tel.StartServer(ctx, "tools/call", "echo", mcpconv.Tenant.String("team-a"))
 			cctx, client := tel.StartClient(ctx, "tools/call", "echo")
 			meta := tel.AppendMeta([]byte(`{"progressToken":1`), cctx)
 			client.End(cctx, "")
@@ -153,16 +80,16 @@ func TestTraceContinues(t *testing.T) {
 				t.Fatal(err)
 			}
 			var srv, cli *tracepb.Span
-			for _, sp := range r.spans {
+			for _, sp := range r.Spans() {
 				switch sp.GetKind() {
 				case tracepb.Span_SPAN_KIND_SERVER:
-					srv = sp
+					srv = sp.Span
 				case tracepb.Span_SPAN_KIND_CLIENT:
-					cli = sp
+					cli = sp.Span
 				}
 			}
 			if srv == nil || cli == nil {
-				t.Fatalf("spans %v", r.spans)
+				t.Fatalf("spans %v", r.Spans())
 			}
 			if hex.EncodeToString(srv.GetTraceId()) != clientTrace || hex.EncodeToString(srv.GetParentSpanId()) != clientParent {
 				t.Fatalf("server span in trace %x under %x; want the client's from _meta", srv.GetTraceId(), srv.GetParentSpanId())
@@ -170,7 +97,7 @@ func TestTraceContinues(t *testing.T) {
 			if hex.EncodeToString(cli.GetTraceId()) != clientTrace || string(cli.GetParentSpanId()) != string(srv.GetSpanId()) {
 				t.Fatal("the upstream call's span is not the server span's child")
 			}
-			if got := attrs(srv); got["mcp.method.name"] != "tools/call" || got["gen_ai.tool.name"] != "echo" || got["mcp_runtime.tenant"] != "team-a" || got["error.type"] != "-32602" {
+			if got := otlptest.Attrs(srv); got["mcp.method.name"] != "tools/call" || got["gen_ai.tool.name"] != "echo" || got["mcp_runtime.tenant"] != "team-a" || got["error.type"] != "-32602" {
 				t.Fatalf("server span attributes %v", got)
 			}
 			if srv.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
@@ -183,8 +110,8 @@ func TestTraceContinues(t *testing.T) {
 			if tp, _ := mm["traceparent"].(string); !strings.Contains(tp, clientTrace) || !strings.Contains(tp, hex.EncodeToString(cli.GetSpanId())) {
 				t.Fatalf("_meta carries %q, want the upstream call's span", tp)
 			}
-			if !r.hasMetric("mcp.server.operation.duration") || !r.hasMetric("mcp.client.operation.duration") {
-				t.Fatalf("metrics received: %v", r.metrics)
+			if !r.HasMetric("mcp.server.operation.duration") || !r.HasMetric("mcp.client.operation.duration") {
+				t.Fatalf("metrics received: %v", r.Metrics())
 			}
 		})
 	}
@@ -192,8 +119,8 @@ func TestTraceContinues(t *testing.T) {
 
 // _meta wins over the headers, and a broken _meta value gives way to them.
 func TestExtractOrder(t *testing.T) {
-	r := &receiver{}
-	tel, err := Setup(context.Background(), Config{Endpoint: r.start(t, ProtocolHTTP)}, noEnv)
+	_, endpoint := otlptest.Start(t, otlptest.HTTP)
+	tel, err := Setup(context.Background(), Config{Endpoint: endpoint}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,40 +147,27 @@ func TestExtractOrder(t *testing.T) {
 	}
 }
 
-func (r *receiver) start(t testing.TB, protocol string) string {
-	t.Helper()
-	if protocol == ProtocolHTTP {
-		srv := httptest.NewServer(r)
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// The stores' instrumentation starts spans only inside a recorded one:
+// the server's own background queries make no root traces, and ending
+// what it got back outside a span ends nothing of the caller's.
+func TestChildTracerProvider(t *testing.T) {
+	_, endpoint := otlptest.Start(t, otlptest.HTTP)
+	tel, err := Setup(context.Background(), Config{Endpoint: endpoint}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(g, r)
-	collectormetrics.RegisterMetricsServiceServer(g, metricsService{r: r})
-	go func() { _ = g.Serve(ln) }()
-	t.Cleanup(g.Stop)
-	return "http://" + ln.Addr().String()
-}
-
-func (r *receiver) hasMetric(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.metrics {
-		if m == name {
-			return true
-		}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	child := tel.ChildTracerProvider().Tracer("db")
+	if _, sp := child.Start(context.Background(), "SELECT"); sp.IsRecording() {
+		t.Fatal("a span with no parent was recorded")
 	}
-	return false
-}
-
-func attrs(s *tracepb.Span) map[string]string {
-	out := map[string]string{}
-	for _, kv := range s.GetAttributes() {
-		out[kv.GetKey()] = kv.GetValue().GetStringValue()
+	ctx, parent := tel.Tracer().Start(context.Background(), "tools/call echo")
+	cctx, sp := child.Start(ctx, "SELECT")
+	if !sp.IsRecording() || trace.SpanFromContext(cctx).SpanContext().TraceID() != parent.SpanContext().TraceID() {
+		t.Fatal("no child span under a recorded one")
 	}
-	return out
+	sp.End()
+	if !parent.IsRecording() {
+		t.Fatal("ending the child ended the parent")
+	}
 }
