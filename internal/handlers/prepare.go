@@ -75,3 +75,13 @@ func (p *Prepared) ClientCapabilities() []string {
 // LongRunning reports whether the request is a tools/call of a tool
 // registered LongRunning (see Tool.LongRunning).
 func (p *Prepared) LongRunning() bool { return p.tool != nil && p.tool.LongRunning }
+
+// ToolName is the exposed name of the tool a tools/call names, when this
+// server has a tool of that name; "" otherwise. Unlike the name the client
+// sent, it is one of a known few, fit for a span's name.
+func (p *Prepared) ToolName() string {
+	if p.tool == nil {
+		return ""
+	}
+	return p.tool.exposed
+}

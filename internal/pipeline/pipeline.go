@@ -26,12 +26,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/guard"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/limits"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/response"
 	"github.com/mcp-runtime/mcp-runtime/internal/runtime/timeout"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 	"github.com/mcp-runtime/mcp-runtime/internal/toolname"
 )
@@ -111,6 +113,12 @@ type Config struct {
 	// with retryAfterMs) answers the call, which is recorded like any
 	// other rejection.
 	Admit func(ctx context.Context, tool string) *response.Error
+	// Tracer, if set, records the guardrails as child spans of the call's
+	// span (mcpconv.SpanRateLimit, SpanLimits, SpanTimeout) and the
+	// envelope's error code on it — only when that span is recorded, so
+	// an unsampled or untraced call pays nothing
+	// (docs/adr/0046-opentelemetry.md).
+	Tracer trace.Tracer
 }
 
 // CallRecord describes one finished tools/call for the trace: sizes, never
@@ -127,6 +135,9 @@ type CallRecord struct {
 	Duration      time.Duration
 	ArgBytes      int
 	ResultBytes   int // the envelope's length
+	// TraceID is the OpenTelemetry trace the call belongs to, in hex, when
+	// that trace is sampled; "" otherwise.
+	TraceID string
 }
 
 // inputNeeded is what an error of Run says when the tool needs the
@@ -208,16 +219,21 @@ func (p *Pipeline[C]) precheck(t Tool[C]) func(context.Context, C) *protocol.Cal
 	return func(ctx context.Context, call C) *protocol.CallToolResult {
 		start := time.Now()
 		if p.cfg.Admit != nil {
-			if rej := p.cfg.Admit(ctx, name); rej != nil {
+			actx, sp := p.span(ctx, mcpconv.SpanRateLimit)
+			rej := p.cfg.Admit(actx, name)
+			endSpan(sp, codeOf(rej))
+			if rej != nil {
 				return p.fail(ctx, call, t, start, rej)
 			}
 		}
+		_, sp := p.span(ctx, mcpconv.SpanLimits)
 		args := call.RawArguments()
 		var violations []limits.Violation
 		if len(args) > 0 {
 			violations = p.checker.Check(name, args)
 		}
 		rej := p.guard.Before(guard.Input{Tool: name, RequestBytes: int64(len(args)), Violations: violations})
+		endSpan(sp, codeOf(rej))
 		if rej == nil {
 			return nil
 		}
@@ -234,11 +250,20 @@ func (p *Pipeline[C]) fail(ctx context.Context, call C, t Tool[C], start time.Ti
 }
 
 func (p *Pipeline[C]) record(ctx context.Context, call C, cat timeout.Category, code response.Code, d time.Duration, res *protocol.CallToolResult) {
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		sp.SetAttributes(mcpconv.ToolIsError.Bool(code != ""))
+		if code != "" {
+			sp.SetAttributes(mcpconv.ErrorCode.String(string(code)))
+		}
+	}
 	if p.cfg.Record == nil {
 		return
 	}
 	rec := CallRecord{Tenant: tenant.From(ctx), Tool: call.ToolName(), Category: cat, ErrorCode: code, Duration: d,
 		ArgBytes: len(call.RawArguments()), ClientSession: call.ClientSessionID()}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		rec.TraceID = sc.TraceID().String()
+	}
 	if res != nil {
 		rec.ResultBytes = len(res.StructuredContent)
 	}
@@ -256,9 +281,18 @@ func (p *Pipeline[C]) handler(t Tool[C], exposed string, limit time.Duration) fu
 		// answers the client with TOOL_TIMEOUT through the peer, even if
 		// the handler ignores ctx and keeps this goroutine
 		// (INV-MCP-TIMEOUT-001, -004).
-		ctx, stop := timeout.Watch(ctx, limit, func(elapsed time.Duration) { call.AnswerEarly(timedOut(elapsed)) })
-		data, err := p.run(ctx, t, call)
+		rctx, sp := p.span(ctx, mcpconv.SpanTimeout)
+		if sp != nil {
+			sp.SetAttributes(mcpconv.TimeoutMs.Int64(limit.Milliseconds()))
+		}
+		rctx, stop := timeout.Watch(rctx, limit, func(elapsed time.Duration) { call.AnswerEarly(timedOut(elapsed)) })
+		data, err := p.run(rctx, t, call)
 		out := stop()
+		if out.TimedOut {
+			endSpan(sp, response.CodeToolTimeout)
+		} else {
+			endSpan(sp, "")
+		}
 		p.guard.After(t.Name, out.Elapsed, limit)
 		var round inputNeeded
 		if !out.TimedOut && errors.As(err, &round) && round.InputNeeded() {

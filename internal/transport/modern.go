@@ -72,6 +72,8 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta), Retry: meta.Round}
 	prep := t.srv.Prepare(req)
+	ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), "", meta.ProtocolVersion, rec)
+	defer t.endOp(ctx, op, rec)
 	var missing []string
 	for _, name := range prep.ClientCapabilities() {
 		if !meta.HasCapability(name) {
@@ -104,7 +106,7 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 	}
 	ex := &modernExchange{t: t, w: w, r: r, id: msg.ID, sseOK: sseOK, logs: meta.LogLevel != ""}
 	req.Peer = ex
-	reply := t.dispatchModern(r.Context(), req, &prep, rec)
+	reply := t.dispatchModern(ctx, req, &prep, rec)
 	t.releaseModern(principal)
 	ex.finish(reply)
 }

@@ -85,7 +85,10 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	sess.Touch(start)
 	switch msg.Kind {
 	case protocol.KindNotification:
-		if err := t.notification(r.Context(), sess, msg); err != nil {
+		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, nil, msg.Params, "", sess.id, sess.version, rec)
+		err := t.notification(ctx, sess, msg)
+		t.endOp(ctx, op, rec)
+		if err != nil {
 			retryLater(w, "cannot route the notification now: %v", err)
 			return
 		}
@@ -201,6 +204,8 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 }
 
 func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, rec *requestLog) {
+	ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, "", "", "", rec)
+	defer t.endOp(ctx, op, rec)
 	perr := t.checkInitialize(msg.Params)
 	var params *protocol.InitializeParams
 	var result *protocol.InitializeResult
@@ -369,6 +374,7 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	// answers from the same reading.
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess}
 	prep := t.srv.Prepare(req)
+	ctx, op := t.serverOp(ctx, r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), sess.id, sess.version, rec)
 	detached := sseOK && prep.LongRunning()
 	ex := newExchange(t, w, r, sess, sseOK, detached)
 	ex.id = msg.ID
@@ -376,6 +382,7 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 
 	run := func() {
 		out := t.dispatch(ctx, req, &prep, rec)
+		t.endOp(ctx, op, rec)
 		if sseOK && (errors.Is(context.Cause(ctx), errCancelledByClient) || sess.Ended()) {
 			// "The receiver SHOULD NOT send a response for the cancelled
 			// request" (basic/utilities/cancellation): the stream ends

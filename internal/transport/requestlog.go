@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -30,6 +32,9 @@ type requestLog struct {
 	rpcCode  int
 	streamed bool
 	w        statusWriter
+	// trace is the request's sampled OpenTelemetry span, whose ids the
+	// line carries (zero: none).
+	trace trace.SpanContext
 }
 
 // statusWriter records in its request's log line the status it writes,
@@ -105,6 +110,9 @@ func (t *Transport) logRequest(rec *requestLog) {
 	}
 	if rec.streamed {
 		lvl = lvl.Bool("sse", true)
+	}
+	if traceID, spanID, ok := logTrace(rec.trace); ok {
+		lvl = lvl.Str("traceId", traceID).Str("spanId", spanID)
 	}
 	lvl.Msg("mcp request")
 }

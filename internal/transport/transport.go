@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -99,6 +100,9 @@ type Options struct {
 	// that carry one (server/utilities/caching); nil: every one is
 	// stale at once (ttlMs 0) and private.
 	Hints CacheHints
+	// Telemetry makes a span of every MCP message
+	// (docs/adr/0046-opentelemetry.md); nil: none.
+	Telemetry *telemetry.Telemetry
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -120,6 +124,7 @@ type Transport struct {
 	bus        ListenBus
 	origins    originPolicy
 	log        zerolog.Logger
+	tel        *telemetry.Telemetry // never nil: telemetry.Off without Options.Telemetry
 	now        func() time.Time
 	// draining is set by CloseStreams: no new GET streams from then on.
 	draining atomic.Bool
@@ -172,7 +177,10 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: opts, srv: srv, origins: origins, log: opts.Logger, now: now, ctx: ctx, cancel: cancel, subs: newSubscriptions(), listens: newListens(),
-		serverInfo: protocol.ServerInfoJSON(srv.Info()), inflight: map[string]int{}}
+		serverInfo: protocol.ServerInfoJSON(srv.Info()), inflight: map[string]int{}, tel: opts.Telemetry}
+	if t.tel == nil {
+		t.tel = telemetry.Off()
+	}
 	t.sessions, t.fanout = opts.Sessions, localFanout{t.subs}
 	switch {
 	case t.sessions != nil:

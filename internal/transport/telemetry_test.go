@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
+	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
+)
+
+const (
+	metaTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"
+	headerTrace = "11111111111111111111111111111111"
+)
+
+// Every MCP message gets a server span of its own, named and attributed
+// as the OpenTelemetry conventions for MCP say, under the trace context
+// of its _meta first and its HTTP headers second; the session id appears
+// only as its handle, and a tool name the server does not have never
+// names a span.
+func TestTelemetry_ServerSpans(t *testing.T) {
+	rcv, endpoint := otlptest.Start(t, otlptest.HTTP)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: endpoint}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &th.LockedBuffer{}
+	h := newHarness(t, withOpts(func(o *Options) { o.Telemetry, o.Logger = tel, zerolog.New(logs) }))
+	sid := h.Initialize(t)
+	header := []string{"Traceparent", "00-" + headerTrace + "-2222222222222222-01"}
+	withMeta := th.RPC(7, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "secret-value"},
+		"_meta": map[string]any{"traceparent": "00-" + metaTrace + "-00f067aa0ba902b7-01"}})
+	h.Post(t, sid, withMeta, header...)
+	h.Post(t, sid, th.ToolCall(8, "echo", map[string]any{"text": "x"}, nil), header...)
+	h.Post(t, sid, th.ToolCall(9, "no_such_tool_"+strings.Repeat("x", 40), nil, nil), header...)
+	h.Post(t, sid, th.RPC(nil, "notifications/initialized", nil), header...)
+	h.Post(t, "", modernBody(10, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "m"}}, nil),
+		append(modernHeaders("tools/call", "echo"), header...)...)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	byID := map[string]*tracepb.Span{}
+	var notification *tracepb.Span
+	for _, sp := range rcv.Spans() {
+		a := otlptest.Attrs(sp.Span)
+		if sp.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
+			continue
+		}
+		if id := a["jsonrpc.request.id"]; id != "" {
+			byID[id] = sp.Span
+		}
+		if sp.GetName() == "notifications/initialized" {
+			notification = sp.Span
+		}
+		for k, v := range a {
+			if strings.Contains(v, "secret-value") || strings.Contains(v, sid) {
+				t.Errorf("span %s attribute %s=%q carries an argument value or the session id", sp.GetName(), k, v)
+			}
+		}
+	}
+	tests := []struct {
+		id, name, trace, errType, session string
+	}{
+		{"7", "tools/call echo", metaTrace, "", store.ClientSessionHandle(sid)},
+		{"8", "tools/call echo", headerTrace, "", store.ClientSessionHandle(sid)},
+		{"9", "tools/call", headerTrace, "-32602", store.ClientSessionHandle(sid)},
+		{"10", "tools/call echo", headerTrace, "", ""},
+	}
+	for _, tt := range tests {
+		sp := byID[tt.id]
+		if sp == nil {
+			t.Errorf("request %s: no server span among %d", tt.id, len(rcv.Spans()))
+			continue
+		}
+		a := otlptest.Attrs(sp)
+		if sp.GetName() != tt.name || otlptest.TraceID(sp) != tt.trace {
+			t.Errorf("request %s: span %q in trace %s, want %q in %s", tt.id, sp.GetName(), otlptest.TraceID(sp), tt.name, tt.trace)
+		}
+		if a["mcp.method.name"] != "tools/call" || a["error.type"] != tt.errType || a["mcp.session.id"] != tt.session || a["mcp_runtime.tenant"] == "" {
+			t.Errorf("request %s: attributes %v", tt.id, a)
+		}
+		if tt.errType == "" && a["gen_ai.tool.name"] != "echo" {
+			t.Errorf("request %s: gen_ai.tool.name %q, want echo", tt.id, a["gen_ai.tool.name"])
+		}
+	}
+	if notification == nil || otlptest.TraceID(notification) != headerTrace {
+		t.Errorf("notification span %v, want one in the header's trace", notification)
+	}
+	// The request's log line carries its trace and span ids.
+	if sp := byID["7"]; sp != nil {
+		want := `"traceId":"` + metaTrace + `","spanId":"` + otlptest.SpanID(sp) + `"`
+		found := false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			found = found || (strings.Contains(line, `"id":7`) && strings.Contains(line, want))
+		}
+		if !found {
+			t.Errorf("no log line of request 7 with %s in:\n%s", want, logs.String())
+		}
+	}
+}
