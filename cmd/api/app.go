@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/runtimetools"
 	"github.com/mcp-runtime/mcp-runtime/internal/statesync"
 	"github.com/mcp-runtime/mcp-runtime/internal/statetools"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/tlscert"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport/redisshare"
@@ -52,7 +53,9 @@ type app struct {
 	conns *connlimit.Listener
 }
 
-func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, err error) {
+// newApp builds the server from cfg; getenv is the environment, of which
+// it reads only OpenTelemetry's standard variables (config.Telemetry).
+func newApp(ctx context.Context, cfg config.Config, logOut io.Writer, getenv func(string) string) (a *app, err error) {
 	logger, logs, err := logging.New(logOut, logging.Options{Level: cfg.LogLevel, Format: cfg.LogFormat})
 	if err != nil {
 		return nil, fmt.Errorf("logLevel: %w", err)
@@ -66,6 +69,12 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 			_ = logs.Close()
 		}
 	}()
+	// First in, last out: spans of the shutdown itself are exported.
+	tel, err := telemetry.Setup(ctx, cfg.Telemetry.TelemetryConfig(version), getenv)
+	if err != nil {
+		return nil, err
+	}
+	stack.push("telemetry", tel.Shutdown)
 	tools, err := handlers.NewToolRegistry(cfg.ToolNameSeparator)
 	if err != nil {
 		return nil, fmt.Errorf("toolNameSeparator: %w", err)
@@ -195,6 +204,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Observe:                 met.observeHTTP,
 		Share:                   share,
 		Hints:                   listHints,
+		Telemetry:               tel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build transport: %w", err)
@@ -205,6 +215,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 		Limits: cfg.Limits.LimitsConfig(), Timeouts: cfg.Timeouts.TimeoutConfig(),
 		Response: cfg.Response.ResponseLimits(), Separator: cfg.ToolNameSeparator,
 		Record: func(c pipeline.CallRecord) { st.record(c); met.observeCall(c) }, Admit: limits.toolCall,
+		Tracer: tel.Tracer(),
 	}, policy, logger)
 	if err != nil {
 		return nil, fmt.Errorf("build guardrails: %w", err)
@@ -284,7 +295,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer) (a *app, e
 			r.Method(http.MethodGet, path, prm)
 		}
 	}
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	a = &app{cfg: cfg, log: logger, logs: logs, transport: tr, router: r, stack: stack, state: st, certs: certs}
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", a.readyz)

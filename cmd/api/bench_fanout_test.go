@@ -85,7 +85,7 @@ func fanRaiseNoFile(tb testing.TB, need uint64) {
 // tb ends.
 func fanServer(tb testing.TB, cfg config.Config) (string, *app) {
 	tb.Helper()
-	a, err := newApp(context.Background(), cfg, io.Discard)
+	a, err := newApp(context.Background(), cfg, io.Discard, noEnv)
 	if err != nil {
 		tb.Fatalf("newApp: %v", err)
 	}

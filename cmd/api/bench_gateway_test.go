@@ -17,7 +17,7 @@ import (
 // the per-call cost of the gateway hop, the upstream's own work included
 // (it runs in this process too).
 func BenchmarkAPI_GatewayCall(b *testing.B) {
-	up, err := newApp(context.Background(), config.Default(), io.Discard)
+	up, err := newApp(context.Background(), config.Default(), io.Discard, noEnv)
 	if err != nil {
 		b.Fatal(err)
 	}

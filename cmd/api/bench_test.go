@@ -28,7 +28,7 @@ type benchClient struct {
 // ends.
 func newBenchClient(b *testing.B, cfg config.Config) *benchClient {
 	b.Helper()
-	a, err := newApp(context.Background(), cfg, io.Discard)
+	a, err := newApp(context.Background(), cfg, io.Discard, noEnv)
 	if err != nil {
 		b.Fatal(err)
 	}

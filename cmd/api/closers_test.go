@@ -44,7 +44,7 @@ func TestListenFailureClosesInOrder(t *testing.T) {
 	defer taken.Close()
 	cfg := config.Default()
 	cfg.Listen = taken.Addr().String()
-	a, err := newApp(context.Background(), cfg, io.Discard)
+	a, err := newApp(context.Background(), cfg, io.Discard, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	app, err := newApp(ctx, cfg, logOut)
+	app, err := newApp(ctx, cfg, logOut, getenv)
 	if err != nil {
 		return err
 	}

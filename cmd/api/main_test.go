@@ -37,6 +37,9 @@ func (b *syncBuffer) String() string {
 
 // startServer runs the real cmd/api wiring on a free loopback port and
 // collects its log.
+// noEnv is an empty environment, for newApp.
+func noEnv(string) string { return "" }
+
 func startServer(t *testing.T, cfg config.Config) (url string, logs *syncBuffer) {
 	t.Helper()
 	logs = &syncBuffer{}

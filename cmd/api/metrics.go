@@ -95,6 +95,12 @@ func (m *metrics) observeCall(c pipeline.CallRecord) {
 	}
 	s := v.(*callSeries)
 	s.calls.Inc()
+	if eo, ok := s.duration.(prometheus.ExemplarObserver); ok && c.TraceID != "" {
+		// The exemplar links a slow bucket to its trace; Prometheus reads
+		// it in the OpenMetrics format (docs/adr/0046-opentelemetry.md).
+		eo.ObserveWithExemplar(c.Duration.Seconds(), prometheus.Labels{"trace_id": c.TraceID})
+		return
+	}
 	s.duration.Observe(c.Duration.Seconds())
 }
 

@@ -42,7 +42,7 @@ func runServerOn(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Liste
 // serveApp is runServerOn that also returns the app.
 func serveApp(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener) (a *app, url string, stop func()) {
 	t.Helper()
-	a, err := newApp(context.Background(), cfg, logOut)
+	a, err := newApp(context.Background(), cfg, logOut, noEnv)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("newApp: %v", err)
@@ -209,7 +209,7 @@ func TestStartupUnreachableDatabase(t *testing.T) {
 	cfg.DatabaseURL = fmt.Sprintf("postgres://u:hunter2@%s/db?connect_timeout=1", addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err = newApp(ctx, cfg, io.Discard)
+	_, err = newApp(ctx, cfg, io.Discard, noEnv)
 	if err == nil {
 		t.Fatal("newApp succeeded without a database")
 	}
