@@ -69,11 +69,7 @@ type Telemetry struct {
 // that is off. The exporters connect lazily: a collector that is down
 // loses spans, never requests.
 func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Telemetry, error) {
-	endpoint := cfg.Endpoint
-	if endpoint == "" {
-		endpoint = firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	if endpoint == "" || strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return Off(), nil
 	}
 	protocol := cfg.Protocol
@@ -86,6 +82,11 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	if protocol != ProtocolHTTP && protocol != ProtocolGRPC {
 		return nil, fmt.Errorf("telemetry.protocol: %q is not %s or %s", protocol, ProtocolHTTP, ProtocolGRPC)
 	}
+	tracesURL := signalURL(cfg.Endpoint, getenv, protocol, "TRACES", "/v1/traces")
+	if tracesURL == "" {
+		return Off(), nil
+	}
+	metricsURL := signalURL(cfg.Endpoint, getenv, protocol, "METRICS", "/v1/metrics")
 	res, err := resource.New(ctx,
 		resource.WithTelemetrySDK(),
 		resource.WithAttributes(attribute.String("service.name", ServiceName), attribute.String("service.version", cfg.ServiceVersion)),
@@ -94,7 +95,7 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
-	spans, err := spanExporter(ctx, protocol, cfg.Endpoint)
+	spans, err := spanExporter(ctx, protocol, tracesURL)
 	if err != nil {
 		return nil, err
 	}
@@ -102,21 +103,26 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	// reads them), parent-based by default: a client's sampling decision
 	// carries through the gateway.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
-	points, err := metricExporter(ctx, protocol, cfg.Endpoint)
-	if err != nil {
-		_ = tp.Shutdown(ctx)
-		return nil, err
-	}
-	interval := cfg.MetricInterval
-	if interval <= 0 {
-		interval = time.Minute
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(interval))),
-		sdkmetric.WithView(durationView()))
 	t := &Telemetry{enabled: true, propagator: newPropagator()}
-	t.provider, t.tracer, t.meter = tp, tp.Tracer(instrumentation), mp.Meter(instrumentation)
-	t.shutdown = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
+	t.provider, t.tracer = tp, tp.Tracer(instrumentation)
+	t.shutdown = []func(context.Context) error{tp.Shutdown}
+	t.meter = metricnoop.NewMeterProvider().Meter(instrumentation)
+	if metricsURL != "" { // only a traces endpoint: no metrics
+		points, err := metricExporter(ctx, protocol, metricsURL)
+		if err != nil {
+			_ = tp.Shutdown(ctx)
+			return nil, err
+		}
+		interval := cfg.MetricInterval
+		if interval <= 0 {
+			interval = time.Minute
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(interval))),
+			sdkmetric.WithView(durationView()))
+		t.meter = mp.Meter(instrumentation)
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+	}
 	if err := t.metrics.init(t.meter); err != nil {
 		_ = t.Shutdown(ctx)
 		return nil, err
@@ -135,17 +141,9 @@ func spanExporter(ctx context.Context, protocol, endpoint string) (sdktrace.Span
 		err error
 	)
 	if protocol == ProtocolGRPC {
-		var opts []otlptracegrpc.Option
-		if endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		e, err = otlptracegrpc.New(ctx, opts...)
+		e, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
 	} else {
-		var opts []otlptracehttp.Option
-		if endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
-		}
-		e, err = otlptracehttp.New(ctx, opts...)
+		e, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP %s span exporter: %w", protocol, err)
@@ -159,22 +157,33 @@ func metricExporter(ctx context.Context, protocol, endpoint string) (sdkmetric.E
 		err error
 	)
 	if protocol == ProtocolGRPC {
-		var opts []otlpmetricgrpc.Option
-		if endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(endpoint))
-		}
-		e, err = otlpmetricgrpc.New(ctx, opts...)
+		e, err = otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(endpoint))
 	} else {
-		var opts []otlpmetrichttp.Option
-		if endpoint != "" {
-			opts = append(opts, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/metrics"))
-		}
-		e, err = otlpmetrichttp.New(ctx, opts...)
+		e, err = otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(endpoint))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: OTLP %s metric exporter: %w", protocol, err)
 	}
 	return e, nil
+}
+
+// signalURL is where one signal is exported: the configured endpoint,
+// else the environment's endpoint of that signal (taken as it is), else
+// its general one — to which http/protobuf adds the signal's path, as the
+// OTLP exporter specification says. "" when none is set. Resolved here,
+// not by the exporters, so that getenv is the only environment read.
+func signalURL(configured string, getenv func(string) string, protocol, signal, path string) string {
+	base := configured
+	if base == "" {
+		if own := firstSet(getenv, "OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT"); own != "" {
+			return own
+		}
+		base = firstSet(getenv, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if base == "" || protocol == ProtocolGRPC {
+		return base
+	}
+	return strings.TrimSuffix(base, "/") + path
 }
 
 func firstSet(getenv func(string) string, names ...string) string {
