@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/federation"
@@ -20,7 +21,7 @@ import (
 // persist; surf, the upstreams' prompts and resources, gets its callbacks
 // in the manager's options and the manager itself.
 func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarded.Pipeline, tools *handlers.ToolRegistry,
-	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, held federation.HeldRoute, log zerolog.Logger) (*federation.Federation, error) {
+	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, held federation.HeldRoute, tracer trace.Tracer, log zerolog.Logger) (*federation.Federation, error) {
 	o := upstream.Options{
 		Declared:              cfg.Upstreams,
 		Store:                 persist,
@@ -37,6 +38,7 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarde
 		MaxResourcesPerServer: cfg.Federation.MaxResourcesPerUpstream,
 		DeniedNetworks:        cfg.Federation.DeniedPrefixes(),
 		Metrics:               metrics,
+		Tracer:                tracer,
 		Log:                   log,
 	}
 	surf.Configure(&o)

@@ -47,8 +47,16 @@ func (m *Manager) CallRound(ctx context.Context, serverID, toolName string, args
 	if err := m.unavailable(s, "tools/call "+toolName); err != nil {
 		return CallResult{}, err
 	}
+	ctx, span := m.startCall(ctx, serverID, toolName)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
 	defer cancel()
+	out, err := m.callRound(ctx, s, serverID, toolName, args, round, relay)
+	endCall(span, out, err)
+	return out, err
+}
+
+// callRound is CallRound's call to s, within ctx's deadline.
+func (m *Manager) callRound(ctx context.Context, s *server, serverID, toolName string, args json.RawMessage, round Round, relay Relay) (CallResult, error) {
 	var out CallResult
 	n, err := retry(ctx, s.cfg.Retries()+1, m.backoff, func(ctx context.Context) error {
 		c, err := m.connFor(ctx, s)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 )
@@ -99,7 +100,7 @@ func (c *conn) callStream(ctx context.Context, name string, args json.RawMessage
 	if len(args) > 0 && !json.Valid(args) {
 		return CallResult{}, permanent(&Error{Kind: ErrInvocationFailed, Server: c.cfg.ID, Op: op, Err: errors.New("the arguments are not valid JSON")})
 	}
-	body := cs.request(name, args)
+	body := cs.request(ctx, name, args)
 	rctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel() // ends the relayed requests still waiting for the client
@@ -137,10 +138,11 @@ func (e answerError) Error() string { return e.err.Error() }
 func (e answerError) Unwrap() error { return e.err }
 
 // request is the JSON of the call, with its id as the progress token when
-// the caller relays progress. It is written by hand, on the hot path of
-// every proxied call: name and id are escaped strings, args is the
-// client's arguments as they were decoded (valid JSON).
-func (cs *callState) request(name string, args json.RawMessage) []byte {
+// the caller relays progress and ctx's trace context when it has one
+// (tracing.go). It is written by hand, on the hot path of every proxied
+// call: name and id are escaped strings, args is the client's arguments
+// as they were decoded (valid JSON).
+func (cs *callState) request(ctx context.Context, name string, args json.RawMessage) []byte {
 	id := protocol.AppendString(make([]byte, 0, len(cs.id)+2), cs.id)
 	p := make([]byte, 0, 64+len(name)+len(args)+2*len(id))
 	p = append(p, `{"name":`...)
@@ -149,9 +151,18 @@ func (cs *callState) request(name string, args json.RawMessage) []byte {
 		p = append(p, `,"arguments":`...)
 		p = append(p, args...)
 	}
-	if cs.relay != nil {
-		p = append(p, `,"_meta":{"progressToken":`...)
-		p = append(p, id...)
+	traced := trace.SpanContextFromContext(ctx).IsValid()
+	if cs.relay != nil || traced {
+		p = append(p, `,"_meta":{`...)
+		if cs.relay != nil {
+			p = append(p, `"progressToken":`...)
+			p = append(p, id...)
+		}
+		mark := len(p)
+		p = appendTraceMeta(p, ctx)
+		if cs.relay == nil && len(p) > mark {
+			p = append(p[:mark], p[mark+1:]...) // no progressToken: no comma before the first member
+		}
 		p = append(p, '}')
 	}
 	p = append(p, '}')
@@ -622,6 +633,12 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, r
 		// The SDK keeps a _meta key the caller set: the server sees the
 		// capabilities of the client it would ask, not the gateway's.
 		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: round.ClientCapabilities}
+	}
+	for k, v := range traceMeta(ctx) {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[k] = v
 	}
 	if len(round.InputResponses) > 0 {
 		// The SDK takes typed answers: each is decoded as the result its

@@ -30,6 +30,9 @@ type scriptedServer struct {
 	// answered gets a token per such POST.
 	answered chan struct{}
 	called   int // tools/call requests
+	// callBodies and callHeaders are every tools/call's body and headers.
+	callBodies  []string
+	callHeaders []http.Header
 	// hangAnswers makes every POST other than the handshake's and
 	// tools/call wait until the request ends.
 	hangAnswers bool
@@ -99,6 +102,7 @@ func (s *scriptedServer) start(t *testing.T) string {
 		case "tools/call":
 			s.mu.Lock()
 			s.called++
+			s.callBodies, s.callHeaders = append(s.callBodies, string(body)), append(s.callHeaders, r.Header.Clone())
 			s.mu.Unlock()
 			if s.modern && !strings.Contains(string(body), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`) {
 				w.Header().Set("Content-Type", "application/json")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // conn is one live MCP session with an upstream server, through the
@@ -119,11 +120,15 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// (see HeaderVia): that is where a loop shows, and a tool call is
 	// spared the copy of its request.
 	announce := ex != nil && !ex.call
-	if announce || home && len(t.headers) > 0 {
+	traced := trace.SpanContextFromContext(r.Context()).IsValid()
+	if announce || traced || home && len(t.headers) > 0 {
 		// A RoundTripper must not modify the caller's request.
 		r = r.Clone(r.Context())
 		if announce {
 			r.Header.Set(HeaderVia, t.deployment)
+		}
+		if traced {
+			injectHeaders(r.Context(), r.Header)
 		}
 		if home {
 			for k, v := range t.headers {

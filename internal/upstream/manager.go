@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
@@ -106,7 +107,12 @@ type Options struct {
 	DeniedNetworks []netip.Prefix
 	// Metrics, when set, receives the state metrics.
 	Metrics prometheus.Registerer
-	Log     zerolog.Logger
+	// Tracer, when set, makes a client span of every tools/call sent to
+	// a server under a recording span (docs/adr/0046-opentelemetry.md);
+	// the call's trace context travels in its _meta and HTTP headers
+	// whenever the caller's context carries one.
+	Tracer trace.Tracer
+	Log    zerolog.Logger
 
 	// backoff replaces fullJitter (tests make retries fast with it).
 	backoff backoffFunc
