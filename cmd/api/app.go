@@ -91,7 +91,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer, getenv fun
 		return nil, fmt.Errorf("listen %q: %w", cfg.Listen, err)
 	}
 	met := newMetrics()
-	st, err := openState(ctx, cfg, logger)
+	st, err := openState(ctx, cfg, tel, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer, getenv fun
 		route = heldroute.New(rdb, cfg.Redis.KeyPrefix, logger)
 		held = route
 	}
-	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, held, logger)
+	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, held, tel.Tracer(), logger)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exaring/otelpgx"
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store/memstore"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/pgstore"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/tiered"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/traces"
 )
 
@@ -41,7 +44,7 @@ type state struct {
 // Kubernetes rollout the database may come up a little after us.
 const startupTimeout = 30 * time.Second
 
-func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *state, err error) {
+func openState(ctx context.Context, cfg config.Config, tel *telemetry.Telemetry, log zerolog.Logger) (st *state, err error) {
 	opts := cfg.Store.StoreOptions()
 	opts.MaxTracesInMemory = cfg.Traces.MaxInMemory
 	var base store.Store
@@ -49,7 +52,13 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 	var mem *memstore.Store
 	persistent := cfg.DatabaseURL != ""
 	if persistent {
-		pg, err := openPostgres(ctx, cfg.DatabaseURL, opts, log)
+		var with []pgstore.Option
+		if tel.Enabled() {
+			// Query spans under a request's span only (ChildTracerProvider);
+			// otelpgx leaves the query's parameters out.
+			with = append(with, pgstore.WithTracer(otelpgx.NewTracer(otelpgx.WithTracerProvider(tel.ChildTracerProvider()))))
+		}
+		pg, err := openPostgres(ctx, cfg.DatabaseURL, opts, log, with...)
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +78,17 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 		if err != nil {
 			base.Close()
 			return nil, err // names the key, never the URL
+		}
+		if tel.Enabled() {
+			// Command spans under a request's span only, without the
+			// command's arguments: they hold keys and values of clients.
+			err := redisotel.InstrumentTracing(conn.Client(), redisotel.WithTracerProvider(tel.ChildTracerProvider()),
+				redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false))
+			if err != nil {
+				conn.Close()
+				base.Close()
+				return nil, fmt.Errorf("trace Redis commands: %w", err)
+			}
 		}
 	}
 	backend, err := tiered.New(ctx, base, tiered.Options{
@@ -99,11 +119,11 @@ func openState(ctx context.Context, cfg config.Config, log zerolog.Logger) (st *
 
 // openPostgres connects and migrates, retrying while the database is
 // unreachable for up to startupTimeout.
-func openPostgres(ctx context.Context, url string, opts store.Options, log zerolog.Logger) (*pgstore.Store, error) {
+func openPostgres(ctx context.Context, url string, opts store.Options, log zerolog.Logger, with ...pgstore.Option) (*pgstore.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		pg, err := pgstore.Open(ctx, url, opts)
+		pg, err := pgstore.Open(ctx, url, opts, with...)
 		if err == nil {
 			return pg, nil
 		}

@@ -42,7 +42,13 @@ func runServerOn(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Liste
 // serveApp is runServerOn that also returns the app.
 func serveApp(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener) (a *app, url string, stop func()) {
 	t.Helper()
-	a, err := newApp(context.Background(), cfg, logOut, noEnv)
+	return serveAppEnv(t, cfg, logOut, ln, noEnv)
+}
+
+// serveAppEnv is serveApp in the environment getenv.
+func serveAppEnv(t *testing.T, cfg config.Config, logOut io.Writer, ln net.Listener, getenv func(string) string) (a *app, url string, stop func()) {
+	t.Helper()
+	a, err := newApp(context.Background(), cfg, logOut, getenv)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("newApp: %v", err)

@@ -53,13 +53,16 @@ var _ store.Store = (*Store)(nil)
 // (pool_max_conns and friends) are respected; pool_max_conns,
 // connect_timeout and statement_timeout default to 16, 5s and 10s when the
 // URL does not set them.
-func Open(ctx context.Context, databaseURL string, opts store.Options) (*Store, error) {
+func Open(ctx context.Context, databaseURL string, opts store.Options, with ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		// pgx redacts the password from its parse errors.
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
 	applyDefaults(cfg)
+	for _, o := range with {
+		o(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create connection pool: %w", err)
@@ -78,6 +81,15 @@ func Open(ctx context.Context, databaseURL string, opts store.Options) (*Store, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// An Option adjusts the pool's configuration before Open connects.
+type Option func(*pgxpool.Config)
+
+// WithTracer traces every query of the pool with t (an OpenTelemetry
+// tracer, docs/adr/0046-opentelemetry.md).
+func WithTracer(t pgx.QueryTracer) Option {
+	return func(c *pgxpool.Config) { c.ConnConfig.Tracer = t }
 }
 
 // newStore wraps a pool without touching the database.
