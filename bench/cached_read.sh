@@ -19,6 +19,10 @@
 #   ROUNDS=5  DURATION=10s  WARMUP=2s  CONCURRENCY=16
 #   ERAS="2025-11-25 2026-07-28"
 #   SERVERS="bare mcpgo gosdk mcp-runtime"
+#                                  and, on request, mcp-runtime exporting
+#                                  OpenTelemetry traces to a sink
+#                                  (bench/cmd/otlpsink): otel-1pct (1 % of
+#                                  traces sampled), otel-all (every one)
 #   API_ENV="MCP_LOG_LEVEL=warn"   extra environment of mcp-runtime
 #   BASELINE=<git revision>        also measure cmd/api as built at that
 #                                  revision, as server "baseline"
@@ -36,7 +40,7 @@ API_ENV=${API_ENV:-}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=bench/lib.sh
 source bench/lib.sh # $tmp, cleanup of $pids, $tmp/api and $tmp/mcpload, cpu_ticks
-(cd bench && go build -buildvcs=false -o "$tmp/" ./cmd/bare ./cmd/mcpgo ./cmd/gosdk)
+(cd bench && go build -buildvcs=false -o "$tmp/" ./cmd/bare ./cmd/mcpgo ./cmd/gosdk ./cmd/otlpsink)
 if [[ -n ${BASELINE:-} ]]; then
 	git worktree add -q --detach "$tmp/baseline-src" "$BASELINE"
 	(cd "$tmp/baseline-src" && go build -buildvcs=false -o "$tmp/baseline" ./cmd/api)
@@ -57,6 +61,13 @@ wait_ready() { # URL: until the server answers initialize with 200
 	return 1
 }
 
+if [[ " $SERVERS " == *" otel-"* ]]; then
+	sink_port=$(free_port)
+	"$tmp/otlpsink" -addr "127.0.0.1:$sink_port" >"$tmp/sink.log" 2>&1 &
+	pids+=("$!")
+	otel="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port"
+fi
+
 rows=${RESULTS:-$tmp/rows.tsv}
 : >"$rows"
 for round in $(seq "$ROUNDS"); do
@@ -64,11 +75,14 @@ for round in $(seq "$ROUNDS"); do
 		for s in $SERVERS; do
 			port=$(free_port)
 			url=http://127.0.0.1:$port/mcp
-			if [[ $s == mcp-runtime || $s == baseline ]]; then
+			if [[ $s == mcp-runtime || $s == baseline || $s == otel-* ]]; then
 				bin=$tmp/api
 				[[ $s == baseline ]] && bin=$tmp/baseline
+				extra=()
+				[[ $s == otel-1pct ]] && extra=("$otel" OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.01)
+				[[ $s == otel-all ]] && extra=("$otel")
 				# shellcheck disable=SC2086 # API_ENV is words
-				env MCP_ADDR="127.0.0.1:$port" $API_ENV "$bin" >"$tmp/server.log" 2>&1 &
+				env MCP_ADDR="127.0.0.1:$port" $API_ENV "${extra[@]}" "$bin" >"$tmp/server.log" 2>&1 &
 			else
 				"$tmp/$s" -addr "127.0.0.1:$port" >"$tmp/server.log" 2>&1 &
 			fi
@@ -77,7 +91,7 @@ for round in $(seq "$ROUNDS"); do
 			wait_ready "$url" || { tail -n 20 "$tmp/server.log" >&2; echo "$s did not start" >&2; exit 1; }
 			load=("$tmp/mcpload" -url "$url" -protocol-version "$era" -sessions "$CONCURRENCY" -concurrency "$CONCURRENCY"
 				-tool memory_retrieve -args '{"key":"bench"}' -warmup 0)
-			if [[ $s == mcp-runtime || $s == baseline ]]; then
+			if [[ $s == mcp-runtime || $s == baseline || $s == otel-* ]]; then
 				"$tmp/mcpload" -url "$url" -protocol-version "$era" -requests 1 -concurrency 1 -warmup 0 -tool memory_store \
 					-args '{"key":"bench","value":{"text":"hello","n":1},"tags":["bench"]}' >/dev/null
 			fi
