@@ -114,7 +114,14 @@ type streamConn struct {
 
 // append adds data to the log, dropping the oldest event when full, and
 // wakes the attached connection.
-func (s *Stream) append(data []byte) { s.appendFrame(&frame{data: data}) }
+func (s *Stream) append(data []byte) {
+	if s.log.Take(s, data) {
+		return // a shared log's: the ring stays empty, no frame is made
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.push(&frame{data: data})
+}
 
 // appendFrame is append of a frame other streams may share.
 func (s *Stream) appendFrame(f *frame) {

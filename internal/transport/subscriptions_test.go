@@ -92,7 +92,7 @@ func TestFanoutFootprint(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perEvent := float64(after.HeapAlloc-before.HeapAlloc) / (sessions * updates)
+	perEvent := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (sessions * updates)
 	t.Logf("%.1f bytes per event per stream", perEvent)
 	if perEvent > 12 {
 		t.Errorf("%.1f bytes per event per stream, want at most 12: the update is copied per subscriber", perEvent)
