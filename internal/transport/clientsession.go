@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -43,7 +44,10 @@ var (
 // SSE streams with their logs. It is the one place that owns all of it, so
 // ending a session frees everything at once.
 type ClientSession struct {
-	id     string
+	id string
+	// handle is what logs and spans name the session by
+	// (store.ClientSessionHandle): the id is a credential.
+	handle string
 	tenant string
 	// principal created the session; only it may use the session.
 	principal string
@@ -113,7 +117,7 @@ func NewClientSession(parent context.Context, id string, in SessionInit, now tim
 		in.index = newSubscriptions() // a store used without a transport
 	}
 	s := &ClientSession{
-		id: id, tenant: in.Tenant, principal: in.Principal, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
+		id: id, handle: store.ClientSessionHandle(id), tenant: in.Tenant, principal: in.Principal, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
 		ctx: ctx, cancel: cancel,
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,

@@ -31,7 +31,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec.session = sess.id
+	rec.session = sess.handle
 	if sess.Ended() {
 		// Ended between lookup and now: 404, as for any ended session.
 		writeError(w, http.StatusNotFound, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
@@ -63,7 +63,7 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			// Not an id this server issues: serve the standalone stream.
-			t.log.Info().Str("session", sess.id).Str("lastEventId", logging.Field(last)).Msg("resume: unknown stream; opening the standalone stream")
+			t.log.Info().Str("session", sess.handle).Str("lastEventId", logging.Field(last)).Msg("resume: unknown stream; opening the standalone stream")
 		}
 	}
 	if st == sess.standalone {
@@ -129,7 +129,7 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec.session = sess.id
+	rec.session = sess.handle
 	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
 		// The shared store could not end it: the session lives on
 		// elsewhere, so the client must try again.

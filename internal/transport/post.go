@@ -81,11 +81,11 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec.session = sess.id
+	rec.session = sess.handle
 	sess.Touch(start)
 	switch msg.Kind {
 	case protocol.KindNotification:
-		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, nil, msg.Params, "", sess.id, sess.version, rec)
+		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, nil, msg.Params, "", sess.handle, sess.version, rec)
 		err := t.notification(ctx, sess, msg)
 		t.endOp(ctx, op, rec)
 		if err != nil {
@@ -249,7 +249,7 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		writeError(w, http.StatusInternalServerError, msg.ID, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		return
 	}
-	rec.session = sess.id
+	rec.session = sess.handle
 	w.Header().Set(headerSessionID, sess.id)
 	writeJSON(w, http.StatusOK, protocol.AppendResult(nil, msg.ID, out))
 }
@@ -285,7 +285,7 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 	case protocol.NotificationCancelled:
 		var p protocol.CancelledParams
 		if err := decodeInto(msg.Params, &p); err != nil || p.RequestID.IsZero() {
-			t.log.Debug().Str("session", sess.id).Msg("notifications/cancelled without a usable requestId")
+			t.log.Debug().Str("session", sess.handle).Msg("notifications/cancelled without a usable requestId")
 			return nil
 		}
 		if !sess.CancelRequest(p.RequestID) && len(p.RequestID) <= maxForwardedCancelID {
@@ -300,7 +300,7 @@ func (t *Transport) notification(ctx context.Context, sess *ClientSession, msg *
 	case protocol.NotificationInitialized, protocol.NotificationRootsListChanged, protocol.NotificationProgress:
 		// Nothing to do: requests are served as soon as the session exists.
 	default:
-		t.log.Debug().Str("session", sess.id).Str("method", logging.Field(msg.Method)).Msg("ignored unknown notification")
+		t.log.Debug().Str("session", sess.handle).Str("method", logging.Field(msg.Method)).Msg("ignored unknown notification")
 	}
 	return nil
 }
@@ -332,7 +332,7 @@ func (t *Transport) clientResponse(w http.ResponseWriter, r *http.Request, sess 
 	if !sess.Deliver(msg) {
 		var routed bool
 		if routed, err = sess.rep.ForwardAnswer(r.Context(), msg, body); !routed && err == nil {
-			t.log.Debug().Str("session", sess.id).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
+			t.log.Debug().Str("session", sess.handle).Str("id", logging.Field(msg.ID.String())).Msg("response to no pending server-to-client request; dropped")
 		}
 	}
 	switch {
@@ -374,7 +374,7 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	// answers from the same reading.
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess}
 	prep := t.srv.Prepare(req)
-	ctx, op := t.serverOp(ctx, r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), sess.id, sess.version, rec)
+	ctx, op := t.serverOp(ctx, r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), sess.handle, sess.version, rec)
 	detached := sseOK && prep.LongRunning()
 	ex := newExchange(t, w, r, sess, sseOK, detached)
 	ex.id = msg.ID

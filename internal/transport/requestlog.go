@@ -23,7 +23,7 @@ type requestLog struct {
 	httpMethod string // POST, GET or DELETE: the metric's label
 	method     string // the JSON-RPC method, or GET/DELETE
 	id         protocol.ID
-	session    string
+	session    string // the client session's handle, never its id
 	tool       string
 	toolError  bool
 	// status is what the response writer wrote (statusWriter), never

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
-	"github.com/mcp-runtime/mcp-runtime/internal/store"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
@@ -20,14 +20,20 @@ import (
 // MCP request or notification, not per HTTP request (gen-ai/mcp) — whose
 // parent is the trace context of the message's params._meta, else of the
 // HTTP headers. tool is the exposed name of a known tool ("" otherwise),
-// sid the client session's id, which the span carries only as its
-// handle (store.ClientSessionHandle): the id is a credential. Off, it
-// costs a nil check.
-func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, id []byte, params json.RawMessage, tool, sid, version string, rec *requestLog) (context.Context, telemetry.Operation) {
+// session the client session's handle (ClientSession.handle; never its
+// id, a credential). Off, it costs a nil check.
+func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, id []byte, params json.RawMessage, tool, session, version string, rec *requestLog) (context.Context, telemetry.Operation) {
 	if !t.tel.Enabled() {
 		return ctx, telemetry.Operation{}
 	}
 	ctx = t.tel.Extract(ctx, params, h)
+	ctx, op := t.tel.StartServer(ctx, spanMethod(method), tool)
+	sp := op.Span()
+	if !sp.IsRecording() {
+		// Unsampled: the duration metric still counts it, but nothing
+		// is spent on attributes no one will read.
+		return ctx, op
+	}
 	attrs := make([]attribute.KeyValue, 0, 4)
 	attrs = append(attrs, mcpconv.Tenant.String(tenant.From(ctx)))
 	if len(id) > 0 {
@@ -35,17 +41,36 @@ func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, 
 		// log line.
 		attrs = append(attrs, mcpconv.RequestID.String(logging.Field(unquote(id))))
 	}
-	if sid != "" {
-		attrs = append(attrs, mcpconv.SessionID.String(store.ClientSessionHandle(sid)))
+	if session != "" {
+		attrs = append(attrs, mcpconv.SessionID.String(session))
 	}
 	if version != "" {
 		attrs = append(attrs, mcpconv.ProtocolVersion.String(version))
 	}
-	ctx, op := t.tel.StartServer(ctx, method, tool, attrs...)
-	if sc := op.Span().SpanContext(); sc.IsSampled() {
-		rec.trace = sc
+	sp.SetAttributes(attrs...)
+	if sc := sp.SpanContext(); sc.IsSampled() {
+		rec.trace = sc // the log line names only traces that are exported
 	}
 	return ctx, op
+}
+
+// spanMethod is method as a span's name and the duration metric's label
+// take it: one of MCP's methods, or "_OTHER" (gen-ai/mcp, as the
+// conventions for HTTP methods do). The client chooses the method, up to
+// the body limit: as a name or a label it would make series and spans of
+// megabytes, one per string.
+func spanMethod(method string) string {
+	switch method {
+	case protocol.MethodInitialize, protocol.MethodPing, protocol.MethodToolsList, protocol.MethodToolsCall,
+		protocol.MethodResourcesList, protocol.MethodResourcesRead, protocol.MethodResourcesTemplatesList,
+		protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe, protocol.MethodPromptsList,
+		protocol.MethodPromptsGet, protocol.MethodLoggingSetLevel, protocol.MethodCompletionComplete,
+		protocol.MethodServerDiscover, protocol.MethodSubscriptionsListen,
+		protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationProgress,
+		protocol.NotificationRootsListChanged:
+		return method
+	}
+	return "_OTHER"
 }
 
 // endOp ends the span serverOp started, with the outcome the request's

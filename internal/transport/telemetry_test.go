@@ -40,6 +40,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	h.Post(t, sid, th.ToolCall(8, "echo", map[string]any{"text": "x"}, nil), header...)
 	h.Post(t, sid, th.ToolCall(9, "no_such_tool_"+strings.Repeat("x", 40), nil, nil), header...)
 	h.Post(t, sid, th.RPC(nil, "notifications/initialized", nil), header...)
+	// A method of the client's own choosing names no span and no series.
+	h.Post(t, sid, th.RPC(11, "x/"+strings.Repeat("m", 4000), nil), header...)
+	h.Post(t, sid, th.RPC(nil, "notifications/"+strings.Repeat("n", 4000), nil), header...)
 	h.Post(t, "", modernBody(10, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "m"}}, nil),
 		append(modernHeaders("tools/call", "echo"), header...)...)
 	if err := tel.Shutdown(context.Background()); err != nil {
@@ -59,6 +62,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		if sp.GetName() == "notifications/initialized" {
 			notification = sp.Span
 		}
+		if len(sp.GetName()) > 64 || len(a["mcp.method.name"]) > 64 {
+			t.Errorf("a span named %.80q…: the client's method became a name", sp.GetName())
+		}
 		for k, v := range a {
 			if strings.Contains(v, "secret-value") || strings.Contains(v, sid) {
 				t.Errorf("span %s attribute %s=%q carries an argument value or the session id", sp.GetName(), k, v)
@@ -72,6 +78,7 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		{"8", "tools/call echo", headerTrace, "", store.ClientSessionHandle(sid)},
 		{"9", "tools/call", headerTrace, "-32602", store.ClientSessionHandle(sid)},
 		{"10", "tools/call echo", headerTrace, "", ""},
+		{"11", "_OTHER", headerTrace, "-32601", store.ClientSessionHandle(sid)},
 	}
 	for _, tt := range tests {
 		sp := byID[tt.id]
@@ -83,15 +90,20 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		if sp.GetName() != tt.name || otlptest.TraceID(sp) != tt.trace {
 			t.Errorf("request %s: span %q in trace %s, want %q in %s", tt.id, sp.GetName(), otlptest.TraceID(sp), tt.name, tt.trace)
 		}
-		if a["mcp.method.name"] != "tools/call" || a["error.type"] != tt.errType || a["mcp.session.id"] != tt.session || a["mcp_runtime.tenant"] == "" {
+		if a["mcp.method.name"] != strings.Fields(tt.name)[0] || a["error.type"] != tt.errType || a["mcp.session.id"] != tt.session || a["mcp_runtime.tenant"] == "" {
 			t.Errorf("request %s: attributes %v", tt.id, a)
 		}
-		if tt.errType == "" && a["gen_ai.tool.name"] != "echo" {
+		if tt.errType == "" && strings.HasPrefix(tt.name, "tools/call") && a["gen_ai.tool.name"] != "echo" {
 			t.Errorf("request %s: gen_ai.tool.name %q, want echo", tt.id, a["gen_ai.tool.name"])
 		}
 	}
 	if notification == nil || otlptest.TraceID(notification) != headerTrace {
 		t.Errorf("notification span %v, want one in the header's trace", notification)
+	}
+	// The log names the session by its handle, never by its id, which is
+	// a credential.
+	if strings.Contains(logs.String(), sid) || !strings.Contains(logs.String(), `"session":"`+store.ClientSessionHandle(sid)+`"`) {
+		t.Errorf("the log does not name the session by its handle alone:\n%s", logs.String())
 	}
 	// The request's log line carries its trace and span ids.
 	if sp := byID["7"]; sp != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
 // Server-to-client requests across replicas
@@ -106,7 +107,7 @@ func (m *redisSessions) forwardAnswer(ctx context.Context, c *redisCopy, msg *pr
 	}
 	m.ok()
 	if n != 1 {
-		m.log.Debug().Str("session", c.id).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.id)).Str("id", msg.ID.String()).Int64("outcome", n).Msg("transport: client response no replica waits for; dropped")
 	}
 	return nil
 }
@@ -136,11 +137,11 @@ func (m *redisSessions) awaitAnswer(c *redisCopy, id protocol.ID) {
 	}
 	msg, _, perr := protocol.Decode([]byte(v))
 	if perr != nil || msg.Kind != protocol.KindResponse || string(msg.ID) != string(id) {
-		m.log.Debug().Str("session", c.id).Msg("transport: skipping a malformed stored client response")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.id)).Msg("transport: skipping a malformed stored client response")
 		return
 	}
 	if c.s.Deliver(msg) {
-		m.log.Debug().Str("session", c.id).Str("id", msg.ID.String()).Msg("transport: client response from another replica read from redis")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.id)).Str("id", msg.ID.String()).Msg("transport: client response from another replica read from redis")
 	}
 }
 
@@ -173,11 +174,11 @@ func (m *redisSessions) onAnswer(c sessionChange) {
 	}
 	msg, _, perr := protocol.Decode(c.Msg)
 	if perr != nil || msg.Kind != protocol.KindResponse {
-		m.log.Debug().Str("session", c.ID).Msg("transport: skipping a malformed forwarded client response")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.ID)).Msg("transport: skipping a malformed forwarded client response")
 		return
 	}
 	if sc.s.Deliver(msg) {
-		m.log.Debug().Str("session", c.ID).Str("id", msg.ID.String()).Msg("transport: client response from another replica delivered")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.ID)).Str("id", msg.ID.String()).Msg("transport: client response from another replica delivered")
 	}
 }
 
@@ -229,6 +230,6 @@ func (m *redisSessions) onCancel(c sessionChange) {
 	sc := m.byID[c.ID]
 	m.mu.RUnlock()
 	if sc != nil && sc.s.CancelRequest(protocol.ID(c.Req)) {
-		m.log.Debug().Str("session", c.ID).Str("id", logging.Field(c.Req)).Msg("transport: request cancelled from another replica")
+		m.log.Debug().Str("session", store.ClientSessionHandle(c.ID)).Str("id", logging.Field(c.Req)).Msg("transport: request cancelled from another replica")
 	}
 }

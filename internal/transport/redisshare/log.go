@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -121,7 +122,7 @@ func (l *redisLog) queue(op logOp) {
 	default:
 		l.m.dropped.Add(1)
 		if l.m.logDropped.Add(1) == 1 {
-			l.m.log.Error().Str("session", l.id).Msg("transport: shared-session log queue full; dropping events")
+			l.m.log.Error().Str("session", store.ClientSessionHandle(l.id)).Msg("transport: shared-session log queue full; dropping events")
 		}
 	}
 }
@@ -433,7 +434,7 @@ func (m *redisSessions) writeBatchOnce(ctx context.Context, batch []logOp, reloa
 			continue
 		}
 		if err := c.Err(); err != nil {
-			m.log.Error().Err(err).Str("session", targets[j].id).Msg("transport: GET-stream log write refused by redis")
+			m.log.Error().Err(err).Str("session", store.ClientSessionHandle(targets[j].id)).Msg("transport: GET-stream log write refused by redis")
 			continue
 		}
 		seq, _ := c.Int64()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/transport"
 )
 
@@ -195,7 +196,7 @@ func (c *redisCopy) OpenStandalone(ctx context.Context, st *transport.Stream, re
 	if err := c.glog.sync(ctx, st); err != nil {
 		c.glog.pend(resume)
 		positioned = false
-		c.m.log.Debug().Err(err).Str("session", c.s.ID()).Msg("transport: GET stream opened without its position; it reads once redis answers")
+		c.m.log.Debug().Err(err).Str("session", store.ClientSessionHandle(c.s.ID())).Msg("transport: GET stream opened without its position; it reads once redis answers")
 	}
 	if !c.IsHome() {
 		c.claimHome()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
 // subscribe keeps one subscription to the channel and applies every
@@ -367,7 +369,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 	for _, s := range rewrite {
 		fields, err := sessionFields(s)
 		if err != nil {
-			m.log.Error().Err(err).Str("session", s.id).Msg("transport: cannot encode client session for redis")
+			m.log.Error().Err(err).Str("session", store.ClientSessionHandle(s.id)).Msg("transport: cannot encode client session for redis")
 			continue
 		}
 		msg, _ := json.Marshal(sessionChange{Origin: m.self, ID: s.id, Op: opSync}) // strings always encode
@@ -444,7 +446,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 		s := refresh[i]
 		switch v, err := c.Int(); {
 		case err != nil:
-			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session refresh refused by redis")
+			m.log.Error().Err(err).Str("session", store.ClientSessionHandle(s.id)).Msg("transport: client-session refresh refused by redis")
 			s.setRefreshDue(true)
 		case v == 0:
 			m.missing(s)
@@ -455,7 +457,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 		for j, c := range replayed[i] {
 			switch v, _, err := updateResult(c); {
 			case err != nil:
-				m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session change refused by redis")
+				m.log.Error().Err(err).Str("session", store.ClientSessionHandle(s.id)).Msg("transport: client-session change refused by redis")
 				s.restoreUnsaved(ops[i][j]) // still not in Redis: replayed next round
 			case v == 0:
 				// Written back with the copy, or replayed again if
@@ -477,7 +479,7 @@ func (m *redisSessions) housekeep(refresh, replay, rewrite, check []*redisCopy) 
 		case err != nil:
 			// Still lost: tried again at the next round, so nothing
 			// acknowledged is lost to an outage.
-			m.log.Error().Err(err).Str("session", s.id).Msg("transport: client-session rewrite refused by redis")
+			m.log.Error().Err(err).Str("session", store.ClientSessionHandle(s.id)).Msg("transport: client-session rewrite refused by redis")
 		case v == 0:
 			m.drop(s.id) // deleted (DELETE or expiry): the tombstone says so
 		case v == 1:
