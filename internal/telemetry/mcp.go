@@ -79,6 +79,23 @@ func (o Operation) End(ctx context.Context, errType string) {
 	h.Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(attrs...))
 }
 
+// RecordClientCall records a request sent to another server that was not
+// made through StartClient (mcp.client.operation.duration): method and
+// target as StartClient takes them, errType "" for a success.
+func (t *Telemetry) RecordClientCall(ctx context.Context, method, target string, d time.Duration, errType string) {
+	if !t.enabled {
+		return
+	}
+	attrs := []attribute.KeyValue{mcpconv.MethodName.String(method)}
+	if target != "" {
+		attrs = append(attrs, mcpconv.ToolName.String(target))
+	}
+	if errType != "" {
+		attrs = append(attrs, mcpconv.ErrorType.String(errType))
+	}
+	t.metrics.clientOp.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
+}
+
 // RecordSession records a client session's duration when it ends
 // (mcp.server.session.duration).
 func (t *Telemetry) RecordSession(ctx context.Context, d time.Duration, protocolVersion string) {

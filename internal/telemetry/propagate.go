@@ -12,12 +12,13 @@ import (
 )
 
 // Keys of trace context in params._meta (gen-ai/mcp, "Context
-// propagation": the W3C Trace Context and Baggage header names).
-var metaKeys = []string{"traceparent", "tracestate", "baggage"}
+// propagation": the W3C Trace Context header names).
+var metaKeys = []string{"traceparent", "tracestate"}
 
-// maxMetaValue bounds a trace-context value read from _meta: W3C caps
-// traceparent at 55 bytes and tracestate at 512; baggage at 8192.
-const maxMetaValue = 8192
+// maxMetaValue bounds a trace-context value read from _meta: traceparent
+// is 55 bytes, and W3C asks vendors to pass on tracestate up to 512; a
+// longer value is ignored.
+const maxMetaValue = 512
 
 // metaCarrier is trace context read from a message's _meta.
 type metaCarrier map[string]string
@@ -59,7 +60,7 @@ func readMeta(params json.RawMessage) metaCarrier {
 	if protocol.LookupMembers(params, []string{"_meta"}, meta[:]) != nil || len(meta[0]) == 0 || meta[0][0] != '{' {
 		return nil
 	}
-	var v [3]json.RawMessage
+	var v [2]json.RawMessage
 	if protocol.LookupMembers(meta[0], metaKeys, v[:]) != nil {
 		return nil
 	}
@@ -76,34 +77,4 @@ func readMeta(params json.RawMessage) metaCarrier {
 		}
 	}
 	return c
-}
-
-// AppendMeta appends the members that carry ctx's trace context in an
-// outgoing message's _meta ("traceparent":"…", and "tracestate" and
-// "baggage" when set), each preceded by a comma, for a caller writing
-// the _meta object by hand. Off, or without a span, it appends nothing.
-func (t *Telemetry) AppendMeta(dst []byte, ctx context.Context) []byte {
-	if !t.enabled || !trace.SpanContextFromContext(ctx).IsValid() {
-		return dst
-	}
-	c := metaCarrier{}
-	t.propagator.Inject(ctx, c)
-	for _, k := range metaKeys {
-		if v, ok := c[k]; ok && v != "" {
-			dst = append(dst, ',')
-			dst = protocol.AppendString(dst, k)
-			dst = append(dst, ':')
-			dst = protocol.AppendString(dst, v)
-		}
-	}
-	return dst
-}
-
-// InjectHeader sets ctx's trace context on an outgoing HTTP request's
-// header. Off, or without a span, it sets nothing.
-func (t *Telemetry) InjectHeader(ctx context.Context, header http.Header) {
-	if !t.enabled || !trace.SpanContextFromContext(ctx).IsValid() {
-		return
-	}
-	t.propagator.Inject(ctx, propagation.HeaderCarrier(header))
 }

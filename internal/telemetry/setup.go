@@ -45,6 +45,13 @@ const (
 	ProtocolGRPC = "grpc"
 )
 
+// Bounds on what telemetry holds: an attribute value's length, and the
+// series of one metric (beyond it, the SDK's overflow series).
+const (
+	maxAttributeValue = 1024
+	maxSeries         = 2000
+)
+
 // ServiceName is service.name unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES say otherwise.
 const ServiceName = "mcp-runtime"
@@ -102,7 +109,14 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	// The sampler comes from OTEL_TRACES_SAMPLER and its argument (the SDK
 	// reads them), parent-based by default: a client's sampling decision
 	// carries through the gateway.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+	// Attribute values are bounded (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT may
+	// lower the bound): the spans of other clients' instrumentation
+	// (a query's text) must not carry megabytes into the export queue.
+	limits := sdktrace.NewSpanLimits()
+	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > maxAttributeValue {
+		limits.AttributeValueLengthLimit = maxAttributeValue
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
 	t := &Telemetry{enabled: true, propagator: newPropagator()}
 	t.provider, t.tracer = tp, tp.Tracer(instrumentation)
 	t.shutdown = []func(context.Context) error{tp.Shutdown}
@@ -117,7 +131,7 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 		if interval <= 0 {
 			interval = time.Minute
 		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithCardinalityLimit(maxSeries),
 			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(interval))),
 			sdkmetric.WithView(durationView()))
 		t.meter = mp.Meter(instrumentation)
@@ -130,9 +144,10 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	return t, nil
 }
 
-// newPropagator reads and writes W3C Trace Context and Baggage.
+// newPropagator reads and writes W3C Trace Context. Not Baggage: it is
+// the client's, and a gateway does not pass it to every server behind it.
 func newPropagator() propagation.TextMapPropagator {
-	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	return propagation.TraceContext{}
 }
 
 func spanExporter(ctx context.Context, protocol, endpoint string) (sdktrace.SpanExporter, error) {
