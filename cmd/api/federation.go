@@ -1,19 +1,22 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/federation"
 	"github.com/mcp-runtime/mcp-runtime/internal/guarded"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/upstream"
 )
 
@@ -21,7 +24,7 @@ import (
 // persist; surf, the upstreams' prompts and resources, gets its callbacks
 // in the manager's options and the manager itself.
 func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarded.Pipeline, tools *handlers.ToolRegistry,
-	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, held federation.HeldRoute, tracer trace.Tracer, log zerolog.Logger) (*federation.Federation, error) {
+	notify func() (int, error), metrics prometheus.Registerer, surf *federation.Surface, held federation.HeldRoute, tel *telemetry.Telemetry, log zerolog.Logger) (*federation.Federation, error) {
 	o := upstream.Options{
 		Declared:              cfg.Upstreams,
 		Store:                 persist,
@@ -38,8 +41,13 @@ func newFederation(cfg config.Config, persist upstream.Persistence, pipe *guarde
 		MaxResourcesPerServer: cfg.Federation.MaxResourcesPerUpstream,
 		DeniedNetworks:        cfg.Federation.DeniedPrefixes(),
 		Metrics:               metrics,
-		Tracer:                tracer,
 		Log:                   log,
+	}
+	if tel.Enabled() {
+		o.Tracer = tel.Tracer() // and so the calls' trace context goes upstream
+		o.ObserveCall = func(ctx context.Context, _, tool string, d time.Duration, errType string) {
+			tel.RecordClientCall(ctx, protocol.MethodToolsCall, tool, d, errType)
+		}
 	}
 	surf.Configure(&o)
 	fed, err := federation.New(o, federation.Options{

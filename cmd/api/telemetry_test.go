@@ -144,6 +144,12 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 	find("the upstream's own server span", func(sp otlptest.Span) bool {
 		return sp.GetKind() == tracepb.Span_SPAN_KIND_SERVER && sp.GetName() == "tools/call memory_store" && otlptest.ParentID(sp.Span) == otlptest.SpanID(client.Span)
 	})
+	// The conventions' duration metrics, exported when each server stopped.
+	for _, name := range []string{"mcp.server.operation.duration", "mcp.client.operation.duration"} {
+		if !rcv.HasMetric(name) {
+			t.Errorf("no %s among the metrics received: %v", name, rcv.Metrics())
+		}
+	}
 }
 
 // dbSystem is a client span's database, under the semantic conventions'

@@ -47,11 +47,18 @@ func (m *Manager) CallRound(ctx context.Context, serverID, toolName string, args
 	if err := m.unavailable(s, "tools/call "+toolName); err != nil {
 		return CallResult{}, err
 	}
+	start := time.Now()
 	ctx, span := m.startCall(ctx, serverID, toolName)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout())
 	defer cancel()
 	out, err := m.callRound(ctx, s, serverID, toolName, args, round, relay)
-	endCall(span, out, err)
+	if span != nil || m.opts.ObserveCall != nil {
+		errType, failed := callErrType(out, err)
+		endCall(span, errType, failed)
+		if m.opts.ObserveCall != nil {
+			m.opts.ObserveCall(ctx, serverID, toolName, time.Since(start), errType)
+		}
+	}
 	return out, err
 }
 

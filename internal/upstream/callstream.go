@@ -144,24 +144,26 @@ func (e answerError) Unwrap() error { return e.err }
 // as they were decoded (valid JSON).
 func (cs *callState) request(ctx context.Context, name string, args json.RawMessage) []byte {
 	id := protocol.AppendString(make([]byte, 0, len(cs.id)+2), cs.id)
-	p := make([]byte, 0, 64+len(name)+len(args)+2*len(id))
+	traced := cs.c.propagate && trace.SpanContextFromContext(ctx).IsValid()
+	size := 64 + len(name) + len(args) + 2*len(id)
+	if traced {
+		size += 96 + maxTracestate // the members appendTraceMeta writes, at most
+	}
+	p := make([]byte, 0, size)
 	p = append(p, `{"name":`...)
 	p = protocol.AppendString(p, name)
 	if len(args) > 0 {
 		p = append(p, `,"arguments":`...)
 		p = append(p, args...)
 	}
-	traced := trace.SpanContextFromContext(ctx).IsValid()
 	if cs.relay != nil || traced {
 		p = append(p, `,"_meta":{`...)
 		if cs.relay != nil {
 			p = append(p, `"progressToken":`...)
 			p = append(p, id...)
 		}
-		mark := len(p)
-		p = appendTraceMeta(p, ctx)
-		if cs.relay == nil && len(p) > mark {
-			p = append(p[:mark], p[mark+1:]...) // no progressToken: no comma before the first member
+		if traced {
+			p = appendTraceMeta(p, ctx, cs.relay != nil)
 		}
 		p = append(p, '}')
 	}
@@ -634,11 +636,17 @@ func (c *conn) sdkCall(ctx context.Context, name string, args json.RawMessage, r
 		// capabilities of the client it would ask, not the gateway's.
 		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: round.ClientCapabilities}
 	}
-	for k, v := range traceMeta(ctx) {
-		if params.Meta == nil {
+	if c.propagate {
+		tp, ts := traceContext(ctx)
+		if tp != "" && params.Meta == nil {
 			params.Meta = mcp.Meta{}
 		}
-		params.Meta[k] = v
+		if tp != "" {
+			params.Meta[metaTraceparent] = tp
+		}
+		if ts != "" {
+			params.Meta[metaTracestate] = ts
+		}
 	}
 	if len(round.InputResponses) > 0 {
 		// The SDK takes typed answers: each is decoded as the result its

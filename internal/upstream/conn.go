@@ -37,6 +37,7 @@ type conn struct {
 	http              *http.Client
 	ids               *atomic.Int64
 	maxBody           int64
+	propagate         bool // see dialParams
 	onToolsChanged    func()
 	onResourceUpdated func(uri string)
 }
@@ -59,6 +60,10 @@ type dialParams struct {
 	// deployment is this deployment's id, sent in HeaderVia.
 	deployment string
 	denied     deniedNetworks
+	// propagate sends a call's trace context to the server (tracing.go):
+	// only when tracing is on, so that a gateway that does not trace
+	// passes on what it was sent and nothing else.
+	propagate bool
 	// onToolsChanged is called when the server sends
 	// notifications/tools/list_changed (or the prompts' or resources',
 	// see surfaceHandlers).
@@ -100,6 +105,7 @@ type upstreamTransport struct {
 	headers    map[string]string
 	deployment string
 	denied     deniedNetworks
+	propagate  bool // see dialParams
 	maxBody    int64
 	probe      *probe
 	streamLost func(*probe)
@@ -120,7 +126,9 @@ func (t *upstreamTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// (see HeaderVia): that is where a loop shows, and a tool call is
 	// spared the copy of its request.
 	announce := ex != nil && !ex.call
-	traced := trace.SpanContextFromContext(r.Context()).IsValid()
+	// Trace context to the server itself only, not to where it
+	// redirects.
+	traced := t.propagate && home && trace.SpanContextFromContext(r.Context()).IsValid()
 	if announce || traced || home && len(t.headers) > 0 {
 		// A RoundTripper must not modify the caller's request.
 		r = r.Clone(r.Context())
@@ -281,7 +289,7 @@ func httpClientFor(base *http.Client, cfg Config, p dialParams, pr *probe) *http
 		scheme, host = u.Scheme, u.Host
 	}
 	c.Transport = &upstreamTransport{base: rt, scheme: scheme, host: host, headers: cfg.Headers, deployment: p.deployment,
-		denied: p.denied, maxBody: p.maxBody, probe: pr, streamLost: p.onStreamLost}
+		denied: p.denied, propagate: p.propagate, maxBody: p.maxBody, probe: pr, streamLost: p.onStreamLost}
 	return &c
 }
 
@@ -362,7 +370,7 @@ func dial(ctx context.Context, cfg Config, p dialParams) (*conn, error) {
 		_ = session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
 	}
 	return &conn{cfg: cfg, session: session, init: session.InitializeResult(), closed: new(atomic.Bool), probe: pr,
-		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, onToolsChanged: p.onToolsChanged, onResourceUpdated: p.onResourceUpdated}, nil
+		http: hc, ids: new(atomic.Int64), maxBody: p.maxBody, propagate: p.propagate, onToolsChanged: p.onToolsChanged, onResourceUpdated: p.onResourceUpdated}, nil
 }
 
 // requestError turns a failed request into an *Error of kind

@@ -112,7 +112,11 @@ type Options struct {
 	// the call's trace context travels in its _meta and HTTP headers
 	// whenever the caller's context carries one.
 	Tracer trace.Tracer
-	Log    zerolog.Logger
+	// ObserveCall, when set, is told every tools/call sent to a server:
+	// how long it took and its error.type ("" for a success) — the
+	// conventions' mcp.client.operation.duration. It must not block.
+	ObserveCall func(ctx context.Context, server, tool string, d time.Duration, errType string)
+	Log         zerolog.Logger
 
 	// backoff replaces fullJitter (tests make retries fast with it).
 	backoff backoffFunc

@@ -181,6 +181,7 @@ func (m *Manager) dialParams(s *server) dialParams {
 		base: m.client, maxBody: m.opts.maxResponseBytes,
 		clientName: m.opts.ClientName, clientVersion: m.opts.ClientVersion,
 		deployment: m.opts.DeploymentID, denied: m.opts.DeniedNetworks,
+		propagate: m.opts.Tracer != nil,
 		// By id: an update that keeps the session (replaceLocked) puts it
 		// under a new *server.
 		onToolsChanged:    func() { m.listChanged(id) },
