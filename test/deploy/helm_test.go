@@ -659,6 +659,16 @@ func TestHelmChart(t *testing.T) {
 				if d.Spec.Template.Metadata.Annotations["checksum/config"] == "" {
 					t.Error("no checksum/config annotation on the pod template: a config change would not roll the pods")
 				}
+				// OpenTelemetry: the OTEL_* variables only with an endpoint
+				// (production values), and then the sampler with its ratio.
+				endpoint, traced := c.env("OTEL_EXPORTER_OTLP_ENDPOINT")
+				sampler, _ := c.env("OTEL_TRACES_SAMPLER")
+				ratio, _ := c.env("OTEL_TRACES_SAMPLER_ARG")
+				if want := r.name == "production values"; traced != want {
+					t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT set %v (%q), want %v", traced, deref(endpoint.Value), want)
+				} else if traced && (deref(sampler.Value) != "parentbased_traceidratio" || deref(ratio.Value) != "0.01") {
+					t.Errorf("sampler %q with %q, want parentbased_traceidratio with 0.01", deref(sampler.Value), deref(ratio.Value))
+				}
 				if lim, ok := c.env("GOMEMLIMIT"); !ok || lim.ValueFrom == nil || lim.ValueFrom.ResourceFieldRef == nil || lim.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
 					t.Error("GOMEMLIMIT does not come from limits.memory: the memory-pressure gate has no ceiling to measure against")
 				}
@@ -799,6 +809,8 @@ func TestHelmRefusesBrokenValues(t *testing.T) {
 	}{
 		{"misspelt top-level key", []string{"--set", "replicas=3"}, "replicas"},
 		{"misspelt nested key", []string{"--set", "ingress.enable=true"}, "enable"},
+		{"a telemetry endpoint without a scheme", []string{"--set", "telemetry.endpoint=collector:4318"}, "endpoint"},
+		{"an unknown sampler", []string{"--set", "telemetry.sampler=sometimes"}, "sampler"},
 		{"database URL in the ConfigMap", []string{"--set", "config.databaseURL=postgres://u:p@db/mcp"}, "databaseURL"},
 		{"listen address in the config", []string{"--set", "config.listen=127.0.0.1:8080"}, "listen"},
 		{"unknown log level", []string{"--set", "config.logLevel=verbose"}, "logLevel"},
