@@ -259,7 +259,7 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer, getenv fun
 		route = heldroute.New(rdb, cfg.Redis.KeyPrefix, logger)
 		held = route
 	}
-	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, held, tel.Tracer(), logger)
+	fed, err = newFederation(cfg, st.backend, pipe, tools, tr.ToolsListChanged, met.reg, surf, held, tel, logger)
 	if err != nil {
 		return nil, err
 	}
