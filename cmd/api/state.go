@@ -169,6 +169,7 @@ func (s *state) record(c pipeline.CallRecord) {
 		StartedAt: time.Now().Add(-c.Duration).UTC().Truncate(time.Microsecond),
 		Tenant:    c.Tenant, Tool: c.Tool, ClientSession: c.ClientSession, Status: store.TraceOK,
 		DurationMs: float64(c.Duration.Microseconds()) / 1000, ArgBytes: int64(c.ArgBytes), ResultBytes: int64(c.ResultBytes),
+		OtelTraceID: c.TraceID,
 	}
 	if c.ErrorCode != "" {
 		t.Status, t.ErrorCode = store.TraceError, string(c.ErrorCode)

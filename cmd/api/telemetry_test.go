@@ -73,6 +73,17 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 	call("memory_store", map[string]any{"key": "k", "value": secret})
 	call("memory_retrieve", map[string]any{"key": "k"})
 	call("up_memory_store", map[string]any{"key": "k", "value": secret})
+	// The project's own trace of the call names the OpenTelemetry trace.
+	waitFor(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "trace_list", Arguments: map[string]any{"tool": "memory.store"}})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			return false
+		}
+		text, _ := res.Content[0].(*mcp.TextContent)
+		return text != nil && strings.Contains(text.Text, `"otelTraceId":"`+clientTrace+`"`)
+	})
 	sid := cs.ID()
 	stopGateway() // flushes what the gateway buffered
 	stopUp()

@@ -164,6 +164,10 @@ type Trace struct {
 	ArgBytes      int64     `json:"argBytes"`
 	ResultBytes   int64     `json:"resultBytes"`
 	StartedAt     time.Time `json:"startedAt"`
+	// OtelTraceID is the OpenTelemetry trace the call was part of, 32 hex
+	// digits, when that trace was sampled; "" otherwise
+	// (docs/adr/0046-opentelemetry.md).
+	OtelTraceID string `json:"otelTraceId,omitempty"`
 }
 
 // ListTraces lists traces newest first (startedAt, then id).

@@ -219,5 +219,22 @@ func checkTrace(t *Trace) error {
 	if t.Status != TraceOK && t.Status != TraceError {
 		return Invalid("status", "must be %q or %q, got %q", TraceOK, TraceError, t.Status)
 	}
+	if t.OtelTraceID != "" && !IsOtelTraceID(t.OtelTraceID) {
+		return Invalid("otelTraceId", "must be 32 lower-case hex digits, not all zero")
+	}
 	return nil
+}
+
+// IsOtelTraceID reports whether id is an OpenTelemetry trace id as W3C
+// Trace Context writes it: 32 lower-case hex digits, not all zero.
+func IsOtelTraceID(id string) bool {
+	if len(id) != 32 || strings.Count(id, "0") == 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"encoding/hex"
+	"math"
 	"strconv"
 	"time"
 
@@ -15,27 +16,32 @@ import (
 // little memory and nothing at each collection. A *store.Trace with its
 // id, handle and map entry took about 300 bytes in five objects the
 // garbage collector walked on every cycle. A traceRec has no pointers:
-// the ring is one allocation the collector never scans, 72 bytes a
-// trace (BENCHMARKS.md, "Cached reads side by side").
+// the ring is one allocation the collector never scans, 80 bytes a
+// trace, 16 of them the OpenTelemetry trace id (BENCHMARKS.md, "Cached
+// reads side by side").
 
 // traceRec is one held trace.
 type traceRec struct {
 	id       [16]byte // the id, when flagUUID; otherwise traceRing.oddIDs
+	otel     [16]byte // the OpenTelemetry trace id, when flagOtel
 	handle   uint64   // the client session handle's 64 bits, when flagHandle
 	started  int64    // Unix microseconds
 	duration float64  // milliseconds
-	args     int64
-	result   int64
-	tenant   uint32 // index in Store.tenantList
-	tool     uint32 // in traceRing.names
-	code     uint32 // in traceRing.names; 0 for no error code
-	flags    uint8
+	// args and result are byte counts, which the body and response
+	// limits keep far below 4 GiB; larger ones are held as 4 GiB - 1.
+	args   uint32
+	result uint32
+	tenant uint32 // index in Store.tenantList
+	tool   uint32 // in traceRing.names
+	code   uint32 // in traceRing.names; 0 for no error code
+	flags  uint8
 }
 
 const (
 	flagUUID   uint8 = 1 << iota // id holds the trace id
 	flagHandle                   // handle holds a client session handle
 	flagError                    // status is store.TraceError
+	flagOtel                     // otel holds an OpenTelemetry trace id
 )
 
 // traceRing holds every stored trace, of all tenants, in the order they
@@ -132,7 +138,7 @@ func handleString(n uint64) string {
 // canonical UUID. tr.ClientSession is already a handle.
 func (g *traceRing) encode(tr *store.Trace, tenant uint32) (r traceRec, oddID string) {
 	r = traceRec{
-		started: tr.StartedAt.UnixMicro(), duration: tr.DurationMs, args: tr.ArgBytes, result: tr.ResultBytes,
+		started: tr.StartedAt.UnixMicro(), duration: tr.DurationMs, args: byteCount(tr.ArgBytes), result: byteCount(tr.ResultBytes),
 		tenant: tenant, tool: g.names.hold(tr.Tool), code: g.names.hold(tr.ErrorCode),
 	}
 	if u, ok := canonicalUUID(tr.ID); ok {
@@ -146,8 +152,14 @@ func (g *traceRing) encode(tr *store.Trace, tenant uint32) (r traceRec, oddID st
 	if tr.Status == store.TraceError {
 		r.flags |= flagError
 	}
+	if _, err := hex.Decode(r.otel[:], []byte(tr.OtelTraceID)); err == nil && tr.OtelTraceID != "" {
+		r.flags |= flagOtel // CheckTrace let only 32 hex digits through
+	}
 	return r, oddID
 }
+
+// byteCount is n as a record holds it (traceRec.args).
+func byteCount(n int64) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
 
 // id returns the id of the record in slot.
 func (g *traceRing) id(slot int32) string {
@@ -163,7 +175,7 @@ func (g *traceRing) decode(slot int32, tenant string) store.Trace {
 	r := &g.recs[slot]
 	tr := store.Trace{
 		ID: g.id(slot), Tenant: tenant, Tool: g.names.name(r.tool), ErrorCode: g.names.name(r.code),
-		Status: store.TraceOK, DurationMs: r.duration, ArgBytes: r.args, ResultBytes: r.result,
+		Status: store.TraceOK, DurationMs: r.duration, ArgBytes: int64(r.args), ResultBytes: int64(r.result),
 		StartedAt: time.UnixMicro(r.started).UTC(),
 	}
 	if r.flags&flagError != 0 {
@@ -171,6 +183,9 @@ func (g *traceRing) decode(slot int32, tenant string) store.Trace {
 	}
 	if r.flags&flagHandle != 0 {
 		tr.ClientSession = handleString(r.handle)
+	}
+	if r.flags&flagOtel != 0 {
+		tr.OtelTraceID = hex.EncodeToString(r.otel[:])
 	}
 	return tr
 }

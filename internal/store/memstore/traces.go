@@ -60,8 +60,15 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 // the limit are held, else the earliest written, whose trace it drops.
 func (s *Store) traceSlot() int32 {
 	g := &s.traceRing
-	if len(g.recs) < s.opts.TraceLimit() {
+	if limit := s.opts.TraceLimit(); len(g.recs) < limit {
 		// Growing: head stays 0 (the ring only wraps once full).
+		if len(g.recs) == cap(g.recs) {
+			// Doubling, but never past the limit: append's growth would
+			// leave the full ring with spare capacity it never uses.
+			grown := make([]traceRec, len(g.recs), min(max(2*cap(g.recs), 256), limit))
+			copy(grown, g.recs)
+			g.recs = grown
+		}
 		g.recs = append(g.recs, traceRec{})
 		return int32(len(g.recs) - 1)
 	}

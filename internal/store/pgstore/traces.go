@@ -12,12 +12,12 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 )
 
-const traceCols = `id, tenant, tool, client_session, status, error_code, duration_ms, arg_bytes, result_bytes, started_at`
+const traceCols = `id, tenant, tool, client_session, status, error_code, duration_ms, arg_bytes, result_bytes, started_at, otel_trace_id`
 
 func scanTrace(row pgx.Row) (store.Trace, error) {
 	var t store.Trace
 	err := row.Scan(&t.ID, &t.Tenant, &t.Tool, &t.ClientSession, &t.Status, &t.ErrorCode,
-		&t.DurationMs, &t.ArgBytes, &t.ResultBytes, &t.StartedAt)
+		&t.DurationMs, &t.ArgBytes, &t.ResultBytes, &t.StartedAt, &t.OtelTraceID)
 	t.StartedAt = utc(t.StartedAt)
 	return t, err
 }
@@ -27,7 +27,7 @@ func scanTrace(row pgx.Row) (store.Trace, error) {
 // converts older rows and whatever an older replica still writes).
 func traceRow(t store.Trace) []any {
 	return []any{t.ID, t.Tenant, t.Tool, store.ClientSessionHandle(t.ClientSession), t.Status, t.ErrorCode,
-		t.DurationMs, t.ArgBytes, t.ResultBytes, t.StartedAt}
+		t.DurationMs, t.ArgBytes, t.ResultBytes, t.StartedAt, t.OtelTraceID}
 }
 
 // InsertTraces writes a batch with COPY: one round trip however large.
@@ -55,7 +55,7 @@ func (s *Store) InsertTraces(ctx context.Context, batch []store.Trace) error {
 func (s *Store) insertTracesSkippingDuplicates(ctx context.Context, batch []store.Trace) error {
 	var b pgx.Batch
 	for _, t := range batch {
-		b.Queue(`INSERT INTO traces (`+traceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		b.Queue(`INSERT INTO traces (`+traceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (tenant, id) DO NOTHING`, traceRow(t)...)
 	}
 	// A batch that is not in a transaction runs in an implicit one, so

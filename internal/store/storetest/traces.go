@@ -59,6 +59,7 @@ func testTraces(t *testing.T, h *harness) {
 		tn := h.tenant()
 		a, b := trace(tn, "search", 1), trace(tn, "fetch", 2)
 		b.Status, b.ErrorCode = store.TraceError, "timeout"
+		a.OtelTraceID = "4bf92f3577b34da6a3ce929d0e0e4736" // the OpenTelemetry trace it was part of
 		noErr(t, h.s.InsertTraces(ctx(t), []store.Trace{a, b}))
 		sameTrace(t, "a", must(h.s.GetTrace(ctx(t), tn, a.ID))(t), a)
 		sameTrace(t, "b", must(h.s.GetTrace(ctx(t), tn, b.ID))(t), b)
@@ -106,6 +107,7 @@ func testTraces(t *testing.T, h *harness) {
 			"clientSession": func(tr *store.Trace) { tr.ClientSession = strings.Repeat("s", store.MaxTraceText+1) },
 			"errorCode":     func(tr *store.Trace) { tr.ErrorCode = strings.Repeat("e", store.MaxTraceText+1) },
 			"status":        func(tr *store.Trace) { tr.Status = "maybe" },
+			"otelTraceId":   func(tr *store.Trace) { tr.OtelTraceID = "4BF92F3577B34DA6A3CE929D0E0E4736" },
 		}
 		for field, spoil := range bad {
 			good, tr := trace(tn, "x", 1), trace(tn, "x", 2)
