@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/admin"
 	"github.com/mcp-runtime/mcp-runtime/internal/auth"
@@ -232,7 +233,11 @@ func newApp(ctx context.Context, cfg config.Config, logOut io.Writer, getenv fun
 		return nil, err
 	}
 	srv.SetStateSealer(sealer)
-	notifier, err := wireStateSync(cfg.StateSync, syncEngine, srv, tr, logger)
+	var deliveries trace.Tracer // nil: deliveries are not traced
+	if tel.Enabled() {
+		deliveries = tel.Tracer()
+	}
+	notifier, err := wireStateSync(cfg.StateSync, syncEngine, srv, tr, deliveries, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/config"
 	"github.com/mcp-runtime/mcp-runtime/internal/handlers"
@@ -20,9 +21,9 @@ import (
 // changes whether or not the policy layer is on (resources/subscribe is
 // plain MCP). With the layer off, nothing is installed on the tools/list
 // or tools/call path.
-func wireStateSync(cfg config.StateSync, engine *statesync.Engine, srv *handlers.Server, d statesync.Deliverer, log zerolog.Logger) (*statesync.Notifier, error) {
+func wireStateSync(cfg config.StateSync, engine *statesync.Engine, srv *handlers.Server, d statesync.Deliverer, tracer trace.Tracer, log zerolog.Logger) (*statesync.Notifier, error) {
 	if engine == nil {
-		return statesync.NewNotifier(d, nil, log), nil
+		return statesync.NewNotifier(d, nil, log, tracer), nil
 	}
 	sc := cfg.SyncConfig()
 	for _, o := range statesync.DetectOverlaps(sc.Policies) {
@@ -32,7 +33,7 @@ func wireStateSync(cfg config.StateSync, engine *statesync.Engine, srv *handlers
 	layer := statesync.NewLayer(engine, func(ev statesync.InvalidationEvent) {
 		log.Debug().Str("causedBy", ev.CausedBy).Strs("patterns", ev.Patterns).Msg("stateSync: cache invalidated")
 	})
-	n := statesync.NewNotifier(d, layer, log)
+	n := statesync.NewNotifier(d, layer, log, tracer)
 	srv.Tools().SetDecorator(engine.DecorateDescription)
 	srv.SetAfterCall(func(ctx context.Context, call *handlers.ToolCall, res *protocol.CallToolResult) *protocol.CallToolResult {
 		return n.AfterCall(ctx, call.Name, res)

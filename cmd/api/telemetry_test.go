@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -155,8 +156,22 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 	find("the upstream's own server span", func(sp otlptest.Span) bool {
 		return sp.GetKind() == tracepb.Span_SPAN_KIND_SERVER && sp.GetName() == "tools/call memory_store" && otlptest.ParentID(sp.Span) == otlptest.SpanID(client.Span)
 	})
+	// State Sync's delivery of memory_store's update is a trace of its
+	// own, linked to the mutation's.
+	linked := false
+	for _, sp := range rcv.Spans() {
+		for _, l := range sp.GetLinks() {
+			if sp.GetKind() == tracepb.Span_SPAN_KIND_PRODUCER && sp.GetName() == "notifications/resources/updated" &&
+				hex.EncodeToString(l.GetTraceId()) == clientTrace && under(spans[hex.EncodeToString(l.GetSpanId())], otlptest.SpanID(store.Span)) {
+				linked = true
+			}
+		}
+	}
+	if !linked {
+		t.Error("no delivery span of memory_store's update linked to the mutation")
+	}
 	// The conventions' duration metrics, exported when each server stopped.
-	for _, name := range []string{"mcp.server.operation.duration", "mcp.client.operation.duration"} {
+	for _, name := range []string{"mcp.server.operation.duration", "mcp.client.operation.duration", "mcp.server.session.duration"} {
 		if !rcv.HasMetric(name) {
 			t.Errorf("no %s among the metrics received: %v", name, rcv.Metrics())
 		}

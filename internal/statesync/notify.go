@@ -6,8 +6,11 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -38,6 +41,7 @@ type Deliverer interface {
 type Notifier struct {
 	d         Deliverer
 	layer     *Layer // nil: the policy layer is off
+	tracer    trace.Tracer
 	log       zerolog.Logger
 	published atomic.Int64
 	delivered atomic.Int64
@@ -48,9 +52,11 @@ type Notifier struct {
 // NewNotifier returns a notifier that delivers through d. layer is the
 // policy layer whose invalidations AfterCall announces; nil when
 // stateSync.enabled is false, and then AfterCall is not to be installed.
-// Its delivery goroutine runs until Close.
-func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
-	n := &Notifier{d: d, layer: layer, log: log}
+// Its delivery goroutine runs until Close. tracer, when not nil, makes a
+// span of each delivery of a sampled mutation's update, linked to the
+// mutation's span.
+func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger, tracer trace.Tracer) *Notifier {
+	n := &Notifier{d: d, layer: layer, log: log, tracer: tracer}
 	n.q.init()
 	go n.run()
 	return n
@@ -60,13 +66,13 @@ func NewNotifier(d Deliverer, layer *Layer, log zerolog.Logger) *Notifier {
 // the tenant of ctx. Subscribing to an entity is plain MCP
 // (resources/subscribe), so this runs with the policy layer off too.
 func (n *Notifier) Changed(ctx context.Context, uri string) {
-	n.publish(tenant.From(ctx), uri)
+	n.publish(ctx, tenant.From(ctx), uri)
 }
 
 // Listed announces that an entity of the tenant of ctx was created or
 // deleted, so its resources/list changed.
 func (n *Notifier) Listed(ctx context.Context) {
-	n.enqueue(notice{tenant: tenant.From(ctx)})
+	n.enqueue(notice{tenant: tenant.From(ctx), cause: n.cause(ctx)})
 }
 
 // AfterCall applies causal invalidation to the result of a call of tool
@@ -82,26 +88,41 @@ func (n *Notifier) AfterCall(ctx context.Context, tool string, res *protocol.Cal
 	}
 	tn := tenant.From(ctx)
 	for _, p := range ev.Patterns {
-		n.publish(tn, StaleURI(p))
+		n.publish(ctx, tn, StaleURI(p))
 	}
 	return res
 }
 
 // publish queues uri's update for its subscribers in tenantID.
-func (n *Notifier) publish(tenantID, uri string) {
+func (n *Notifier) publish(ctx context.Context, tenantID, uri string) {
 	n.published.Add(1)
-	n.enqueue(notice{tenant: tenantID, uri: uri})
+	n.enqueue(notice{tenant: tenantID, uri: uri, cause: n.cause(ctx)})
+}
+
+// cause is the span of ctx when deliveries are traced and it is sampled.
+func (n *Notifier) cause(ctx context.Context) trace.SpanContext {
+	if n.tracer == nil {
+		return trace.SpanContext{}
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		return sc
+	}
+	return trace.SpanContext{}
 }
 
 // deliver hands nt to the deliverer. A failure is logged, never
 // returned: a notification that cannot be sent must not fail the
 // mutation that caused it.
 func (n *Notifier) deliver(nt notice) {
+	span := n.deliverySpan(nt)
 	if nt.uri == "" {
 		n.d.ResourcesListChanged(nt.tenant)
+		span.End()
 		return
 	}
 	delivered, err := n.d.ResourceUpdated(nt.tenant, nt.uri)
+	span.SetAttributes(attrDelivered.Int(delivered))
+	span.End()
 	if err != nil {
 		// The URI names the entity (memory://<namespace>/<key>), which is
 		// the client's data: only its kind is logged.
@@ -111,6 +132,33 @@ func (n *Notifier) deliver(nt notice) {
 	}
 	n.delivered.Add(int64(delivered))
 }
+
+// attrDelivered is how many subscribers a delivery reached on this replica.
+const attrDelivered = attribute.Key("mcp_runtime.notifications.delivered")
+
+// deliverySpan starts the span of nt's delivery: a root of its own
+// (one mutation's update reaches any number of subscribers, later, on
+// another goroutine), linked to the mutation's span. Off, or for an
+// unsampled mutation, a non-recording span that costs nothing.
+func (n *Notifier) deliverySpan(nt notice) trace.Span {
+	if !nt.cause.IsValid() {
+		return trace.SpanFromContext(context.Background())
+	}
+	method := protocol.NotificationResourcesUpdated
+	if nt.uri == "" {
+		method = protocol.NotificationResourcesListChange
+	}
+	// The URI names the client's entity (memory://<namespace>/<key>):
+	// the span carries its kind only, as the log does.
+	kind, _, _ := strings.Cut(nt.uri, "://")
+	_, span := n.tracer.Start(context.Background(), method, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithLinks(trace.Link{SpanContext: nt.cause}),
+		trace.WithAttributes(mcpconv.MethodName.String(method), mcpconv.Tenant.String(nt.tenant), attrResourceKind.String(kind)))
+	return span
+}
+
+// attrResourceKind is the scheme of an updated resource's URI.
+const attrResourceKind = attribute.Key("mcp_runtime.resource.kind")
 
 // NotifierStats counts what a Notifier did.
 type NotifierStats struct {

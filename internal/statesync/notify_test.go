@@ -48,7 +48,7 @@ func (f *fakeDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
 // delivery failure is absorbed, not propagated.
 func TestNotifierChanged(t *testing.T) {
 	d := &fakeDeliverer{n: 3, fail: "agent://x"}
-	n := NewNotifier(d, nil, zerolog.Nop())
+	n := NewNotifier(d, nil, zerolog.Nop(), nil)
 	ctx := tenant.With(context.Background(), "acme")
 	n.Changed(ctx, "memory://team/plan")
 	n.Listed(ctx)
@@ -93,7 +93,7 @@ func (b *blockingDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
 func TestNotifierDeliversOffTheCallPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &blockingDeliverer{fakeDeliverer: fakeDeliverer{n: 1}, started: make(chan struct{}, 1), release: make(chan struct{})}
-		n := NewNotifier(d, nil, zerolog.Nop())
+		n := NewNotifier(d, nil, zerolog.Nop(), nil)
 		ctx := tenant.With(context.Background(), "acme")
 		n.Changed(ctx, "memory://team/0")
 		<-d.started // the first is being delivered, and is held there
@@ -156,7 +156,7 @@ func (*slowTenantDeliverer) ResourcesListChanged(string) {}
 func TestNotifierTenantsDoNotWaitForEachOther(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &slowTenantDeliverer{}
-		n := NewNotifier(d, nil, zerolog.Nop())
+		n := NewNotifier(d, nil, zerolog.Nop(), nil)
 		noisy, quiet := tenant.With(context.Background(), "noisy"), tenant.With(context.Background(), "quiet")
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -193,7 +193,7 @@ func TestNotifierTenantsDoNotWaitForEachOther(t *testing.T) {
 // rest and says how many: shutdown keeps its grace period.
 func TestNotifierCloseKeepsTheGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n := NewNotifier(&slowTenantDeliverer{}, nil, zerolog.Nop())
+		n := NewNotifier(&slowTenantDeliverer{}, nil, zerolog.Nop(), nil)
 		noisy := tenant.With(context.Background(), "noisy")
 		for i := range tenantQueue {
 			n.Changed(noisy, fmt.Sprintf("memory://x/%d", i))
@@ -235,7 +235,7 @@ func TestNotifierAfterCall(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &fakeDeliverer{n: 1}
-			n := NewNotifier(d, tt.layer, zerolog.Nop())
+			n := NewNotifier(d, tt.layer, zerolog.Nop(), nil)
 			blocks := len(tt.res.Content)
 			got := n.AfterCall(ctx, tt.tool, tt.res)
 			n.Close(context.Background())

@@ -3,6 +3,7 @@ package statesync
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 )
 
@@ -27,7 +28,13 @@ const tenantQueue = 1024
 
 // notice is one queued update: a resource's, or, with no uri, a change
 // of tenant's resource list.
-type notice struct{ tenant, uri string }
+type notice struct {
+	tenant, uri string
+	// cause is the span of the mutation that published it, which the
+	// delivery's span links to (docs/adr/0046-opentelemetry.md); zero
+	// when tracing is off or the mutation was not sampled.
+	cause trace.SpanContext
+}
 
 // queue holds the waiting notices by tenant, and the tenants' turns.
 type queue struct {

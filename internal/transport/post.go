@@ -225,6 +225,7 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Tenant:       tenant.From(r.Context()),
 		Principal:    principalID(r),
 		index:        t.subs,
+		ended:        t.sessionEnded(result.ProtocolVersion),
 	})
 	if share := t.shareSpent(err); share != nil {
 		// The caller's own share is spent: its problem, not the server's.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -52,6 +53,15 @@ func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, 
 		rec.trace = sc // the log line names only traces that are exported
 	}
 	return ctx, op
+}
+
+// sessionEnded records a client session's life when it ends
+// (mcp.server.session.duration); nil while telemetry is off.
+func (t *Transport) sessionEnded(version string) func(time.Duration) {
+	if !t.tel.Enabled() {
+		return nil
+	}
+	return func(lived time.Duration) { t.tel.RecordSession(context.Background(), lived, version) }
 }
 
 // spanMethod is method as a span's name and the duration metric's label
