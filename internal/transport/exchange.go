@@ -137,6 +137,15 @@ func (ex *exchange) Request(ctx context.Context, method string, params any) (jso
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", method, err)
 	}
+	ctx, p, end := ex.t.clientOp(ctx, method, p)
+	result, err := ex.request(ctx, method, p)
+	end(err)
+	return result, err
+}
+
+// request sends a server-to-client request of method with params p and
+// waits for the client's answer.
+func (ex *exchange) request(ctx context.Context, method string, p []byte) (json.RawMessage, error) {
 	id, answer, err := ex.sess.expect()
 	if err != nil {
 		return nil, fmt.Errorf("send %s: %w", method, err)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
@@ -55,6 +57,56 @@ func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, 
 	return ctx, op
 }
 
+// clientOp starts the client span of a request this server sends its
+// client (sampling, elicitation, roots: gen-ai/mcp counts each as an MCP
+// request), under the handler's span, and returns params with the span's
+// trace context in their _meta, so that a client that traces continues
+// the trace; end ends the span with the request's outcome. Off, or under
+// no recorded span, params are returned as they are.
+func (t *Transport) clientOp(ctx context.Context, method string, params []byte) (context.Context, []byte, func(error)) {
+	if !t.tel.Enabled() || !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, params, func(error) {}
+	}
+	ctx, op := t.tel.StartClient(ctx, spanMethod(method), "")
+	return ctx, withTraceMeta(ctx, params), func(err error) {
+		errType := ""
+		if err != nil {
+			errType = "client_error"
+		}
+		op.End(ctx, errType)
+	}
+}
+
+// withTraceMeta returns params, a JSON object, with ctx's traceparent and
+// tracestate in a _meta member it adds; params that have a _meta already
+// (none of the server's requests does) are returned as they are.
+func withTraceMeta(ctx context.Context, params []byte) []byte {
+	var meta [1]json.RawMessage
+	if len(params) < 2 || params[0] != '{' || protocol.LookupMembers(params, []string{"_meta"}, meta[:]) != nil || meta[0] != nil {
+		return params
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	out := make([]byte, 0, len(params)+160)
+	out = append(out, params[:len(params)-1]...) // without its closing brace
+	if len(bytes.TrimSpace(params[1:len(params)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_meta":{`...)
+	for i, k := range []string{"traceparent", "tracestate"} {
+		if c[k] == "" {
+			continue
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = protocol.AppendString(out, k)
+		out = append(out, ':')
+		out = protocol.AppendString(out, c[k])
+	}
+	return append(out, "}}"...)
+}
+
 // sessionEnded records a client session's life when it ends
 // (mcp.server.session.duration); nil while telemetry is off.
 func (t *Transport) sessionEnded(version string) func(time.Duration) {
@@ -76,6 +128,7 @@ func spanMethod(method string) string {
 		protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe, protocol.MethodPromptsList,
 		protocol.MethodPromptsGet, protocol.MethodLoggingSetLevel, protocol.MethodCompletionComplete,
 		protocol.MethodServerDiscover, protocol.MethodSubscriptionsListen,
+		protocol.MethodSamplingCreateMessage, protocol.MethodElicitationCreate, protocol.MethodRootsList,
 		protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationProgress,
 		protocol.NotificationRootsListChanged:
 		return method

@@ -2,12 +2,16 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
@@ -114,6 +118,78 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no log line of request 7 with %s in:\n%s", want, logs.String())
+		}
+	}
+}
+
+// A request the server sends its client during a traced call is a client
+// span under the call's, and carries its trace context in _meta, so that
+// a client that traces continues the trace; its params are otherwise
+// what they were.
+func TestTelemetry_ServerToClientRequest(t *testing.T) {
+	rcv, endpoint := otlptest.Start(t, otlptest.HTTP)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{Endpoint: endpoint}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, withOpts(func(o *Options) { o.Telemetry = tel }))
+	sid, _ := h.InitializeWith(t, protocol.LatestVersion, map[string]any{"sampling": map[string]any{}})
+	ps := h.PostSSE(t, sid, th.ToolCall(21, "sample", map[string]any{"prompt": "say hi"}, nil),
+		"Traceparent", "00-"+headerTrace+"-2222222222222222-01")
+	_, m := ps.NextMessage(t)
+	var params struct {
+		Meta      map[string]string `json:"_meta"`
+		MaxTokens int               `json:"maxTokens"`
+	}
+	if err := json.Unmarshal(m.Params, &params); err != nil || params.MaxTokens != 16 {
+		t.Fatalf("sampling params %s (%v)", m.Params, err)
+	}
+	traceparent := params.Meta["traceparent"]
+	if !strings.HasPrefix(traceparent, "00-"+headerTrace+"-") {
+		t.Fatalf("sampling request's _meta %v, want the call's trace", params.Meta)
+	}
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"hello back"},"model":"m"}}`, m.ID)
+	h.Post(t, sid, []byte(answer))
+	ps.NextMessage(t)
+	ps.WaitEnd(t)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var client, server *tracepb.Span
+	for _, sp := range rcv.Spans() {
+		switch {
+		case sp.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && sp.GetName() == "sampling/createMessage":
+			client = sp.Span
+		case sp.GetKind() == tracepb.Span_SPAN_KIND_SERVER && sp.GetName() == "tools/call sample":
+			server = sp.Span
+		}
+	}
+	if client == nil || server == nil {
+		t.Fatalf("spans %v: want the call's server span and the request's client span", rcv.Spans())
+	}
+	if otlptest.TraceID(client) != headerTrace || !strings.Contains(traceparent, otlptest.SpanID(client)) {
+		t.Errorf("the request's span (%s) is not the one its _meta names (%s)", otlptest.SpanID(client), traceparent)
+	}
+}
+
+// withTraceMeta adds a _meta member to any object of params, empty or
+// not, and leaves params that have one, or are no object, as they are.
+func TestWithTraceMeta(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex(metaTrace)
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	tp := `"traceparent":"00-` + metaTrace + `-00f067aa0ba902b7-01"`
+	for _, tt := range []struct{ in, want string }{
+		{`{}`, `{"_meta":{` + tp + `}}`},
+		{`{ }`, `{ "_meta":{` + tp + `}}`},
+		{`{"maxTokens":16}`, `{"maxTokens":16,"_meta":{` + tp + `}}`},
+		{`{"_meta":{"progressToken":1}}`, `{"_meta":{"progressToken":1}}`},
+		{`[1]`, `[1]`},
+	} {
+		got := string(withTraceMeta(ctx, []byte(tt.in)))
+		if got != tt.want || (strings.HasPrefix(got, "{") && !json.Valid([]byte(got))) {
+			t.Errorf("withTraceMeta(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }
