@@ -34,8 +34,10 @@ func TestCloseStack(t *testing.T) {
 }
 
 // An app that cannot listen stops everything newApp started, the
-// transport first (it calls into all the rest) and the store last (all
-// the rest writes to it), the federation before the store it persists to.
+// transport first (it calls into all the rest) and the store after all
+// the rest that writes to it, the federation before the store it
+// persists to, and telemetry last, so that what the others do while they
+// stop is exported.
 func TestListenFailureClosesInOrder(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +55,7 @@ func TestListenFailureClosesInOrder(t *testing.T) {
 	if err := a.serve(context.Background()); err == nil || !strings.Contains(err.Error(), "listen on") {
 		t.Fatalf("serve on a taken address: %v, want a listen error", err)
 	}
-	want := []string{"state sync notifier", "transport", "upstream surface", "federation", "held-call route", "memory-pressure monitor", "rate limits", "auth", "state"}
+	want := []string{"state sync notifier", "transport", "upstream surface", "federation", "held-call route", "memory-pressure monitor", "rate limits", "auth", "state", "telemetry"}
 	if !slices.Equal(order, want) {
 		t.Errorf("closed %v, want %v", order, want)
 	}

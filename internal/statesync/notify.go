@@ -17,10 +17,13 @@ import (
 // Deliverer hands an update to this process's subscribers; the transport
 // is one.
 type Deliverer interface {
-	ResourceUpdated(tenant, uri string) (int, error)
+	// ResourceUpdatedContext tells uri's subscribers in tenant that it
+	// changed; ctx carries the delivery's span, which other replicas'
+	// deliveries link to.
+	ResourceUpdatedContext(ctx context.Context, tenant, uri string) (int, error)
 	// ResourcesListChanged tells tenant's listeners of its resource list
 	// that an entity was created or deleted.
-	ResourcesListChanged(tenant string)
+	ResourcesListChanged(ctx context.Context, tenant string)
 }
 
 // Notifier turns State Sync's outcomes into notifications/resources/updated:
@@ -115,12 +118,13 @@ func (n *Notifier) cause(ctx context.Context) trace.SpanContext {
 // mutation that caused it.
 func (n *Notifier) deliver(nt notice) {
 	span := n.deliverySpan(nt)
+	ctx := trace.ContextWithSpan(context.Background(), span)
 	if nt.uri == "" {
-		n.d.ResourcesListChanged(nt.tenant)
+		n.d.ResourcesListChanged(ctx, nt.tenant)
 		span.End()
 		return
 	}
-	delivered, err := n.d.ResourceUpdated(nt.tenant, nt.uri)
+	delivered, err := n.d.ResourceUpdatedContext(ctx, nt.tenant, nt.uri)
 	span.SetAttributes(attrDelivered.Int(delivered))
 	span.End()
 	if err != nil {

@@ -26,14 +26,14 @@ type fakeDeliverer struct {
 	fail   string
 }
 
-func (f *fakeDeliverer) ResourcesListChanged(tenant string) {
+func (f *fakeDeliverer) ResourcesListChanged(_ context.Context, tenant string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listed = append(f.listed, tenant)
 	f.got = append(f.got, tenant+" list")
 }
 
-func (f *fakeDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
+func (f *fakeDeliverer) ResourceUpdatedContext(_ context.Context, tenant, uri string) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got = append(f.got, tenant+" "+uri)
@@ -78,13 +78,13 @@ type blockingDeliverer struct {
 	release chan struct{}
 }
 
-func (b *blockingDeliverer) ResourceUpdated(tenant, uri string) (int, error) {
+func (b *blockingDeliverer) ResourceUpdatedContext(ctx context.Context, tenant, uri string) (int, error) {
 	select {
 	case b.started <- struct{}{}:
 	default:
 	}
 	<-b.release
-	return b.fakeDeliverer.ResourceUpdated(tenant, uri)
+	return b.fakeDeliverer.ResourceUpdatedContext(ctx, tenant, uri)
 }
 
 // A mutation does not wait for its notifications to be delivered; when
@@ -138,7 +138,7 @@ type slowTenantDeliverer struct {
 	quietAt time.Time
 }
 
-func (d *slowTenantDeliverer) ResourceUpdated(tn, _ string) (int, error) {
+func (d *slowTenantDeliverer) ResourceUpdatedContext(_ context.Context, tn, _ string) (int, error) {
 	if tn == "noisy" {
 		time.Sleep(10 * time.Millisecond)
 		return 1000, nil
@@ -149,7 +149,7 @@ func (d *slowTenantDeliverer) ResourceUpdated(tn, _ string) (int, error) {
 	return 1, nil
 }
 
-func (*slowTenantDeliverer) ResourcesListChanged(string) {}
+func (*slowTenantDeliverer) ResourcesListChanged(context.Context, string) {}
 
 // A tenant whose fan-out is slow and who writes without pause delays
 // neither another tenant's writes nor its notifications.

@@ -3,8 +3,9 @@ package statesync
 import (
 	"context"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"sync"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A mutation used to deliver its notifications before answering: with

@@ -1,12 +1,15 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"sync"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -220,6 +223,10 @@ type ListenEvent struct {
 	Tenant string
 	Method string
 	URI    string
+	// Cause is the span of the delivery that published it on another
+	// replica, when that was traced: this replica's delivery links to it
+	// (docs/adr/0046-opentelemetry.md). Zero otherwise.
+	Cause trace.SpanContext
 }
 
 // ListenBus carries ListenEvents between the replicas of a deployment
@@ -392,11 +399,11 @@ func (t *Transport) listenEvent(ev ListenEvent) int {
 // on every replica, that it changed (entries were created or deleted).
 // Client sessions of the legacy era are not told: their resources/list
 // announces only what federation changes (ListChanged).
-func (t *Transport) ResourcesListChanged(tenantID string) {
+func (t *Transport) ResourcesListChanged(ctx context.Context, tenantID string) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesListChange})
+	t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesListChange, Cause: t.cause(ctx)})
 }
 
 // fromBus delivers an event another replica published; one of a kind the
@@ -405,7 +412,10 @@ func (t *Transport) fromBus(ev ListenEvent) {
 	switch ev.Method {
 	case protocol.NotificationResourcesUpdated, protocol.NotificationResourcesListChange:
 		if ev.Tenant != "" {
-			t.deliverListen(ev)
+			span := t.busDeliverySpan(ev)
+			n := t.deliverListen(ev)
+			span.SetAttributes(attrDelivered.Int(n))
+			span.End()
 		}
 	}
 }

@@ -88,8 +88,8 @@ func TestListenDeliversWhatItsFilterAsks(t *testing.T) {
 	if _, err := h.tr.ResourceUpdated("another", "memory://team/plan"); err != nil {
 		t.Fatal(err)
 	}
-	h.tr.ResourcesListChanged("another")
-	h.tr.ResourcesListChanged(tenant.Default)
+	h.tr.ResourcesListChanged(context.Background(), "another")
+	h.tr.ResourcesListChanged(context.Background(), tenant.Default)
 	if _, err := h.tr.ToolsListChanged(); err != nil {
 		t.Fatal(err)
 	}

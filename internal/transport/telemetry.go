@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -115,6 +116,40 @@ func (t *Transport) sessionEnded(version string) func(time.Duration) {
 	}
 	return func(lived time.Duration) { t.tel.RecordSession(context.Background(), lived, version) }
 }
+
+// cause is the span of ctx when it is sampled and tracing is on: what an
+// event published to the other replicas carries for their deliveries to
+// link to.
+func (t *Transport) cause(ctx context.Context) trace.SpanContext {
+	if !t.tel.Enabled() {
+		return trace.SpanContext{}
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		return sc
+	}
+	return trace.SpanContext{}
+}
+
+// attrDelivered is how many listen streams a delivery reached here.
+const attrDelivered = attribute.Key("mcp_runtime.notifications.delivered")
+
+// busDeliverySpan starts the span of this replica's delivery of an event
+// another replica published: a consumer span of a trace of its own,
+// linked to that replica's delivery. Without a cause, a span that
+// records nothing.
+func (t *Transport) busDeliverySpan(ev ListenEvent) trace.Span {
+	if !ev.Cause.IsValid() || !t.tel.Enabled() {
+		return trace.SpanFromContext(context.Background())
+	}
+	kind, _, _ := strings.Cut(ev.URI, "://") // the URI is the client's entity: its kind only
+	_, span := t.tel.Tracer().Start(context.Background(), ev.Method, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(trace.Link{SpanContext: ev.Cause}),
+		trace.WithAttributes(mcpconv.MethodName.String(ev.Method), mcpconv.Tenant.String(ev.Tenant), attrResourceKind.String(kind)))
+	return span
+}
+
+// attrResourceKind is the scheme of an updated resource's URI.
+const attrResourceKind = attribute.Key("mcp_runtime.resource.kind")
 
 // spanMethod is method as a span's name and the duration metric's label
 // take it: one of MCP's methods, or "_OTHER" (gen-ai/mcp, as the

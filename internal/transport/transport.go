@@ -298,10 +298,17 @@ func (t *Transport) Sessions() SessionStore { return t.sessions }
 // it too, on this replica at once and on the others through the
 // ListenBus; the count includes this replica's.
 func (t *Transport) ResourceUpdated(tenantID, uri string) (int, error) {
+	return t.ResourceUpdatedContext(context.Background(), tenantID, uri)
+}
+
+// ResourceUpdatedContext is ResourceUpdated by a delivery whose span ctx
+// carries: the other replicas' deliveries to their listen streams link
+// to it.
+func (t *Transport) ResourceUpdatedContext(ctx context.Context, tenantID, uri string) (int, error) {
 	if tenantID == "" {
 		tenantID = tenant.Default
 	}
-	listening := t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesUpdated, URI: uri})
+	listening := t.listenEvent(ListenEvent{Tenant: tenantID, Method: protocol.NotificationResourcesUpdated, URI: uri, Cause: t.cause(ctx)})
 	n, err := t.fanout.ResourceUpdated(tenantID, uri)
 	return n + listening, err
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/redisconn"
@@ -301,8 +303,16 @@ func encodeListenEvent(origin string, ev transport.ListenEvent) string {
 		kind = "u"
 	}
 	var sb strings.Builder
-	sb.Grow(len(origin) + len(ev.Tenant) + len(ev.URI) + 8)
+	sb.Grow(len(origin) + len(ev.Tenant) + len(ev.URI) + 8 + 56)
 	sb.WriteString(origin)
+	if ev.Cause.IsValid() {
+		// The span the receivers' deliveries link to, as a W3C
+		// traceparent after the origin: a replica of the previous
+		// version reads origin and traceparent as one origin that is not
+		// its own, and delivers the event as before.
+		sb.WriteByte('/')
+		sb.WriteString(traceparent(ev.Cause))
+	}
 	sb.WriteByte(' ')
 	sb.WriteString(kind)
 	sb.WriteString(strconv.Itoa(len(ev.Tenant)))
@@ -318,6 +328,9 @@ func decodeListenEvent(s string) (ev transport.ListenEvent, origin string, ok bo
 	origin, rest, found := strings.Cut(s, " ")
 	if !found || rest == "" {
 		return ev, "", false
+	}
+	if o, tp, traced := strings.Cut(origin, "/"); traced {
+		origin, ev.Cause = o, parseTraceparent(tp) // zero when malformed: the event stands without it
 	}
 	switch rest[0] {
 	case 'u':
@@ -348,3 +361,15 @@ func (m *redisSessions) WatchTenant(tenant string) <-chan struct{} {
 }
 
 func (m *redisSessions) UnwatchTenant(tenant string) { m.listen.UnwatchTenant(tenant) }
+
+// traceparent is sc as W3C Trace Context's traceparent header writes it.
+func traceparent(sc trace.SpanContext) string {
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// parseTraceparent reads what traceparent wrote; the zero SpanContext for
+// anything else.
+func parseTraceparent(s string) trace.SpanContext {
+	c := propagation.MapCarrier{"traceparent": s}
+	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), c))
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/store/redistest"
@@ -71,7 +72,7 @@ func TestListenAcrossReplicas(t *testing.T) {
 
 		publish(t, "memory://team/plan", r2)
 		publish(t, "stale://memory.*", r3)
-		r2.tr.ResourcesListChanged("")
+		r2.tr.ResourcesListChanged(context.Background(), "")
 		publish(t, "memory://unwatched", r2)
 		for _, r := range []*harness{r1, r2, r3} {
 			publish(t, "memory://sentinel", r)
@@ -140,18 +141,31 @@ func TestListenPublishWithoutRedis(t *testing.T) {
 	})
 }
 
-// The wire form of an event between replicas reads back as written, and
-// nothing else reads as an event.
+// The wire form of an event between replicas reads back as written, its
+// cause too, and nothing else reads as an event. A replica of the
+// previous version, which splits origin from event at the first space
+// only, reads an event with a cause as one from another replica.
 func TestListenEventEncoding(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	cause := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
 	for _, ev := range []transport.ListenEvent{
 		{Tenant: "acme", Method: protocol.NotificationResourcesUpdated, URI: "memory://team/plan"},
 		{Tenant: "a:b 1", Method: protocol.NotificationResourcesUpdated, URI: "stale://memory.*"},
 		{Tenant: "acme", Method: protocol.NotificationResourcesListChange},
+		{Tenant: "acme", Method: protocol.NotificationResourcesUpdated, URI: "memory://team/plan", Cause: cause},
 	} {
-		got, origin, ok := decodeListenEvent(encodeListenEvent("r1", ev))
-		if !ok || origin != "r1" || got != ev {
+		wire := encodeListenEvent("r1", ev)
+		got, origin, ok := decodeListenEvent(wire)
+		if !ok || origin != "r1" || got.Tenant != ev.Tenant || got.Method != ev.Method || got.URI != ev.URI || !got.Cause.Equal(ev.Cause) {
 			t.Errorf("%+v read back as %+v from %q (%v)", ev, got, origin, ok)
 		}
+		if old, _, _ := strings.Cut(wire, " "); ev.Cause.IsValid() && old == "r1" {
+			t.Errorf("%q: a previous version would take the event for its own", wire)
+		}
+	}
+	if got, _, ok := decodeListenEvent("r1/00-zz-yy-01 u4:acmememory://x"); !ok || got.Cause.IsValid() || got.URI != "memory://x" {
+		t.Errorf("an event with a malformed cause read as %+v (%v); want the event without it", got, ok)
 	}
 	for _, bad := range []string{"", "r1", "r1 ", "r1 x4:acme", "r1 u0:", "r1 u9:acme", "r1 uz:acme", "r1 u4:acme", "r1 l4:acmememory://x", "r1 u04:acmememory://x", "r1 u+4:acmememory://x"} {
 		if ev, _, ok := decodeListenEvent(bad); ok {
