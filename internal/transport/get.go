@@ -32,6 +32,11 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.session = sess.handle
+	// The GET that opens the stream is a server span too (the stream is
+	// no MCP message: it is named by the HTTP method); a stream taken
+	// over by its watcher (detach.go) ends the span when it is handed on.
+	ctx, op := t.serverOp(r.Context(), r.Header, http.MethodGet, nil, nil, "", sess.handle, sess.version, rec)
+	defer t.endOp(ctx, op, rec)
 	if sess.Ended() {
 		// Ended between lookup and now: 404, as for any ended session.
 		writeError(w, http.StatusNotFound, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))

@@ -67,7 +67,11 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		return
 	}
 	if msg.Method == protocol.MethodSubscriptionsListen {
-		t.listen(w, r, msg, sseOK, rec)
+		// Its span is the request that opens the stream, handed on as
+		// the GET's is.
+		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, "", "", meta.ProtocolVersion, rec)
+		defer t.endOp(ctx, op, rec)
+		t.listen(w, r.WithContext(ctx), msg, sseOK, rec)
 		return
 	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta), Retry: meta.Round}

@@ -165,7 +165,8 @@ func spanMethod(method string) string {
 		protocol.MethodServerDiscover, protocol.MethodSubscriptionsListen,
 		protocol.MethodSamplingCreateMessage, protocol.MethodElicitationCreate, protocol.MethodRootsList,
 		protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationProgress,
-		protocol.NotificationRootsListChanged:
+		protocol.NotificationRootsListChanged,
+		http.MethodGet: // the transport's own name of the GET that opens a standalone stream
 		return method
 	}
 	return "_OTHER"

@@ -49,12 +49,19 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	h.Post(t, sid, th.RPC(nil, "notifications/"+strings.Repeat("n", 4000), nil), header...)
 	h.Post(t, "", modernBody(10, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "m"}}, nil),
 		append(modernHeaders("tools/call", "echo"), header...)...)
+	get := h.OpenGET(t, sid, header...)
+	get.Next(t) // the priming event: the stream is open
+	get.Close()
+	listen := h.PostSSE(t, "", modernBody(12, protocol.MethodSubscriptionsListen, map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil),
+		append([]string{"Mcp-Protocol-Version", protocol.Version20260728, protocol.HeaderMethod, protocol.MethodSubscriptionsListen}, header...)...)
+	listen.NextMessage(t) // the acknowledgement
+	listen.Close()
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
 	byID := map[string]*tracepb.Span{}
-	var notification *tracepb.Span
+	var notification, stream *tracepb.Span
 	for _, sp := range rcv.Spans() {
 		a := otlptest.Attrs(sp.Span)
 		if sp.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
@@ -65,6 +72,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		}
 		if sp.GetName() == "notifications/initialized" {
 			notification = sp.Span
+		}
+		if sp.GetName() == "GET" {
+			stream = sp.Span
 		}
 		if len(sp.GetName()) > 64 || len(a["mcp.method.name"]) > 64 {
 			t.Errorf("a span named %.80q…: the client's method became a name", sp.GetName())
@@ -83,6 +93,7 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		{"9", "tools/call", headerTrace, "-32602", store.ClientSessionHandle(sid)},
 		{"10", "tools/call echo", headerTrace, "", ""},
 		{"11", "_OTHER", headerTrace, "-32601", store.ClientSessionHandle(sid)},
+		{"12", "subscriptions/listen", headerTrace, "", ""},
 	}
 	for _, tt := range tests {
 		sp := byID[tt.id]
@@ -103,6 +114,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	}
 	if notification == nil || otlptest.TraceID(notification) != headerTrace {
 		t.Errorf("notification span %v, want one in the header's trace", notification)
+	}
+	if stream == nil || otlptest.TraceID(stream) != headerTrace || otlptest.Attrs(stream)["mcp.session.id"] != store.ClientSessionHandle(sid) {
+		t.Errorf("GET stream span %v, want one in the header's trace naming the session's handle", stream)
 	}
 	// The log names the session by its handle, never by its id, which is
 	// a credential.
