@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,22 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 		text, _ := res.Content[0].(*mcp.TextContent)
 		return text != nil && strings.Contains(text.Text, `"otelTraceId":"`+clientTrace+`"`)
 	})
+	// The tool-call histogram carries the trace as an exemplar, in the
+	// OpenMetrics format Prometheus asks for.
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metricsText), `trace_id="`+clientTrace+`"`) {
+		t.Errorf("no exemplar of trace %s in /metrics (%s)", clientTrace, resp.Header.Get("Content-Type"))
+	}
 	sid := cs.ID()
 	stopGateway() // flushes what the gateway buffered
 	stopUp()
