@@ -103,6 +103,9 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 		t.Errorf("no exemplar of trace %s in /metrics (%s)", clientTrace, resp.Header.Get("Content-Type"))
 	}
 	sid := cs.ID()
+	if err := cs.Close(); err != nil { // DELETE: the session's end is measured
+		t.Fatal(err)
+	}
 	stopGateway() // flushes what the gateway buffered
 	stopUp()
 

@@ -118,7 +118,10 @@ func (n *Notifier) cause(ctx context.Context) trace.SpanContext {
 // mutation that caused it.
 func (n *Notifier) deliver(nt notice) {
 	span := n.deliverySpan(nt)
-	ctx := trace.ContextWithSpan(context.Background(), span)
+	ctx := context.Background()
+	if span.IsRecording() {
+		ctx = trace.ContextWithSpan(ctx, span) // the other replicas' deliveries link to it
+	}
 	if nt.uri == "" {
 		n.d.ResourcesListChanged(ctx, nt.tenant)
 		span.End()

@@ -68,15 +68,27 @@ func (o Operation) End(ctx context.Context, errType string) {
 	attrs := o.attrs
 	if errType != "" {
 		attrs = append(attrs, mcpconv.ErrorType.String(errType))
-		o.span.SetAttributes(mcpconv.ErrorType.String(errType))
-		o.span.SetStatus(codes.Error, errType)
 	}
-	o.span.End()
+	o.EndSpan(errType)
 	h := o.t.metrics.serverOp
 	if o.client {
 		h = o.t.metrics.clientOp
 	}
 	h.Record(ctx, time.Since(o.start).Seconds(), metric.WithAttributes(attrs...))
+}
+
+// EndSpan ends the operation's span only, failed when errType is not
+// empty: for an operation whose duration is no MCP operation's (the
+// opening of a stream, which the duration metric would mix with calls).
+func (o Operation) EndSpan(errType string) {
+	if !o.t.enabled {
+		return
+	}
+	if errType != "" {
+		o.span.SetAttributes(mcpconv.ErrorType.String(errType))
+		o.span.SetStatus(codes.Error, errType)
+	}
+	o.span.End()
 }
 
 // RecordClientCall records a request sent to another server that was not

@@ -106,9 +106,9 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	if err != nil {
 		return nil, err
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER and its argument (the SDK
-	// reads them), parent-based by default: a client's sampling decision
-	// carries through the gateway.
+	// The sampler comes from OTEL_TRACES_SAMPLER and its argument,
+	// parent-based by default: a client's sampling decision carries
+	// through the gateway.
 	// Attribute values are bounded (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT may
 	// lower the bound): the spans of other clients' instrumentation
 	// (a query's text) must not carry megabytes into the export queue.
@@ -116,7 +116,12 @@ func Setup(ctx context.Context, cfg Config, getenv func(string) string) (*Teleme
 	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > maxAttributeValue {
 		limits.AttributeValueLengthLimit = maxAttributeValue
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits))
+	sampler, err := samplerFrom(getenv)
+	if err != nil {
+		return nil, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(limits),
+		sdktrace.WithSampler(followLinks{sampler}))
 	t := &Telemetry{enabled: true, propagator: newPropagator()}
 	t.provider, t.tracer = tp, tp.Tracer(instrumentation)
 	t.shutdown = []func(context.Context) error{tp.Shutdown}

@@ -44,9 +44,8 @@ var (
 // SSE streams with their logs. It is the one place that owns all of it, so
 // ending a session frees everything at once.
 type ClientSession struct {
-	born      time.Time
-	endedHook func(lived time.Duration) // SessionInit.ended
-	id        string
+	born time.Time // on the clock NewClientSession was given
+	id   string
 	// handle is what logs and spans name the session by
 	// (store.ClientSessionHandle): the id is a credential.
 	handle string
@@ -105,10 +104,6 @@ type SessionInit struct {
 	// index is the transport's subscription index the session registers
 	// its subscriptions in.
 	index *subscriptions
-	// ended, when set, is told how long the session lived when it ends
-	// (mcp.server.session.duration): set by the replica that initialized
-	// it, so that its copies on other replicas do not count it again.
-	ended func(lived time.Duration)
 }
 
 // NewClientSession returns a new client session, as a SessionStore
@@ -123,8 +118,8 @@ func NewClientSession(parent context.Context, id string, in SessionInit, now tim
 		in.index = newSubscriptions() // a store used without a transport
 	}
 	s := &ClientSession{
-		born: now, endedHook: in.ended,
-		id: id, handle: store.ClientSessionHandle(id), tenant: in.Tenant, principal: in.Principal, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
+		born: now,
+		id:   id, handle: store.ClientSessionHandle(id), tenant: in.Tenant, principal: in.Principal, index: in.index, version: in.Version, client: in.Client, caps: in.Capabilities, logLimit: in.EventLogSize,
 		ctx: ctx, cancel: cancel,
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
@@ -599,6 +594,10 @@ func (s *ClientSession) release(st *Stream) {
 	}
 }
 
+// Lived is how long the session has lived at now, on the clock it was
+// created with.
+func (s *ClientSession) Lived(now time.Time) time.Duration { return now.Sub(s.born) }
+
 // Terminate ends the session: handlers are cancelled, waiting
 // server-to-client requests fail, and every stream connection closes.
 func (s *ClientSession) Terminate() {
@@ -608,9 +607,6 @@ func (s *ClientSession) Terminate() {
 		return
 	}
 	s.ended = true
-	if s.endedHook != nil {
-		s.endedHook(time.Since(s.born))
-	}
 	streams := make([]*Stream, 0, len(s.streams)+1)
 	streams = append(streams, s.standalone)
 	for _, st := range s.streams {

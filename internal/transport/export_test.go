@@ -9,5 +9,5 @@ import (
 // perPrincipal and perTenant, for the tests of package transport_test,
 // which drive it with package sessiontest's steps.
 func NewMemorySessions(ctx context.Context, idle time.Duration, limit, perPrincipal, perTenant int) SessionStore {
-	return newMemorySessions(ctx, idle, limit, sessionCaps{perPrincipal: perPrincipal, perTenant: perTenant}, time.Now, nil)
+	return newMemorySessions(ctx, idle, limit, sessionCaps{perPrincipal: perPrincipal, perTenant: perTenant}, time.Now, nil, nil)
 }

@@ -35,8 +35,8 @@ func (t *Transport) handleGet(w http.ResponseWriter, r *http.Request) {
 	// The GET that opens the stream is a server span too (the stream is
 	// no MCP message: it is named by the HTTP method); a stream taken
 	// over by its watcher (detach.go) ends the span when it is handed on.
-	ctx, op := t.serverOp(r.Context(), r.Header, http.MethodGet, nil, nil, "", sess.handle, sess.version, rec)
-	defer t.endOp(ctx, op, rec)
+	_, op := t.serverOp(r.Context(), r.Header, http.MethodGet, nil, nil, "", sess.handle, sess.version, rec)
+	defer t.endStreamOp(op, rec)
 	if sess.Ended() {
 		// Ended between lookup and now: 404, as for any ended session.
 		writeError(w, http.StatusNotFound, nil, protocol.Errorf(protocol.CodeInvalidRequest, "client session not found or ended; initialize a new one"))
@@ -135,11 +135,15 @@ func (t *Transport) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.session = sess.handle
-	if err := t.sessions.Delete(r.Context(), sess.id); err != nil && !errors.Is(err, ErrSessionNotFound) {
+	err := t.sessions.Delete(r.Context(), sess.id)
+	if err != nil && !errors.Is(err, ErrSessionNotFound) {
 		// The shared store could not end it: the session lives on
 		// elsewhere, so the client must try again.
 		retryLater(w, "end client session: %v", err)
 		return
+	}
+	if err == nil {
+		t.sessionEnded(sess)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -70,13 +70,16 @@ func (t *Transport) modern(w http.ResponseWriter, r *http.Request, msg *protocol
 		// Its span is the request that opens the stream, handed on as
 		// the GET's is.
 		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, "", "", meta.ProtocolVersion, rec)
-		defer t.endOp(ctx, op, rec)
-		t.listen(w, r.WithContext(ctx), msg, sseOK, rec)
+		defer t.endStreamOp(op, rec)
+		if ctx != r.Context() {
+			r = r.WithContext(ctx) // traced: the stream's work is the span's
+		}
+		t.listen(w, r, msg, sseOK, rec)
 		return
 	}
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: newModernClient(meta), Retry: meta.Round}
 	prep := t.srv.Prepare(req)
-	ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), "", meta.ProtocolVersion, rec)
+	ctx, op := t.serverOp(r.Context(), r.Header, spanMethod(msg.Method), msg.ID, msg.Params, prep.ToolName(), "", meta.ProtocolVersion, rec)
 	defer t.endOp(ctx, op, rec)
 	var missing []string
 	for _, name := range prep.ClientCapabilities() {

@@ -85,7 +85,7 @@ func (t *Transport) handlePost(w http.ResponseWriter, r *http.Request) {
 	sess.Touch(start)
 	switch msg.Kind {
 	case protocol.KindNotification:
-		ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, nil, msg.Params, "", sess.handle, sess.version, rec)
+		ctx, op := t.serverOp(r.Context(), r.Header, spanMethod(msg.Method), nil, msg.Params, "", sess.handle, sess.version, rec)
 		err := t.notification(ctx, sess, msg)
 		t.endOp(ctx, op, rec)
 		if err != nil {
@@ -204,7 +204,7 @@ func (t *Transport) session(w http.ResponseWriter, r *http.Request, id protocol.
 }
 
 func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, rec *requestLog) {
-	ctx, op := t.serverOp(r.Context(), r.Header, msg.Method, msg.ID, msg.Params, "", "", "", rec)
+	ctx, op := t.serverOp(r.Context(), r.Header, spanMethod(msg.Method), msg.ID, msg.Params, "", "", "", rec)
 	defer t.endOp(ctx, op, rec)
 	perr := t.checkInitialize(msg.Params)
 	var params *protocol.InitializeParams
@@ -225,7 +225,6 @@ func (t *Transport) initialize(w http.ResponseWriter, r *http.Request, msg *prot
 		Tenant:       tenant.From(r.Context()),
 		Principal:    principalID(r),
 		index:        t.subs,
-		ended:        t.sessionEnded(result.ProtocolVersion),
 	})
 	if share := t.shareSpent(err); share != nil {
 		// The caller's own share is spent: its problem, not the server's.
@@ -375,7 +374,7 @@ func (t *Transport) request(w http.ResponseWriter, r *http.Request, sess *Client
 	// answers from the same reading.
 	req := &handlers.Request{Method: msg.Method, ID: msg.ID, Params: msg.Params, Session: sess}
 	prep := t.srv.Prepare(req)
-	ctx, op := t.serverOp(ctx, r.Header, msg.Method, msg.ID, msg.Params, prep.ToolName(), sess.handle, sess.version, rec)
+	ctx, op := t.serverOp(ctx, r.Header, spanMethod(msg.Method), msg.ID, msg.Params, prep.ToolName(), sess.handle, sess.version, rec)
 	detached := sseOK && prep.LongRunning()
 	ex := newExchange(t, w, r, sess, sseOK, detached)
 	ex.id = msg.ID

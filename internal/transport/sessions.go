@@ -57,11 +57,12 @@ type SessionStore interface {
 // memorySessions keeps client sessions in this process and ends those idle
 // longer than the idle timeout.
 type memorySessions struct {
-	parent context.Context
-	idle   time.Duration
-	limit  int
-	caps   sessionCaps
-	now    func() time.Time
+	parent  context.Context
+	expired func(*ClientSession) // see newMemorySessions
+	idle    time.Duration
+	limit   int
+	caps    sessionCaps
+	now     func() time.Time
 	// index is the subscription index of the sessions made here, unless
 	// SessionInit names one.
 	index *subscriptions
@@ -79,9 +80,10 @@ type memorySessions struct {
 	sweeps atomic.Int64
 }
 
-func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time, index *subscriptions) *memorySessions {
+// expired, when not nil, is told of every session the idle sweep ends.
+func newMemorySessions(parent context.Context, idle time.Duration, limit int, caps sessionCaps, now func() time.Time, index *subscriptions, expired func(*ClientSession)) *memorySessions {
 	m := &memorySessions{
-		parent: parent, idle: idle, limit: limit, caps: caps, now: now, index: index,
+		parent: parent, idle: idle, limit: limit, caps: caps, now: now, index: index, expired: expired,
 		byID: map[string]*ClientSession{}, owned: map[string]int{}, byTenant: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -221,15 +223,19 @@ func (m *memorySessions) sweep(every time.Duration) {
 			return
 		case <-t.C:
 			cutoff := m.now().Add(-m.idle)
-			var idle []string
+			var idle []*ClientSession
 			m.Each(func(s *ClientSession) bool {
 				if s.IdleSince(cutoff) {
-					idle = append(idle, s.id)
+					idle = append(idle, s)
 				}
 				return true
 			})
-			for _, id := range idle {
-				_ = m.Delete(context.Background(), id) // gone already is fine
+			for _, s := range idle {
+				// Gone already (a DELETE came first) is fine, and counted
+				// there.
+				if m.Delete(context.Background(), s.id) == nil && m.expired != nil {
+					m.expired(s)
+				}
 			}
 			m.sweeps.Add(1)
 		}

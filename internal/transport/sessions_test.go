@@ -258,7 +258,7 @@ func (s *sessionEndingStore) Get(ctx context.Context, id string) (*ClientSession
 func TestSession_EndedDuringLookupIs404(t *testing.T) {
 	var store *sessionEndingStore
 	h := newHarness(t, withOpts(func(o *Options) {
-		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, sessionCaps{}, time.Now, nil)}
+		store = &sessionEndingStore{SessionStore: newMemorySessions(context.Background(), o.SessionIdleTimeout, o.MaxSessions, sessionCaps{}, time.Now, nil, nil)}
 		o.Sessions = store
 	}))
 	for _, tc := range []struct {

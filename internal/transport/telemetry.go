@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -21,7 +20,8 @@ import (
 )
 
 // serverOp starts the server span of one incoming MCP message — a span per
-// MCP request or notification, not per HTTP request (gen-ai/mcp) — whose
+// MCP request or notification, not per HTTP request (gen-ai/mcp) — named
+// method, which the caller has passed through spanMethod, and whose
 // parent is the trace context of the message's params._meta, else of the
 // HTTP headers. tool is the exposed name of a known tool ("" otherwise),
 // session the client session's handle (ClientSession.handle; never its
@@ -31,7 +31,7 @@ func (t *Transport) serverOp(ctx context.Context, h http.Header, method string, 
 		return ctx, telemetry.Operation{}
 	}
 	ctx = t.tel.Extract(ctx, params, h)
-	ctx, op := t.tel.StartServer(ctx, spanMethod(method), tool)
+	ctx, op := t.tel.StartServer(ctx, method, tool)
 	sp := op.Span()
 	if !sp.IsRecording() {
 		// Unsampled: the duration metric still counts it, but nothing
@@ -83,7 +83,9 @@ func (t *Transport) clientOp(ctx context.Context, method string, params []byte) 
 // (none of the server's requests does) are returned as they are.
 func withTraceMeta(ctx context.Context, params []byte) []byte {
 	var meta [1]json.RawMessage
-	if len(params) < 2 || params[0] != '{' || protocol.LookupMembers(params, []string{"_meta"}, meta[:]) != nil || meta[0] != nil {
+	params = bytes.TrimSpace(params)
+	if len(params) < 2 || params[0] != '{' || params[len(params)-1] != '}' ||
+		protocol.LookupMembers(params, []string{"_meta"}, meta[:]) != nil || meta[0] != nil {
 		return params
 	}
 	c := propagation.MapCarrier{}
@@ -108,13 +110,16 @@ func withTraceMeta(ctx context.Context, params []byte) []byte {
 	return append(out, "}}"...)
 }
 
-// sessionEnded records a client session's life when it ends
-// (mcp.server.session.duration); nil while telemetry is off.
-func (t *Transport) sessionEnded(version string) func(time.Duration) {
-	if !t.tel.Enabled() {
-		return nil
+// sessionEnded records the life of a client session that ended here —
+// its client's DELETE, or the idle sweep of the in-memory store
+// (mcp.server.session.duration). A session dropped from this replica
+// while it lives on (a shared copy evicted, a replica shutting down) did
+// not end, and one that expires in Redis is not seen ending by any
+// replica: neither is counted.
+func (t *Transport) sessionEnded(s *ClientSession) {
+	if t.tel.Enabled() {
+		t.tel.RecordSession(context.Background(), s.Lived(t.now()), s.version)
 	}
-	return func(lived time.Duration) { t.tel.RecordSession(context.Background(), lived, version) }
 }
 
 // cause is the span of ctx when it is sampled and tracing is on: what an
@@ -165,8 +170,7 @@ func spanMethod(method string) string {
 		protocol.MethodServerDiscover, protocol.MethodSubscriptionsListen,
 		protocol.MethodSamplingCreateMessage, protocol.MethodElicitationCreate, protocol.MethodRootsList,
 		protocol.NotificationInitialized, protocol.NotificationCancelled, protocol.NotificationProgress,
-		protocol.NotificationRootsListChanged,
-		http.MethodGet: // the transport's own name of the GET that opens a standalone stream
+		protocol.NotificationRootsListChanged:
 		return method
 	}
 	return "_OTHER"
@@ -179,15 +183,33 @@ func (t *Transport) endOp(ctx context.Context, op telemetry.Operation, rec *requ
 	if !t.tel.Enabled() {
 		return
 	}
-	errType := ""
+	op.End(ctx, t.errType(op, rec))
+}
+
+// endStreamOp ends the span of a request that opens a stream (a GET, a
+// subscriptions/listen) once the stream is handed on: its duration is
+// no operation's, so the duration metric does not take it.
+func (t *Transport) endStreamOp(op telemetry.Operation, rec *requestLog) {
+	if !t.tel.Enabled() {
+		return
+	}
+	op.EndSpan(t.errType(op, rec))
+}
+
+// errType is error.type of a request as its log line records it: a
+// JSON-RPC error's code, a tool's isError, or an HTTP status over 399
+// when there is neither (a GET refused).
+func (t *Transport) errType(op telemetry.Operation, rec *requestLog) string {
 	switch {
 	case rec.rpcCode != 0:
-		errType = strconv.Itoa(rec.rpcCode)
 		op.Span().SetAttributes(mcpconv.RPCErrorCode.Int(rec.rpcCode))
+		return strconv.Itoa(rec.rpcCode)
 	case rec.toolError:
-		errType = "tool_error" // gen-ai/mcp: a CallToolResult with isError
+		return "tool_error" // gen-ai/mcp: a CallToolResult with isError
+	case rec.status >= http.StatusBadRequest:
+		return strconv.Itoa(rec.status)
 	}
-	op.End(ctx, errType)
+	return ""
 }
 
 // unquote is a JSON-RPC id as text: a string id without its quotes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -49,6 +50,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	h.Post(t, sid, th.RPC(nil, "notifications/"+strings.Repeat("n", 4000), nil), header...)
 	h.Post(t, "", modernBody(10, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "m"}}, nil),
 		append(modernHeaders("tools/call", "echo"), header...)...)
+	// A GET refused after its session was found: a POST stream this
+	// server never issued.
+	h.Send(t, http.MethodGet, sid, nil, append([]string{"Accept", "text/event-stream", "Last-Event-ID", "p99-1"}, header...)...)
 	get := h.OpenGET(t, sid, header...)
 	get.Next(t) // the priming event: the stream is open
 	get.Close()
@@ -61,7 +65,7 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	}
 
 	byID := map[string]*tracepb.Span{}
-	var notification, stream *tracepb.Span
+	var notification, stream, refused *tracepb.Span
 	for _, sp := range rcv.Spans() {
 		a := otlptest.Attrs(sp.Span)
 		if sp.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
@@ -73,8 +77,11 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		if sp.GetName() == "notifications/initialized" {
 			notification = sp.Span
 		}
-		if sp.GetName() == "GET" {
+		if sp.GetName() == "GET" && otlptest.Attrs(sp.Span)["error.type"] == "" {
 			stream = sp.Span
+		}
+		if sp.GetName() == "GET" && otlptest.Attrs(sp.Span)["error.type"] != "" {
+			refused = sp.Span
 		}
 		if len(sp.GetName()) > 64 || len(a["mcp.method.name"]) > 64 {
 			t.Errorf("a span named %.80q…: the client's method became a name", sp.GetName())
@@ -117,6 +124,9 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 	}
 	if stream == nil || otlptest.TraceID(stream) != headerTrace || otlptest.Attrs(stream)["mcp.session.id"] != store.ClientSessionHandle(sid) {
 		t.Errorf("GET stream span %v, want one in the header's trace naming the session's handle", stream)
+	}
+	if refused == nil {
+		t.Error("no failed span of the refused GET")
 	}
 	// The log names the session by its handle, never by its id, which is
 	// a credential.
@@ -184,6 +194,19 @@ func TestTelemetry_ServerToClientRequest(t *testing.T) {
 	if otlptest.TraceID(client) != headerTrace || !strings.Contains(traceparent, otlptest.SpanID(client)) {
 		t.Errorf("the request's span (%s) is not the one its _meta names (%s)", otlptest.SpanID(client), traceparent)
 	}
+	// Under the call's span: its parent is the call's timeout guardrail
+	// or the call's span itself.
+	byID := map[string]*tracepb.Span{}
+	for _, sp := range rcv.Spans() {
+		byID[otlptest.SpanID(sp.Span)] = sp.Span
+	}
+	under := false
+	for p := otlptest.ParentID(client); p != "" && byID[p] != nil; p = otlptest.ParentID(byID[p]) {
+		under = under || p == otlptest.SpanID(server)
+	}
+	if !under {
+		t.Error("the request's span is not under the call's server span")
+	}
 }
 
 // withTraceMeta adds a _meta member to any object of params, empty or
@@ -198,6 +221,8 @@ func TestWithTraceMeta(t *testing.T) {
 		{`{}`, `{"_meta":{` + tp + `}}`},
 		{`{ }`, `{ "_meta":{` + tp + `}}`},
 		{`{"maxTokens":16}`, `{"maxTokens":16,"_meta":{` + tp + `}}`},
+		{"{\"a\":1}\n", `{"a":1,"_meta":{` + tp + `}}`},
+		{`{"s":"}"}`, `{"s":"}","_meta":{` + tp + `}}`},
 		{`{"_meta":{"progressToken":1}}`, `{"_meta":{"progressToken":1}}`},
 		{`[1]`, `[1]`},
 	} {

@@ -196,7 +196,7 @@ func New(srv *handlers.Server, opts Options) (*Transport, error) {
 		}
 		t.sessions, t.fanout, t.bus = shared, shared, shared
 	default:
-		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now, t.subs)
+		t.sessions = newMemorySessions(ctx, opts.SessionIdleTimeout, opts.MaxSessions, capsOf(opts), now, t.subs, t.sessionEnded)
 	}
 	return t, nil
 }

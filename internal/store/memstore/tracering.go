@@ -28,9 +28,9 @@ type traceRec struct {
 	started  int64    // Unix microseconds
 	duration float64  // milliseconds
 	// args and result are byte counts, which the body and response
-	// limits keep far below 4 GiB; larger ones are held as 4 GiB - 1.
-	args   uint32
-	result uint32
+	// limits keep within ±2 GiB; beyond, they are held at its bounds.
+	args   int32
+	result int32
 	tenant uint32 // index in Store.tenantList
 	tool   uint32 // in traceRing.names
 	code   uint32 // in traceRing.names; 0 for no error code
@@ -159,7 +159,7 @@ func (g *traceRing) encode(tr *store.Trace, tenant uint32) (r traceRec, oddID st
 }
 
 // byteCount is n as a record holds it (traceRec.args).
-func byteCount(n int64) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }
+func byteCount(n int64) int32 { return int32(min(max(n, math.MinInt32), math.MaxInt32)) }
 
 // id returns the id of the record in slot.
 func (g *traceRing) id(slot int32) string {
