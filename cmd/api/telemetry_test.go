@@ -160,7 +160,7 @@ func TestTelemetry_EndToEnd(t *testing.T) {
 	store := find("gateway server span of memory_store", server("tools/call memory_store"))
 	retrieve := find("gateway server span of memory_retrieve", server("tools/call memory_retrieve"))
 	proxied := find("gateway server span of up_memory_store", server("tools/call up_memory_store"))
-	for _, g := range []string{mcpconv.SpanLimits, mcpconv.SpanTimeout} {
+	for _, g := range []string{mcpconv.SpanRateLimit, mcpconv.SpanMemoryGate, mcpconv.SpanLimits, mcpconv.SpanTimeout} {
 		find(g+" under memory_store", func(sp otlptest.Span) bool { return sp.GetName() == g && under(sp, otlptest.SpanID(store.Span)) })
 	}
 	find("a PostgreSQL span under memory_store", func(sp otlptest.Span) bool {

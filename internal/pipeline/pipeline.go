@@ -226,13 +226,19 @@ func (p *Pipeline[C]) precheck(t Tool[C]) func(context.Context, C) *protocol.Cal
 				return p.fail(ctx, call, t, start, rej)
 			}
 		}
-		_, sp := p.span(ctx, mcpconv.SpanLimits)
+		_, sp := p.span(ctx, mcpconv.SpanMemoryGate)
+		rej := p.guard.MemoryGate(name)
+		endSpan(sp, codeOf(rej))
+		if rej != nil {
+			return p.fail(ctx, call, t, start, rej)
+		}
+		_, sp = p.span(ctx, mcpconv.SpanLimits)
 		args := call.RawArguments()
 		var violations []limits.Violation
 		if len(args) > 0 {
 			violations = p.checker.Check(name, args)
 		}
-		rej := p.guard.Before(guard.Input{Tool: name, RequestBytes: int64(len(args)), Violations: violations})
+		rej = p.guard.Limits(guard.Input{Tool: name, RequestBytes: int64(len(args)), Violations: violations})
 		endSpan(sp, codeOf(rej))
 		if rej == nil {
 			return nil

@@ -41,17 +41,31 @@ func TestGuardrailSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same tool while memory pressure is critical: the memory gate
+	// answers, and no limit is checked.
+	pressed, err := New[*call](cfg, guard.NewPolicy(zerolog.Nop(), 0, func() guard.Pressure { return guard.PressureCritical }), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := pressed.Wrap(Tool[*call]{Name: "test.echo", Category: timeout.Query,
+		Run: func(_ context.Context, c *call) (any, error) { return c.args, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
+		g          Guarded[*call]
 		name, args string
 		traced     bool
 		want       []string // child span names, in the order they end
 		failed     string   // the guardrail span marked failed, and the code
 		code       string
 	}{
-		{"traced success", `{"text":"hi"}`, true, []string{mcpconv.SpanRateLimit, mcpconv.SpanLimits, mcpconv.SpanTimeout}, "", ""},
-		{"traced rejection", `{"items":[` + strings.TrimSuffix(strings.Repeat("1,", 101), ",") + `]}`, true,
-			[]string{mcpconv.SpanRateLimit, mcpconv.SpanLimits}, mcpconv.SpanLimits, string(response.CodeArrayTooLarge)},
-		{"untraced", `{"text":"hi"}`, false, nil, "", ""},
+		{g, "traced success", `{"text":"hi"}`, true, []string{mcpconv.SpanRateLimit, mcpconv.SpanMemoryGate, mcpconv.SpanLimits, mcpconv.SpanTimeout}, "", ""},
+		{g, "traced rejection", `{"items":[` + strings.TrimSuffix(strings.Repeat("1,", 101), ",") + `]}`, true,
+			[]string{mcpconv.SpanRateLimit, mcpconv.SpanMemoryGate, mcpconv.SpanLimits}, mcpconv.SpanLimits, string(response.CodeArrayTooLarge)},
+		{gp, "rejected under memory pressure", `{"text":"hi"}`, true,
+			[]string{mcpconv.SpanRateLimit, mcpconv.SpanMemoryGate}, mcpconv.SpanMemoryGate, string(response.CodeMemoryPressure)},
+		{g, "untraced", `{"text":"hi"}`, false, nil, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,8 +77,8 @@ func TestGuardrailSpans(t *testing.T) {
 				ctx, server = tracer.Start(ctx, "tools/call test_echo")
 			}
 			c := &call{name: "test.echo", args: json.RawMessage(tt.args)}
-			if res := g.Precheck(ctx, c); res == nil {
-				if _, err := g.Handler(ctx, c); err != nil {
+			if res := tt.g.Precheck(ctx, c); res == nil {
+				if _, err := tt.g.Handler(ctx, c); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -64,6 +64,16 @@ func NewPolicy(log zerolog.Logger, maxRequestBytes int64, pressure func() Pressu
 // Before runs the pre-call gates in order and returns the first failure as
 // a tool error, or nil when the call may proceed.
 func (p *Policy) Before(in Input) *response.Error {
+	if rej := p.MemoryGate(in.Tool); rej != nil {
+		return rej
+	}
+	return p.Limits(in)
+}
+
+// MemoryGate is Before's first gate, on its own: the memory-pressure
+// check, which rejects a call of tool while pressure is critical.
+func (p *Policy) MemoryGate(tool string) *response.Error {
+	in := Input{Tool: tool}
 	if p.pressure != nil {
 		switch p.level(in.Tool) {
 		case PressureCritical:
@@ -79,6 +89,12 @@ func (p *Policy) Before(in Input) *response.Error {
 				Msg("guard: memory pressure is high; consider reducing cache usage")
 		}
 	}
+	return nil
+}
+
+// Limits is Before's gates after the memory gate: the request size and
+// the argument limits' violations.
+func (p *Policy) Limits(in Input) *response.Error {
 	if p.maxRequestBytes > 0 && in.RequestBytes > p.maxRequestBytes {
 		p.rejectedSize.Add(1)
 		p.log.Warn().Str("gate", "request-size-check").Str("tool", in.Tool).

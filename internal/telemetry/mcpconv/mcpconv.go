@@ -48,7 +48,8 @@ func SpanName(method, target string) string {
 // Guardrail span names: the checks before a tool runs that can reject it
 // or make it wait, and the deadline it runs under.
 const (
-	SpanRateLimit = "guardrail rate_limit" // the caller's tool-call budget
-	SpanLimits    = "guardrail limits"     // argument limits, request size, the memory gate
-	SpanTimeout   = "guardrail timeout"    // the tool's run under its deadline
+	SpanRateLimit  = "guardrail rate_limit"  // the caller's tool-call budget
+	SpanMemoryGate = "guardrail memory_gate" // the memory-pressure check
+	SpanLimits     = "guardrail limits"      // argument limits and the request size
+	SpanTimeout    = "guardrail timeout"     // the tool's run under its deadline
 )
