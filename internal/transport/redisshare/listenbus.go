@@ -330,7 +330,12 @@ func decodeListenEvent(s string) (ev transport.ListenEvent, origin string, ok bo
 		return ev, "", false
 	}
 	if o, tp, traced := strings.Cut(origin, "/"); traced {
-		origin, ev.Cause = o, parseTraceparent(tp) // zero when malformed: the event stands without it
+		// Only what traceparent writes: anything else is no replica's
+		// message, and reading it as one would not write it back.
+		if ev.Cause = parseTraceparent(tp); !ev.Cause.IsValid() || traceparent(ev.Cause) != tp {
+			return ev, "", false
+		}
+		origin = o
 	}
 	switch rest[0] {
 	case 'u':

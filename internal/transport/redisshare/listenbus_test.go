@@ -164,8 +164,12 @@ func TestListenEventEncoding(t *testing.T) {
 			t.Errorf("%q: a previous version would take the event for its own", wire)
 		}
 	}
-	if got, _, ok := decodeListenEvent("r1/00-zz-yy-01 u4:acmememory://x"); !ok || got.Cause.IsValid() || got.URI != "memory://x" {
-		t.Errorf("an event with a malformed cause read as %+v (%v); want the event without it", got, ok)
+	for _, bad := range []string{"r1/00-zz-yy-01 u4:acmememory://x", "/ l1:0",
+		"r1/01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 u4:acmememory://x",
+		"r1/00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01 u4:acmememory://x"} {
+		if got, _, ok := decodeListenEvent(bad); ok {
+			t.Errorf("%q, a cause no replica writes, read as %+v", bad, got)
+		}
 	}
 	for _, bad := range []string{"", "r1", "r1 ", "r1 x4:acme", "r1 u0:", "r1 u9:acme", "r1 uz:acme", "r1 u4:acme", "r1 l4:acmememory://x", "r1 u04:acmememory://x", "r1 u+4:acmememory://x"} {
 		if ev, _, ok := decodeListenEvent(bad); ok {
@@ -178,6 +182,8 @@ func FuzzDecodeListenEvent(f *testing.F) {
 	f.Add(encodeListenEvent("r1", transport.ListenEvent{Tenant: "acme", Method: protocol.NotificationResourcesUpdated, URI: "memory://a/b"}))
 	f.Add(encodeListenEvent("r1", transport.ListenEvent{Tenant: "t", Method: protocol.NotificationResourcesListChange}))
 	f.Add("r1 u3:abc")
+	f.Add("/ l1:0") // a malformed cause, found by the fuzzer
+	f.Add("r1/00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 u4:acmememory://a/b")
 	f.Fuzz(func(t *testing.T, s string) {
 		ev, origin, ok := decodeListenEvent(s)
 		if !ok {
