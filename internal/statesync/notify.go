@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
@@ -128,7 +127,7 @@ func (n *Notifier) deliver(nt notice) {
 		return
 	}
 	delivered, err := n.d.ResourceUpdatedContext(ctx, nt.tenant, nt.uri)
-	span.SetAttributes(attrDelivered.Int(delivered))
+	span.SetAttributes(mcpconv.Delivered.Int(delivered))
 	span.End()
 	if err != nil {
 		// The URI names the entity (memory://<namespace>/<key>), which is
@@ -139,9 +138,6 @@ func (n *Notifier) deliver(nt notice) {
 	}
 	n.delivered.Add(int64(delivered))
 }
-
-// attrDelivered is how many subscribers a delivery reached on this replica.
-const attrDelivered = attribute.Key("mcp_runtime.notifications.delivered")
 
 // deliverySpan starts the span of nt's delivery: a root of its own
 // (one mutation's update reaches any number of subscribers, later, on
@@ -160,12 +156,9 @@ func (n *Notifier) deliverySpan(nt notice) trace.Span {
 	kind, _, _ := strings.Cut(nt.uri, "://")
 	_, span := n.tracer.Start(context.Background(), method, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithLinks(trace.Link{SpanContext: nt.cause}),
-		trace.WithAttributes(mcpconv.MethodName.String(method), mcpconv.Tenant.String(nt.tenant), attrResourceKind.String(kind)))
+		trace.WithAttributes(mcpconv.MethodName.String(method), mcpconv.Tenant.String(nt.tenant), mcpconv.ResourceKind.String(kind)))
 	return span
 }
-
-// attrResourceKind is the scheme of an updated resource's URI.
-const attrResourceKind = attribute.Key("mcp_runtime.resource.kind")
 
 // NotifierStats counts what a Notifier did.
 type NotifierStats struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-runtime/mcp-runtime/internal/logging"
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
+	"github.com/mcp-runtime/mcp-runtime/internal/telemetry/mcpconv"
 	"github.com/mcp-runtime/mcp-runtime/internal/tenant"
 )
 
@@ -414,7 +415,7 @@ func (t *Transport) fromBus(ev ListenEvent) {
 		if ev.Tenant != "" {
 			span := t.busDeliverySpan(ev)
 			n := t.deliverListen(ev)
-			span.SetAttributes(attrDelivered.Int(n))
+			span.SetAttributes(mcpconv.Delivered.Int(n))
 			span.End()
 		}
 	}

@@ -135,9 +135,6 @@ func (t *Transport) cause(ctx context.Context) trace.SpanContext {
 	return trace.SpanContext{}
 }
 
-// attrDelivered is how many listen streams a delivery reached here.
-const attrDelivered = attribute.Key("mcp_runtime.notifications.delivered")
-
 // busDeliverySpan starts the span of this replica's delivery of an event
 // another replica published: a consumer span of a trace of its own,
 // linked to that replica's delivery. Without a cause, a span that
@@ -149,12 +146,9 @@ func (t *Transport) busDeliverySpan(ev ListenEvent) trace.Span {
 	kind, _, _ := strings.Cut(ev.URI, "://") // the URI is the client's entity: its kind only
 	_, span := t.tel.Tracer().Start(context.Background(), ev.Method, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(trace.Link{SpanContext: ev.Cause}),
-		trace.WithAttributes(mcpconv.MethodName.String(ev.Method), mcpconv.Tenant.String(ev.Tenant), attrResourceKind.String(kind)))
+		trace.WithAttributes(mcpconv.MethodName.String(ev.Method), mcpconv.Tenant.String(ev.Tenant), mcpconv.ResourceKind.String(kind)))
 	return span
 }
-
-// attrResourceKind is the scheme of an updated resource's URI.
-const attrResourceKind = attribute.Key("mcp_runtime.resource.kind")
 
 // spanMethod is method as a span's name and the duration metric's label
 // take it: one of MCP's methods, or "_OTHER" (gen-ai/mcp, as the

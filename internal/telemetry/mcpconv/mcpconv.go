@@ -12,7 +12,6 @@ import "go.opentelemetry.io/otel/attribute"
 const (
 	MethodName      = attribute.Key("mcp.method.name")
 	SessionID       = attribute.Key("mcp.session.id")
-	ResourceURI     = attribute.Key("mcp.resource.uri")
 	ProtocolVersion = attribute.Key("mcp.protocol.version")
 	RequestID       = attribute.Key("jsonrpc.request.id")
 	ToolName        = attribute.Key("gen_ai.tool.name")
@@ -34,6 +33,13 @@ const (
 	Guardrail = attribute.Key("mcp_runtime.guardrail")
 	// TimeoutMs is the deadline a tool call ran under.
 	TimeoutMs = attribute.Key("mcp_runtime.timeout_ms")
+	// ResourceKind is the scheme of an updated resource's URI: a
+	// notification's span names the kind, never the URI, which names the
+	// client's entity (so mcp.resource.uri is not set).
+	ResourceKind = attribute.Key("mcp_runtime.resource.kind")
+	// Delivered is how many subscribers a notification's delivery reached
+	// on its replica.
+	Delivered = attribute.Key("mcp_runtime.notifications.delivered")
 )
 
 // SpanName is "{mcp.method.name} {target}", or the method alone when there
