@@ -68,10 +68,14 @@ type ClientSession struct {
 	// ResetState's pending; while mu is held the session may take its
 	// streams' mu and the subscription index's mu, and none of those is
 	// ever held when mu is taken.
-	mu          sync.Mutex
-	ended       bool
-	logLevel    protocol.LoggingLevel
-	subs        map[string]struct{}
+	mu       sync.Mutex
+	ended    bool
+	logLevel protocol.LoggingLevel
+	subs     map[string]struct{}
+	// inflight and pending are nil while empty: a map keeps its storage
+	// after its last delete, and an idle session of 10,000 on a replica
+	// should not hold a request's worth of it (BENCHMARKS.md, "10,000
+	// subscribers on one replica").
 	inflight    map[string]inflightRequest
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
@@ -124,8 +128,6 @@ func NewClientSession(parent context.Context, id string, in SessionInit, now tim
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
 		subs:       map[string]struct{}{},
-		inflight:   map[string]inflightRequest{},
-		pending:    map[string]chan *protocol.Message{},
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*Stream{},
 		rep:        localReplica{},
@@ -426,6 +428,9 @@ func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel conte
 	case len(s.inflight) >= maxInflight:
 		return errTooManyInFlight
 	}
+	if s.inflight == nil {
+		s.inflight = map[string]inflightRequest{}
+	}
 	s.inflight[key] = inflightRequest{cancel: cancel, conn: conn}
 	return nil
 }
@@ -434,6 +439,9 @@ func (s *ClientSession) end(id protocol.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, id.String())
+	if len(s.inflight) == 0 {
+		s.inflight = nil
+	}
 }
 
 // CancelRequest cancels the handler of request id, as
@@ -463,6 +471,9 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 	id := protocol.ID(strconv.AppendInt([]byte("\"s"), s.nextOutID, 10))
 	id = append(id, '"')
 	ch := make(chan *protocol.Message, 1)
+	if s.pending == nil {
+		s.pending = map[string]chan *protocol.Message{}
+	}
 	s.pending[string(id)] = ch
 	s.mu.Unlock()
 	s.rep.AwaitAnswer(id)
@@ -471,9 +482,17 @@ func (s *ClientSession) expect() (protocol.ID, chan *protocol.Message, error) {
 
 func (s *ClientSession) forget(id protocol.ID) {
 	s.mu.Lock()
-	delete(s.pending, string(id))
+	s.dropPending(id)
 	s.mu.Unlock()
 	s.rep.ForgetAnswer(id)
+}
+
+// dropPending forgets the server-to-client request id; under mu.
+func (s *ClientSession) dropPending(id protocol.ID) {
+	delete(s.pending, string(id))
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
 }
 
 // Deliver hands a client's response to the server-to-client request
@@ -481,7 +500,7 @@ func (s *ClientSession) forget(id protocol.ID) {
 func (s *ClientSession) Deliver(m *protocol.Message) bool {
 	s.mu.Lock()
 	ch := s.pending[string(m.ID)]
-	delete(s.pending, string(m.ID))
+	s.dropPending(m.ID)
 	s.mu.Unlock()
 	if ch == nil {
 		return false
