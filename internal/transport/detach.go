@@ -68,7 +68,6 @@ type connSink struct {
 	t       *Transport
 	conn    net.Conn
 	chunked bool
-	out     []byte
 	goneC   chan struct{}
 }
 
@@ -98,17 +97,16 @@ func newConnSink(t *Transport, conn net.Conn, pending *bufio.Reader, chunked boo
 func (s *connSink) write(buf []byte) error {
 	frame := buf
 	if s.chunked {
-		s.out = strconv.AppendInt(s.out[:0], int64(len(buf)), 16)
-		s.out = append(s.out, "\r\n"...)
-		s.out = append(s.out, buf...)
-		s.out = append(s.out, "\r\n"...)
-		frame = s.out
+		wb := s.t.writeBufs.get()
+		defer s.t.writeBufs.put(wb)
+		wb.b = strconv.AppendInt(wb.b, int64(len(buf)), 16)
+		wb.b = append(wb.b, "\r\n"...)
+		wb.b = append(wb.b, buf...)
+		frame = append(wb.b, "\r\n"...)
+		wb.b = frame
 	}
 	_ = s.conn.SetWriteDeadline(s.t.now().Add(s.t.opts.WriteTimeout))
 	_, err := s.conn.Write(frame)
-	if cap(s.out) > 4096 {
-		s.out = nil // a burst's buffer is not kept for an idle stream
-	}
 	return err
 }
 

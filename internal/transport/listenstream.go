@@ -59,27 +59,32 @@ const keepAliveComment = ": keep-alive\n\n"
 func (t *Transport) writeListen(s sseSink, l *listener) {
 	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
 	defer keepAlive.Stop()
-	var buf []byte
 	for {
-		buf = buf[:0]
+		// The buffer is the transport's, lent for one write: an idle
+		// listen holds none.
+		var wb *writeBuf
 		select {
 		case n := <-l.notes:
-			buf = l.drain(buf, n)
+			wb = t.writeBufs.get()
+			wb.b = l.drain(wb.b, n)
 		case <-keepAlive.C:
-			buf = append(buf, keepAliveComment...)
+			wb = t.writeBufs.get()
+			wb.b = append(wb.b, keepAliveComment...)
 		case <-l.end:
-			if s.write(t.appendListenEnd(buf, l)) == nil {
+			wb = t.writeBufs.get()
+			wb.b = t.appendListenEnd(wb.b, l)
+			if s.write(wb.b) == nil {
 				s.finish()
 			}
+			t.writeBufs.put(wb)
 			return
 		case <-s.gone():
 			return
 		}
-		if s.write(buf) != nil {
+		err := s.write(wb.b)
+		t.writeBufs.put(wb)
+		if err != nil {
 			return
-		}
-		if cap(buf) > 4096 {
-			buf = nil // a burst's buffer is not kept for an idle stream
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -30,24 +31,14 @@ func startSSE(w http.ResponseWriter) {
 func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uint64, prime bool) {
 	t.openStreams.Add(1)
 	defer t.openStreams.Add(-1)
-	buf := make([]byte, 0, 512)
-	if prime {
-		// An id with empty data: the client learns where to resume from
-		// before any real event arrives.
-		buf = append(buf, "id: "...)
-		buf = eventID(buf, st.id, cursor)
-		buf = append(buf, "\ndata: \n\n"...)
-	}
 	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
 	defer keepAlive.Stop()
 	// ended writes the retry hint of a closed connection, if it has one,
 	// and ends the response.
 	ended := func() {
 		if c.retryMs > 0 {
-			buf = append(buf, "retry: "...)
-			buf = strconv.AppendInt(buf, int64(c.retryMs), 10)
-			buf = append(buf, "\n\n"...)
-			if s.write(buf) != nil {
+			hint := strconv.AppendInt([]byte("retry: "), int64(c.retryMs), 10)
+			if s.write(append(hint, "\n\n"...)) != nil {
 				return
 			}
 		}
@@ -66,39 +57,54 @@ func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uin
 			return false
 		}
 	}
-	var evs []Event
+	ping := false // a keep-alive comment is due
 	for {
 		if isClosed() {
 			ended()
 			return
 		}
+		// The buffers are the transport's, lent for one write: an idle
+		// stream holds none (BENCHMARKS.md, "10,000 subscribers on one
+		// replica").
+		wb := t.writeBufs.get()
 		var done, lost bool
-		evs, done, lost = st.next(cursor, evs[:0])
+		wb.evs, done, lost = st.next(cursor, wb.evs)
 		if isClosed() {
+			t.writeBufs.put(wb)
 			ended()
 			return
 		}
 		if lost {
 			t.log.Warn().Str("stream", st.id).Uint64("cursor", cursor).Msg("sse: events after the client's position were dropped from the bounded log")
 		}
-		for _, ev := range evs {
-			buf = appendEvent(buf, st.id, ev)
+		if prime {
+			// An id with empty data: the client learns where to resume
+			// from before any real event arrives.
+			wb.b = append(wb.b, "id: "...)
+			wb.b = eventID(wb.b, st.id, cursor)
+			wb.b = append(wb.b, "\ndata: \n\n"...)
+			prime = false
+		}
+		if ping {
+			wb.b = append(wb.b, keepAliveComment...)
+			ping = false
+		}
+		for _, ev := range wb.evs {
+			wb.b = appendEvent(wb.b, st.id, ev)
 			cursor = ev.Seq
 		}
-		if len(buf) > 0 {
-			if s.write(buf) != nil {
+		if len(wb.b) > 0 {
+			if s.write(wb.b) != nil {
+				t.writeBufs.put(wb)
 				return
 			}
-			if len(evs) > 0 {
+			if len(wb.evs) > 0 {
 				// Only now: an event counts as sent once it left the
 				// process, so a failed write leaves it for resumption.
 				st.markFlushed(cursor)
 			}
-			buf = buf[:0]
-			if cap(buf) > 4096 {
-				buf = make([]byte, 0, 512) // a burst's buffer is not kept for an idle stream
-			}
 		}
+		t.writeBufs.put(wb)
 		if done {
 			s.finish()
 			return
@@ -109,7 +115,7 @@ func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uin
 			ended()
 			return
 		case <-keepAlive.C:
-			buf = append(buf, keepAliveComment...)
+			ping = true
 		case <-s.gone():
 			return
 		}
@@ -135,4 +141,38 @@ func appendEvent(dst []byte, stream string, ev Event) []byte {
 		data = data[i+1:]
 	}
 	return append(dst, "\n\n"...)
+}
+
+// writeBufs lends streams the buffers of one write, so that the
+// thousands of idle streams a replica holds keep none between writes
+// (BENCHMARKS.md, "10,000 subscribers on one replica"). The zero value is
+// ready.
+type writeBufs struct{ pool sync.Pool }
+
+// writeBuf is one write's scratch.
+type writeBuf struct {
+	b   []byte  // the bytes to send
+	evs []Event // the events read from a stream's log
+}
+
+// maxPooledWrite is the largest buffer taken back: a burst's buffer is
+// let go rather than kept for every later write.
+const maxPooledWrite = 64 << 10
+
+func (p *writeBufs) get() *writeBuf {
+	if wb, ok := p.pool.Get().(*writeBuf); ok {
+		return wb
+	}
+	return &writeBuf{b: make([]byte, 0, 512)}
+}
+
+// put takes wb back, without its references to events' data, which must
+// not outlive the write in the pool.
+func (p *writeBufs) put(wb *writeBuf) {
+	if cap(wb.b) > maxPooledWrite {
+		return
+	}
+	clear(wb.evs)
+	wb.b, wb.evs = wb.b[:0], wb.evs[:0]
+	p.pool.Put(wb)
 }

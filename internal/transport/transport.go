@@ -130,6 +130,7 @@ type Transport struct {
 	draining atomic.Bool
 	// openStreams counts the SSE responses being served now.
 	openStreams atomic.Int64
+	writeBufs   writeBufs // lent to streams for each write
 
 	// inflight counts each principal's modern requests in flight
 	// (Options.MaxRequestsPerPrincipal); a principal with none has no
