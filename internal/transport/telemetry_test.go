@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/protocol"
 	"github.com/mcp-runtime/mcp-runtime/internal/store"
 	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
 	th "github.com/mcp-runtime/mcp-runtime/internal/transport/transporttest"
 )
@@ -60,6 +61,13 @@ func TestTelemetry_ServerSpans(t *testing.T) {
 		append([]string{"Mcp-Protocol-Version", protocol.Version20260728, protocol.HeaderMethod, protocol.MethodSubscriptionsListen}, header...)...)
 	listen.NextMessage(t) // the acknowledgement
 	listen.Close()
+	// A stream's span ends when its handler hands the stream on, after
+	// the client has read its first event; the request's log line comes
+	// after both the span and the stream have ended.
+	testutil.Eventually(t, th.WaitLong, "the streams' log lines", func() bool {
+		l := logs.String()
+		return strings.Count(l, `"method":"GET"`) == 2 && strings.Contains(l, `"method":"subscriptions/listen"`)
+	})
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

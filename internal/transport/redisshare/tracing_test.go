@@ -3,10 +3,12 @@ package redisshare
 import (
 	"context"
 	"testing"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/mcp-runtime/mcp-runtime/internal/telemetry"
+	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil/otlptest"
 )
 
@@ -39,23 +41,41 @@ func TestListenDeliveryLinksAcrossReplicas(t *testing.T) {
 	if got := heard(t, plan, 1); len(got) != 1 {
 		t.Fatalf("heard %v", got)
 	}
+	// r1 ends its delivery's span once the event is queued for every
+	// listen, which may be after the listen's client has read it.
+	flusher, ok := tel1.TracerProvider().(interface{ ForceFlush(context.Context) error })
+	if !ok {
+		t.Fatalf("%T cannot flush", tel1.TracerProvider())
+	}
+	var linked *tracepb.Span
+	testutil.Eventually(t, 5*time.Second, "r1's delivery span, linked to r2's", func() bool {
+		if err := flusher.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		linked = linkedTo(rcv.Spans(), delivery.SpanContext().SpanID().String())
+		return linked != nil
+	})
+	if a := otlptest.Attrs(linked); a["mcp_runtime.notifications.delivered"] != "1" || linked.GetName() != "notifications/resources/updated" {
+		t.Errorf("r1's delivery span %q with attributes %v", linked.GetName(), a)
+	}
 	for _, tel := range []*telemetry.Telemetry{tel1, tel2} {
 		if err := tel.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, sp := range rcv.Spans() {
+}
+
+// linkedTo is the consumer span among spans that links to span id.
+func linkedTo(spans []otlptest.Span, id string) *tracepb.Span {
+	for _, sp := range spans {
 		if sp.GetKind() != tracepb.Span_SPAN_KIND_CONSUMER {
 			continue
 		}
 		for _, l := range sp.GetLinks() {
-			if otlptest.SpanID(&tracepb.Span{SpanId: l.GetSpanId()}) == delivery.SpanContext().SpanID().String() {
-				if a := otlptest.Attrs(sp.Span); a["mcp_runtime.notifications.delivered"] != "1" || sp.GetName() != "notifications/resources/updated" {
-					t.Errorf("r1's delivery span %q with attributes %v", sp.GetName(), a)
-				}
-				return
+			if otlptest.SpanID(&tracepb.Span{SpanId: l.GetSpanId()}) == id {
+				return sp.Span
 			}
 		}
 	}
-	t.Fatalf("no span of r1's delivery linked to r2's among %d spans", len(rcv.Spans()))
+	return nil
 }
