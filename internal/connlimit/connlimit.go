@@ -278,6 +278,13 @@ func (c *conn) end() {
 	}
 }
 
+// Inner is the connection beneath the listener's accounting: a read
+// deadline set on it is not a wait for the client. A response stream
+// that sets its own read deadlines to wake itself (package transport) is
+// busy, and must not be counted waiting, evicted at the cap or cut by
+// Drain.
+func (c *conn) Inner() net.Conn { return c.Conn }
+
 // CloseWrite half-closes a TCP connection, as net/http does before it
 // closes one whose client may still be sending (so the client reads the
 // answer rather than a reset).

@@ -21,21 +21,28 @@ import (
 // stack, grown by the whole request path, for as long as it is open:
 // about 40 KiB a stream. So once its headers are out, such a stream over
 // HTTP/1.x takes its connection over (Hijack) and the handler returns:
-// what remains is the connection, a writer goroutine waiting in one
-// select, and a reader goroutine that notices the client closing. The
+// what remains is the connection and one goroutine that notices the
+// client closing; writes run on short-lived goroutines (drive.go). The
 // response continues as it began, chunked (HTTP/1.1) or until the
 // connection closes (HTTP/1.0). An HTTP/2 stream cannot be taken over;
 // its handler serves it.
 
 // sseSink is where a stream's bytes go: through its handler's
-// ResponseWriter, or straight to a connection taken over.
+// ResponseWriter (a waitingSink), or straight to a connection taken over
+// (*connSink).
 type sseSink interface {
 	// write sends buf, flushed, under the write timeout.
 	write(buf []byte) error
-	// gone is closed when the client has gone away.
-	gone() <-chan struct{}
 	// finish ends the response after the stream's last write.
 	finish()
+}
+
+// waitingSink is a sink whose stream is written by a goroutine that
+// waits for its next write.
+type waitingSink interface {
+	sseSink
+	// gone is closed when the client has gone away.
+	gone() <-chan struct{}
 }
 
 // handlerSink writes through the handler's ResponseWriter; the caller
@@ -64,34 +71,19 @@ func (s handlerSink) finish() {}
 
 // connSink writes to a connection taken over from net/http after the
 // response's headers: each write one chunk when the response is chunked.
+// pending is net/http's reader of the connection when it holds bytes
+// already read; otherwise that reader, 4 KiB, is let go: kept, it was
+// the largest part of an idle stream's memory (BENCHMARKS.md, "10,000
+// subscribers on one replica").
 type connSink struct {
 	t       *Transport
 	conn    net.Conn
+	pending *bufio.Reader
 	chunked bool
-	goneC   chan struct{}
 }
 
-// newConnSink starts the goroutine that notices the client closing conn.
-// The client sends nothing more on it: a read ends when it closes it (or
-// when close closes conn), and a client that sends anything instead ends
-// its stream, rather than have the server read whatever it sends a byte
-// at a time. pending is net/http's reader of the connection when it holds
-// bytes already read, which count too; otherwise the goroutine reads conn
-// itself into one byte, and net/http's 4 KiB reader is let go: kept, it
-// was the largest part of an idle stream's memory (BENCHMARKS.md, "10,000
-// subscribers on one replica").
 func newConnSink(t *Transport, conn net.Conn, pending *bufio.Reader, chunked bool) *connSink {
-	s := &connSink{t: t, conn: conn, chunked: chunked, goneC: make(chan struct{})}
-	go func() {
-		defer close(s.goneC)
-		if pending != nil {
-			_, _ = pending.ReadByte()
-			return
-		}
-		var b [1]byte
-		_, _ = conn.Read(b[:])
-	}()
-	return s
+	return &connSink{t: t, conn: conn, pending: pending, chunked: chunked}
 }
 
 func (s *connSink) write(buf []byte) error {
@@ -110,20 +102,12 @@ func (s *connSink) write(buf []byte) error {
 	return err
 }
 
-func (s *connSink) gone() <-chan struct{} { return s.goneC }
-
 // finish ends a chunked response, so that the client sees it complete.
 func (s *connSink) finish() {
 	if s.chunked {
 		_ = s.conn.SetWriteDeadline(s.t.now().Add(s.t.opts.WriteTimeout))
 		_, _ = s.conn.Write([]byte("0\r\n\r\n"))
 	}
-}
-
-// close closes the connection and waits for the reader goroutine.
-func (s *connSink) close() {
-	_ = s.conn.Close()
-	<-s.goneC
 }
 
 // detach takes the connection under rc over from net/http and runs serve
@@ -156,7 +140,7 @@ func (t *Transport) detach(rc *http.ResponseController, r *http.Request, serve f
 	go func() {
 		defer t.streams.Done()
 		s := newConnSink(t, conn, pending, chunked)
-		defer s.close()
+		defer func() { _ = conn.Close() }()
 		// The request's panic handler is no longer above this goroutine:
 		// a panic ends this stream, not the process.
 		defer func() {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"strconv"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/mcp-runtime/mcp-runtime/internal/testutil"
 )
 
-// discardSink is an sseSink that keeps nothing of what is written.
+// discardSink is a waitingSink that keeps nothing of what is written.
 type discardSink struct{ goneC chan struct{} }
 
 func (discardSink) write([]byte) error      { return nil }
@@ -21,33 +22,64 @@ func (discardSink) finish()                 {}
 // An idle subscriber is what a replica holds 10,000 of (BENCHMARKS.md,
 // "10,000 subscribers on one replica"): a client session that made its
 // requests and has a GET stream open, whose writer has sent an update
-// and waits. What it keeps on the heap (stacks aside) is measured here:
-// no request's bookkeeping outlives the request, and no write buffer
-// outlives its write.
+// and waits. What it keeps is measured here, stacks aside: no request's
+// bookkeeping outlives the request, no write buffer outlives its write,
+// and a stream taken over from net/http waits on one goroutine, not a
+// writer and a reader. The heap of a taken-over stream counts both ends
+// of its TCP connection.
 func TestIdleSubscriberFootprint(t *testing.T) {
-	h := newHarness(t)
-	// The first round's goroutines are new; the runtime keeps them for
-	// the goroutines of the second, whose heap is the figure.
-	idleSubscribers(t, h)
-	perStream := idleSubscribers(t, h)
-	t.Logf("%.0f bytes of heap per idle subscriber", perStream)
-	if perStream > 2800 {
-		t.Errorf("%.0f bytes of heap per idle subscriber, want at most 2,800", perStream)
+	for _, tc := range []struct {
+		name     string
+		takeOver bool
+		maxHeap  float64
+	}{
+		{"served by its handler", false, 2800},
+		{"taken over", true, 3600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No keep-alive comes during the count: its write would be a
+			// goroutine more.
+			h := newHarness(t, withOpts(func(o *Options) { o.KeepAliveInterval = time.Hour }))
+			// The first round's goroutines are new; the runtime keeps
+			// them for those of the second, whose figures count.
+			idleSubscribers(t, h, tc.takeOver)
+			heap, goroutines := idleSubscribers(t, h, tc.takeOver)
+			t.Logf("%.0f bytes of heap and %.2f goroutines per idle subscriber", heap, goroutines)
+			if heap > tc.maxHeap {
+				t.Errorf("%.0f bytes of heap per idle subscriber, want at most %.0f", heap, tc.maxHeap)
+			}
+			if goroutines > 1.05 {
+				t.Errorf("%.2f goroutines per idle subscriber, want 1", goroutines)
+			}
+		})
 	}
 }
 
-// idleSubscribers returns the heap that each of 1,000 idle subscribers
-// holds, and ends them.
-func idleSubscribers(t *testing.T, h *harness) float64 {
-	const n = 1000
-	sink := discardSink{goneC: make(chan struct{})}
+// idleSubscribers returns the heap and the goroutines that each of 500
+// idle subscribers holds, and ends them.
+func idleSubscribers(t *testing.T, h *harness, takeOver bool) (heap, goroutines float64) {
+	const n = 500
+	var ln net.Listener
+	if takeOver {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+	}
+	gone := make(chan struct{})
+	var clients []net.Conn
 	defer func() {
-		close(sink.goneC)
+		close(gone)
+		for _, c := range clients {
+			c.Close()
+		}
 		testutil.Eventually(t, 5*time.Second, "the streams ended", func() bool { return h.tr.openStreams.Load() == 0 })
 	}()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
 	all := make([]*ClientSession, n)
 	for i := range all {
 		s := NewClientSession(context.Background(), strconv.Itoa(i), SessionInit{EventLogSize: 64, Tenant: "t", index: h.tr.subs}, time.Now())
@@ -63,6 +95,19 @@ func idleSubscribers(t *testing.T, h *harness) float64 {
 		if err := s.Subscribe("memory://t/fan"); err != nil {
 			t.Fatal(err)
 		}
+		var sink sseSink = discardSink{goneC: gone}
+		if takeOver {
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, client)
+			server, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink = newConnSink(h.tr, server, nil, true)
+		}
 		c, cursor := s.standalone.attach(-1)
 		go h.tr.serveStream(sink, s.standalone, c, cursor, false)
 		all[i] = s
@@ -73,9 +118,11 @@ func idleSubscribers(t *testing.T, h *harness) float64 {
 	for _, s := range all {
 		testutil.Eventually(t, time.Second, "the update flushed", func() bool { _, flushed := s.standalone.Position(); return flushed >= 1 })
 	}
+	// The writes' goroutines end just after their flush.
+	testutil.Eventually(t, time.Second, "one goroutine per idle subscriber", func() bool { return runtime.NumGoroutine()-g0 <= n })
 	// Twice: a sync.Pool keeps what it holds through one collection.
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n, float64(runtime.NumGoroutine()-g0) / n
 }

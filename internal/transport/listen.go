@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -71,17 +72,34 @@ type listener struct {
 	notes     chan *listenNote
 	endOnce   sync.Once
 	end       chan struct{} // closed: the server ends the listen
+	// kick, once set, tells a stream taken over from net/http of a
+	// notification queued or the end (drive.go).
+	kick atomic.Pointer[func()]
 }
 
 // stop asks the listener's stream to end with the completion result.
-func (l *listener) stop() { l.endOnce.Do(func() { close(l.end) }) }
+func (l *listener) stop() {
+	l.endOnce.Do(func() { close(l.end) })
+	l.kicked()
+}
 
 // offer queues n, or, when the client lets too many wait, ends the listen.
 func (l *listener) offer(n *listenNote) {
 	select {
 	case l.notes <- n:
+		l.kicked()
 	default:
 		l.stop()
+	}
+}
+
+// drive has kick tell l's stream of what it would be told on its
+// channels.
+func (l *listener) drive(kick func()) { l.kick.Store(&kick) }
+
+func (l *listener) kicked() {
+	if k := l.kick.Load(); k != nil {
+		(*k)()
 	}
 }
 

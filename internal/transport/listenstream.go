@@ -8,8 +8,8 @@ import (
 )
 
 // A listen over HTTP/1.x is taken over from net/http once acknowledged
-// (detach.go): an open listen costs its connection, two goroutines and
-// its queue.
+// (detach.go): an open listen costs its connection, one goroutine
+// (drive.go) and its queue.
 
 // serveListen writes the acknowledgement and then l's notifications
 // until the client goes away or the server ends the listen. It reports
@@ -57,41 +57,71 @@ const keepAliveComment = ": keep-alive\n\n"
 // a write fails or the server ends the listen, with its completion
 // result.
 func (t *Transport) writeListen(s sseSink, l *listener) {
-	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-	defer keepAlive.Stop()
-	for {
-		// The buffer is the transport's, lent for one write: an idle
-		// listen holds none.
-		var wb *writeBuf
-		select {
-		case n := <-l.notes:
-			wb = t.writeBufs.get()
-			wb.b = l.drain(wb.b, n)
-		case <-keepAlive.C:
-			wb = t.writeBufs.get()
-			wb.b = append(wb.b, keepAliveComment...)
-		case <-l.end:
-			wb = t.writeBufs.get()
-			wb.b = t.appendListenEnd(wb.b, l)
-			if s.write(wb.b) == nil {
-				s.finish()
+	w := &listenWriter{t: t, s: s, l: l}
+	switch s := s.(type) {
+	case *connSink:
+		t.drive(s, w.pass, l.drive)
+	case waitingSink:
+		keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
+		defer keepAlive.Stop()
+		ping := false
+		for !w.pass(ping) {
+			ping = false
+			select {
+			case w.first = <-l.notes:
+			case <-keepAlive.C:
+				ping = true
+			case <-l.end: // the next pass ends the listen
+			case <-s.gone():
+				return
 			}
-			t.writeBufs.put(wb)
-			return
-		case <-s.gone():
-			return
-		}
-		err := s.write(wb.b)
-		t.writeBufs.put(wb)
-		if err != nil {
-			return
 		}
 	}
 }
 
-// drain appends n and every notification queued behind it, as events.
-func (l *listener) drain(buf []byte, n *listenNote) []byte {
-	buf = appendListenEvent(buf, l.sub, n)
+// listenWriter writes a listen's notifications, a pass at a time: by its
+// own goroutine (writeListen) or by one kicked for each pass (drive).
+type listenWriter struct {
+	t     *Transport
+	s     sseSink
+	l     *listener
+	first *listenNote // taken from the queue before the pass
+}
+
+// pass writes the queued notifications, and a keep-alive comment when
+// ping is set, and then the completion result if the server ends the
+// listen; it reports whether the listen has ended.
+func (w *listenWriter) pass(ping bool) (ended bool) {
+	// The buffer is the transport's, lent for one write: an idle listen
+	// holds none.
+	wb := w.t.writeBufs.get()
+	defer w.t.writeBufs.put(wb)
+	if w.first != nil {
+		wb.b = appendListenEvent(wb.b, w.l.sub, w.first)
+		w.first = nil
+	}
+	wb.b = w.l.drain(wb.b)
+	if ping {
+		wb.b = append(wb.b, keepAliveComment...)
+	}
+	end := false
+	select {
+	case <-w.l.end:
+		end = true
+		wb.b = w.t.appendListenEnd(wb.b, w.l)
+	default:
+	}
+	if len(wb.b) > 0 && w.s.write(wb.b) != nil {
+		return true
+	}
+	if end {
+		w.s.finish()
+	}
+	return end
+}
+
+// drain appends every queued notification, as events.
+func (l *listener) drain(buf []byte) []byte {
 	for {
 		select {
 		case n := <-l.notes:

@@ -31,95 +31,131 @@ func startSSE(w http.ResponseWriter) {
 func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uint64, prime bool) {
 	t.openStreams.Add(1)
 	defer t.openStreams.Add(-1)
-	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-	defer keepAlive.Stop()
-	// ended writes the retry hint of a closed connection, if it has one,
-	// and ends the response.
-	ended := func() {
-		if c.retryMs > 0 {
-			hint := strconv.AppendInt([]byte("retry: "), int64(c.retryMs), 10)
-			if s.write(append(hint, "\n\n"...)) != nil {
-				return
-			}
-		}
-		s.finish()
-	}
-	// isClosed: a connection closed (superseded) must not write what it
-	// reads: the events go out on the connection that superseded it. It
-	// is asked before a read (select picks at random between a wake-up
-	// and the close when both are ready) and after one (a read from a
-	// shared log takes a round trip, during which the close may come).
-	isClosed := func() bool {
-		select {
-		case <-c.closed:
-			return true
-		default:
-			return false
-		}
-	}
-	ping := false // a keep-alive comment is due
-	for {
-		if isClosed() {
-			ended()
-			return
-		}
-		// The buffers are the transport's, lent for one write: an idle
-		// stream holds none (BENCHMARKS.md, "10,000 subscribers on one
-		// replica").
-		wb := t.writeBufs.get()
-		var done, lost bool
-		wb.evs, done, lost = st.next(cursor, wb.evs)
-		if isClosed() {
-			t.writeBufs.put(wb)
-			ended()
-			return
-		}
-		if lost {
-			t.log.Warn().Str("stream", st.id).Uint64("cursor", cursor).Msg("sse: events after the client's position were dropped from the bounded log")
-		}
-		if prime {
-			// An id with empty data: the client learns where to resume
-			// from before any real event arrives.
-			wb.b = append(wb.b, "id: "...)
-			wb.b = eventID(wb.b, st.id, cursor)
-			wb.b = append(wb.b, "\ndata: \n\n"...)
-			prime = false
-		}
-		if ping {
-			wb.b = append(wb.b, keepAliveComment...)
+	w := &streamWriter{t: t, s: s, st: st, c: c, cursor: cursor, prime: prime}
+	switch s := s.(type) {
+	case *connSink:
+		t.drive(s, w.pass, func(kick func()) { st.drive(c, kick) })
+	case waitingSink:
+		keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
+		defer keepAlive.Stop()
+		ping := false
+		for !w.pass(ping) {
 			ping = false
-		}
-		for _, ev := range wb.evs {
-			wb.b = appendEvent(wb.b, st.id, ev)
-			cursor = ev.Seq
-		}
-		if len(wb.b) > 0 {
-			if s.write(wb.b) != nil {
-				t.writeBufs.put(wb)
+			select {
+			case <-c.wake:
+			case <-c.closed: // the next pass ends the stream
+			case <-keepAlive.C:
+				ping = true
+			case <-s.gone():
 				return
 			}
-			if len(wb.evs) > 0 {
-				// Only now: an event counts as sent once it left the
-				// process, so a failed write leaves it for resumption.
-				st.markFlushed(cursor)
-			}
 		}
-		t.writeBufs.put(wb)
-		if done {
-			s.finish()
-			return
+	}
+}
+
+// streamWriter writes a stream's events to one connection, a pass at a
+// time: by its own goroutine (serveStream) or by one kicked for each
+// pass (drive).
+type streamWriter struct {
+	t      *Transport
+	s      sseSink
+	st     *Stream
+	c      *streamConn
+	cursor uint64 // the last event written
+	prime  bool   // the priming event is still to be written
+}
+
+// pass writes the events after the cursor, and a keep-alive comment when
+// ping is set; it reports whether the stream has ended: finished, its
+// connection closed (superseded), or a write failed.
+func (w *streamWriter) pass(ping bool) (ended bool) {
+	// The connection closed (superseded) must not write what it reads:
+	// the events go out on the connection that superseded it. It is
+	// asked before a read and after one (a read from a shared log takes
+	// a round trip, during which the close may come).
+	if w.isClosed() {
+		w.end()
+		return true
+	}
+	// The buffers are the transport's, lent for one write: an idle
+	// stream holds none (BENCHMARKS.md, "10,000 subscribers on one
+	// replica").
+	wb := w.t.writeBufs.get()
+	defer w.t.writeBufs.put(wb)
+	var done, lost bool
+	wb.evs, done, lost = w.st.next(w.cursor, wb.evs)
+	if w.isClosed() {
+		w.end()
+		return true
+	}
+	if lost {
+		w.t.log.Warn().Str("stream", w.st.id).Uint64("cursor", w.cursor).Msg("sse: events after the client's position were dropped from the bounded log")
+	}
+	wb.b = w.appendPrime(wb.b)
+	if ping {
+		wb.b = append(wb.b, keepAliveComment...)
+	}
+	for _, ev := range wb.evs {
+		wb.b = appendEvent(wb.b, w.st.id, ev)
+		w.cursor = ev.Seq
+	}
+	if len(wb.b) > 0 {
+		if w.s.write(wb.b) != nil {
+			return true
 		}
-		select {
-		case <-c.wake:
-		case <-c.closed:
-			ended()
-			return
-		case <-keepAlive.C:
-			ping = true
-		case <-s.gone():
+		if len(wb.evs) > 0 {
+			// Only now: an event counts as sent once it left the
+			// process, so a failed write leaves it for resumption.
+			w.st.markFlushed(w.cursor)
+		}
+	}
+	if done {
+		w.s.finish()
+		return true
+	}
+	return false
+}
+
+func (w *streamWriter) isClosed() bool {
+	select {
+	case <-w.c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// end writes the priming event if it is still due (a client needs an id
+// to resume from, SEP-1699) and the retry hint of a closed connection,
+// if it has one, and ends the response.
+func (w *streamWriter) end() {
+	if w.prime || w.c.retryMs > 0 {
+		wb := w.t.writeBufs.get()
+		defer w.t.writeBufs.put(wb)
+		wb.b = w.appendPrime(wb.b)
+		if w.c.retryMs > 0 {
+			wb.b = append(wb.b, "retry: "...)
+			wb.b = strconv.AppendInt(wb.b, int64(w.c.retryMs), 10)
+			wb.b = append(wb.b, "\n\n"...)
+		}
+		if w.s.write(wb.b) != nil {
 			return
 		}
 	}
+	w.s.finish()
+}
+
+// appendPrime appends the priming event if it is still due: an id with
+// empty data, so that the client learns where to resume from before any
+// real event arrives.
+func (w *streamWriter) appendPrime(b []byte) []byte {
+	if !w.prime {
+		return b
+	}
+	w.prime = false
+	b = append(b, "id: "...)
+	b = eventID(b, w.st.id, w.cursor)
+	return append(b, "\ndata: \n\n"...)
 }
 
 // appendEvent frames one message. JSON from encoding/json has no raw

@@ -110,6 +110,26 @@ type streamConn struct {
 	wake    chan struct{} // capacity 1: "the log grew"
 	closed  chan struct{} // closed when superseded or told to close
 	retryMs int           // set before closed is closed
+	// kick, when set, is how a connection taken over from net/http is
+	// told instead of wake, and after closed is closed: its goroutine
+	// waits in a read, not on the channels (drive.go). Set and read
+	// under the stream's lock.
+	kick func()
+}
+
+// shut closes c: under the stream's lock, once.
+func (c *streamConn) shut() {
+	close(c.closed)
+	if c.kick != nil {
+		c.kick()
+	}
+}
+
+// drive has kick tell c of what it would be told on its channels.
+func (s *Stream) drive(c *streamConn, kick func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.kick = kick
 }
 
 // append adds data to the log, dropping the oldest event when full, and
@@ -195,6 +215,10 @@ func (s *Stream) Notify() {
 
 func (s *Stream) wake() {
 	if s.conn != nil {
+		if s.conn.kick != nil {
+			s.conn.kick()
+			return
+		}
 		select {
 		case s.conn.wake <- struct{}{}:
 		default:
@@ -214,7 +238,7 @@ func (s *Stream) attach(resume int64) (*streamConn, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
-		close(s.conn.closed)
+		s.conn.shut()
 	}
 	s.conn = c
 	if s.closeNext > 0 {
@@ -247,7 +271,7 @@ func (s *Stream) closeConn(retryMs int) {
 	defer s.mu.Unlock()
 	if s.conn != nil {
 		s.conn.retryMs = retryMs
-		close(s.conn.closed)
+		s.conn.shut()
 		s.conn = nil
 	}
 }
@@ -261,7 +285,7 @@ func (s *Stream) closeSoon(retryMs int) {
 		return
 	}
 	s.conn.retryMs = retryMs
-	close(s.conn.closed)
+	s.conn.shut()
 	s.conn = nil
 }
 

@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// A stream taken over from net/http (detach.go) is served by one
+// goroutine: its connection's, which waits in a read for the client to
+// close it and, in between, writes what is due. Whatever the stream must
+// write — an event, its end, a keep-alive comment — is signalled by
+// making that read time out (a read deadline in the past), not on
+// channels: a writer goroutine parked in a select, beside a reader parked
+// on the connection, cost an idle stream a second stack and g, a ticker
+// and a channel, about as much as the rest of the stream (BENCHMARKS.md,
+// "10,000 subscribers on one replica").
+
+// drive serves a stream taken over from net/http: hook gives the
+// stream's producers the function that tells it of something to write,
+// and pass writes what is due (with a keep-alive comment when ping is
+// set) and reports whether the stream has ended. It returns once the
+// client has closed the connection, sent anything on it, or a pass ended
+// the stream.
+func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook func(kick func())) {
+	// The client sends nothing more on the connection: one that sends
+	// anything (or had, in what net/http read already) ends its stream,
+	// rather than have the server read whatever it sends a byte at a
+	// time.
+	if s.pending != nil {
+		return
+	}
+	wake := ownDeadlines(s.conn)
+	var kicked atomic.Bool
+	hook(func() {
+		// Once per pass: a kick already pending has set the deadline,
+		// or is about to.
+		if !kicked.Swap(true) {
+			_ = wake.SetReadDeadline(time.Unix(1, 0)) // passed: the read ends at once
+		}
+	})
+	// The connection's deadlines are on the wall clock, as a ticker's
+	// are: the transport's clock (Options.Now) may be a test's.
+	keepAlive := time.Now().Add(t.opts.KeepAliveInterval)
+	ping := false
+	var b [1]byte
+	for {
+		// The deadline before the flag: a kick that comes after the flag
+		// is cleared sets its deadline after this one, so the read below
+		// ends; one that came before it is seen by the pass.
+		_ = wake.SetReadDeadline(keepAlive)
+		kicked.Store(false)
+		if pass(ping) {
+			return
+		}
+		ping = false
+		if _, err := s.conn.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+			return // the client closed the connection, or sent something
+		}
+		if now := time.Now(); !now.Before(keepAlive) {
+			ping, keepAlive = true, now.Add(t.opts.KeepAliveInterval)
+		}
+	}
+}
+
+// ownDeadlines is the connection beneath c to set the stream's own read
+// deadlines on: beneath TLS (whose reads honour them) and beneath a
+// listener that reads a read deadline as the connection waiting for its
+// client (package connlimit: waiting connections are evicted at the cap
+// and cut at shutdown; a stream is busy).
+func ownDeadlines(c net.Conn) net.Conn {
+	for {
+		switch u := c.(type) {
+		case interface{ Inner() net.Conn }:
+			c = u.Inner()
+		case interface{ NetConn() net.Conn }: // *tls.Conn
+			c = u.NetConn()
+		default:
+			return c
+		}
+	}
+}
