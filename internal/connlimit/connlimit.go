@@ -9,7 +9,9 @@
 // (transport.readBodyTimeoutMs). While a handler works, and while a
 // response streams, the read deadline is zero: the connection is busy.
 // The listener sees every deadline as it is set, because net/http sets
-// them on the connections Accept returned. An HTTP/2 connection sets none
+// them on the connections Accept returned; a stream taken over from
+// net/http that wakes itself with read deadlines sets them beneath, on
+// Inner, and stays busy. An HTTP/2 connection sets none
 // while it has no stream open: the ConnState hook counts it waiting then.
 //
 // At the cap, a new connection takes the place of the connection that has

@@ -21,8 +21,8 @@ import (
 // stack, grown by the whole request path, for as long as it is open:
 // about 40 KiB a stream. So once its headers are out, such a stream over
 // HTTP/1.x takes its connection over (Hijack) and the handler returns:
-// what remains is the connection and one goroutine that notices the
-// client closing; writes run on short-lived goroutines (drive.go). The
+// what remains is the connection and one goroutine that waits for the
+// client to close it and writes what is due in between (drive.go). The
 // response continues as it began, chunked (HTTP/1.1) or until the
 // connection closes (HTTP/1.0). An HTTP/2 stream cannot be taken over;
 // its handler serves it.

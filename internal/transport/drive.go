@@ -45,6 +45,7 @@ func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook f
 	// are: the transport's clock (Options.Now) may be a test's.
 	keepAlive := time.Now().Add(t.opts.KeepAliveInterval)
 	ping := false
+	idle := 0 // reads in a row that timed out with nothing due
 	var b [1]byte
 	for {
 		// The deadline before the flag: a kick that comes after the flag
@@ -59,11 +60,27 @@ func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook f
 		if _, err := s.conn.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
 			return // the client closed the connection, or sent something
 		}
-		if now := time.Now(); !now.Before(keepAlive) {
-			ping, keepAlive = true, now.Add(t.opts.KeepAliveInterval)
+		switch now := time.Now(); {
+		case !now.Before(keepAlive):
+			ping, keepAlive, idle = true, now.Add(t.opts.KeepAliveInterval), 0
+		case kicked.Load():
+			idle = 0
+		default:
+			// A kick can time a read out once after the pass that saw
+			// it; many in a row mean the deadline is not the stream's
+			// own (a wrapper ownDeadlines cannot see beneath moves it),
+			// and serving on would spin. The client reconnects.
+			if idle++; idle == maxIdleWakes {
+				t.log.Warn().Msg("sse: a taken-over stream's read deadline is not its own; the stream is ended")
+				return
+			}
 		}
 	}
 }
+
+// maxIdleWakes is how many reads in a row may time out with nothing due
+// before a stream is taken to be spinning.
+const maxIdleWakes = 100
 
 // ownDeadlines is the connection beneath c to set the stream's own read
 // deadlines on: beneath TLS (whose reads honour them) and beneath a

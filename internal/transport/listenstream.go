@@ -80,7 +80,8 @@ func (t *Transport) writeListen(s sseSink, l *listener) {
 }
 
 // listenWriter writes a listen's notifications, a pass at a time: by its
-// own goroutine (writeListen) or by one kicked for each pass (drive).
+// own goroutine waiting on channels (writeListen) or by the connection's,
+// woken from its read (drive).
 type listenWriter struct {
 	t     *Transport
 	s     sseSink
@@ -96,6 +97,14 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 	// holds none.
 	wb := w.t.writeBufs.get()
 	defer w.t.writeBufs.put(wb)
+	// The end is looked at before the queue: what was offered before the
+	// server ended the listen is queued by then, and goes out first.
+	end := false
+	select {
+	case <-w.l.end:
+		end = true
+	default:
+	}
 	if w.first != nil {
 		wb.b = appendListenEvent(wb.b, w.l.sub, w.first)
 		w.first = nil
@@ -104,12 +113,8 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 	if ping {
 		wb.b = append(wb.b, keepAliveComment...)
 	}
-	end := false
-	select {
-	case <-w.l.end:
-		end = true
+	if end {
 		wb.b = w.t.appendListenEnd(wb.b, w.l)
-	default:
 	}
 	if len(wb.b) > 0 && w.s.write(wb.b) != nil {
 		return true

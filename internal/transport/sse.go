@@ -54,8 +54,8 @@ func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uin
 }
 
 // streamWriter writes a stream's events to one connection, a pass at a
-// time: by its own goroutine (serveStream) or by one kicked for each
-// pass (drive).
+// time: by its own goroutine waiting on channels (serveStream) or by the
+// connection's, woken from its read (drive).
 type streamWriter struct {
 	t      *Transport
 	s      sseSink
@@ -191,9 +191,12 @@ type writeBuf struct {
 	evs []Event // the events read from a stream's log
 }
 
-// maxPooledWrite is the largest buffer taken back: a burst's buffer is
-// let go rather than kept for every later write.
-const maxPooledWrite = 64 << 10
+// maxPooledWrite and maxPooledEvents bound the buffers taken back: a
+// burst's buffer is let go rather than kept for every later write.
+const (
+	maxPooledWrite  = 64 << 10
+	maxPooledEvents = 64
+)
 
 func (p *writeBufs) get() *writeBuf {
 	if wb, ok := p.pool.Get().(*writeBuf); ok {
@@ -205,7 +208,7 @@ func (p *writeBufs) get() *writeBuf {
 // put takes wb back, without its references to events' data, which must
 // not outlive the write in the pool.
 func (p *writeBufs) put(wb *writeBuf) {
-	if cap(wb.b) > maxPooledWrite {
+	if cap(wb.b) > maxPooledWrite || cap(wb.evs) > maxPooledEvents {
 		return
 	}
 	clear(wb.evs)
