@@ -72,11 +72,13 @@ type ClientSession struct {
 	ended    bool
 	logLevel protocol.LoggingLevel
 	subs     map[string]struct{}
-	// inflight and pending are nil while empty: a map keeps its storage
-	// after its last delete, and an idle session of 10,000 on a replica
-	// should not hold a request's worth of it (BENCHMARKS.md, "10,000
-	// subscribers on one replica").
-	inflight    map[string]inflightRequest
+	// inflight is searched in order: a session has a few requests in
+	// flight (at most maxInflight), and a map would keep a group of
+	// slots after its last delete, which each of the 10,000 idle
+	// sessions a replica holds would carry (BENCHMARKS.md, "10,000
+	// subscribers on one replica"). pending is nil while empty, for the
+	// same reason.
+	inflight    []inflightRequest
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
 	standalone  *Stream
@@ -409,37 +411,54 @@ func (s *ClientSession) Busy() bool {
 
 // inflightRequest is a request whose handler runs.
 type inflightRequest struct {
+	id     string // the request's id, as JSON
 	cancel context.CancelCauseFunc
 	conn   context.Context // the HTTP request's: done when the client left
+}
+
+// keptInflight is the most room for requests in flight an idle session
+// keeps: a burst's is let go.
+const keptInflight = 4
+
+// inflightIndex is the place of request id in s.inflight, or -1. Under
+// mu.
+func (s *ClientSession) inflightIndex(id protocol.ID) int {
+	for i, in := range s.inflight {
+		if in.id == string(id) {
+			return i
+		}
+	}
+	return -1
 }
 
 // begin registers an in-flight request so notifications/cancelled can reach
 // it; a second request with the same id while the first runs is refused.
 func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel context.CancelCauseFunc) error {
-	key := id.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.ended, s.ctx.Err() != nil:
 		// Past the end, cancelInflight has run or runs without it.
 		return errSessionEnded
-	case s.inflight[key].cancel != nil:
+	case s.inflightIndex(id) >= 0:
 		return errDuplicateID
 	case len(s.inflight) >= maxInflight:
 		return errTooManyInFlight
 	}
-	if s.inflight == nil {
-		s.inflight = map[string]inflightRequest{}
-	}
-	s.inflight[key] = inflightRequest{cancel: cancel, conn: conn}
+	s.inflight = append(s.inflight, inflightRequest{id: id.String(), cancel: cancel, conn: conn})
 	return nil
 }
 
 func (s *ClientSession) end(id protocol.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.inflight, id.String())
-	if len(s.inflight) == 0 {
+	if i := s.inflightIndex(id); i >= 0 {
+		last := len(s.inflight) - 1
+		s.inflight[i] = s.inflight[last]
+		s.inflight[last] = inflightRequest{}
+		s.inflight = s.inflight[:last]
+	}
+	if len(s.inflight) == 0 && cap(s.inflight) > keptInflight {
 		s.inflight = nil
 	}
 }
@@ -448,8 +467,11 @@ func (s *ClientSession) end(id protocol.ID) {
 // notifications/cancelled asks (its context ends with
 // errCancelledByClient), and reports whether one ran here.
 func (s *ClientSession) CancelRequest(id protocol.ID) bool {
+	var cancel context.CancelCauseFunc
 	s.mu.Lock()
-	cancel := s.inflight[id.String()].cancel
+	if i := s.inflightIndex(id); i >= 0 {
+		cancel = s.inflight[i].cancel
+	}
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(errCancelledByClient)

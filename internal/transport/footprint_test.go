@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"strconv"
@@ -125,4 +126,55 @@ func idleSubscribers(t *testing.T, h *harness, takeOver bool) (heap, goroutines 
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n, float64(runtime.NumGoroutine()-g0) / n
+}
+
+// The requests in flight of a session are kept in a small slice rather
+// than a map (an idle session keeps no map's slots): ids stay unique,
+// each is cancelled by its own id whatever the order they end in, the
+// bound holds, and a burst's room is let go.
+func TestInflightBookkeeping(t *testing.T) {
+	s := NewClientSession(context.Background(), "s", SessionInit{EventLogSize: 4, Tenant: "t"}, time.Now())
+	t.Cleanup(s.Terminate)
+	cancelled := map[string]bool{}
+	begin := func(id string) error {
+		return s.begin(protocol.ID(id), context.Background(), func(error) { cancelled[id] = true })
+	}
+	for _, id := range []string{"1", `"a"`, "3"} {
+		if err := begin(id); err != nil {
+			t.Fatalf("begin %s: %v", id, err)
+		}
+	}
+	if err := begin(`"a"`); !errors.Is(err, errDuplicateID) {
+		t.Errorf("a second request a while it runs: %v, want %v", err, errDuplicateID)
+	}
+	s.end(protocol.ID("1")) // the last one moves into its place
+	if !s.CancelRequest(protocol.ID("3")) || !cancelled["3"] || cancelled[`"a"`] {
+		t.Errorf("cancelling 3 cancelled %v", cancelled)
+	}
+	if s.CancelRequest(protocol.ID("1")) {
+		t.Error("a request that ended could be cancelled")
+	}
+	if err := begin("1"); err != nil {
+		t.Errorf("id 1 again once it ended: %v", err)
+	}
+	for _, id := range []string{`"a"`, "3", "1"} {
+		s.end(protocol.ID(id))
+	}
+	if s.Busy() {
+		t.Error("busy with every request ended")
+	}
+	for i := range maxInflight {
+		if err := begin(strconv.Itoa(i)); err != nil {
+			t.Fatalf("request %d of %d: %v", i+1, maxInflight, err)
+		}
+	}
+	if err := begin("-1"); !errors.Is(err, errTooManyInFlight) {
+		t.Errorf("request %d: %v, want %v", maxInflight+1, err, errTooManyInFlight)
+	}
+	for i := range maxInflight {
+		s.end(protocol.ID(strconv.Itoa(i)))
+	}
+	if s.inflight != nil {
+		t.Errorf("room for %d requests kept after a burst", cap(s.inflight))
+	}
 }
