@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	mrand "math/rand/v2"
 	"slices"
@@ -79,6 +80,7 @@ type ClientSession struct {
 	// subscribers on one replica"). pending is nil while empty, for the
 	// same reason.
 	inflight    []inflightRequest
+	idSeed      maphash.Seed
 	pending     map[string]chan *protocol.Message
 	nextOutID   int64
 	standalone  *Stream
@@ -130,6 +132,7 @@ func NewClientSession(parent context.Context, id string, in SessionInit, now tim
 		// Until the client calls logging/setLevel, send info and above.
 		logLevel:   protocol.LevelInfo,
 		subs:       map[string]struct{}{},
+		idSeed:     maphash.MakeSeed(),
 		standalone: newStream(standaloneStreamName, in.EventLogSize),
 		streams:    map[string]*Stream{},
 		rep:        localReplica{},
@@ -411,6 +414,10 @@ func (s *ClientSession) Busy() bool {
 
 // inflightRequest is a request whose handler runs.
 type inflightRequest struct {
+	// hash is id's under the session's idSeed, compared first: the
+	// client chooses ids as long as its body, and a search must not
+	// compare 256 of them in full.
+	hash   uint64
 	id     string // the request's id, as JSON
 	cancel context.CancelCauseFunc
 	conn   context.Context // the HTTP request's: done when the client left
@@ -423,8 +430,9 @@ const keptInflight = 4
 // inflightIndex is the place of request id in s.inflight, or -1. Under
 // mu.
 func (s *ClientSession) inflightIndex(id protocol.ID) int {
+	h := maphash.Bytes(s.idSeed, id)
 	for i, in := range s.inflight {
-		if in.id == string(id) {
+		if in.hash == h && in.id == string(id) {
 			return i
 		}
 	}
@@ -445,7 +453,7 @@ func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel conte
 	case len(s.inflight) >= maxInflight:
 		return errTooManyInFlight
 	}
-	s.inflight = append(s.inflight, inflightRequest{id: id.String(), cancel: cancel, conn: conn})
+	s.inflight = append(s.inflight, inflightRequest{hash: maphash.Bytes(s.idSeed, id), id: string(id), cancel: cancel, conn: conn})
 	return nil
 }
 

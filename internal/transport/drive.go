@@ -34,7 +34,9 @@ func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook f
 	}
 	wake := ownDeadlines(s.conn)
 	var kicked atomic.Bool
+	var kicks atomic.Uint64 // every kick, for the spin guard below
 	hook(func() {
+		kicks.Add(1)
 		// Once per pass: a kick already pending has set the deadline,
 		// or is about to.
 		if !kicked.Swap(true) {
@@ -46,6 +48,7 @@ func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook f
 	keepAlive := time.Now().Add(t.opts.KeepAliveInterval)
 	ping := false
 	idle := 0 // reads in a row that timed out with nothing due
+	seen := kicks.Load()
 	var b [1]byte
 	for {
 		// The deadline before the flag: a kick that comes after the flag
@@ -63,18 +66,21 @@ func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook f
 		switch now := time.Now(); {
 		case !now.Before(keepAlive):
 			ping, keepAlive, idle = true, now.Add(t.opts.KeepAliveInterval), 0
-		case kicked.Load():
+		case kicks.Load() != seen:
 			idle = 0
 		default:
-			// A kick can time a read out once after the pass that saw
-			// it; many in a row mean the deadline is not the stream's
-			// own (a wrapper ownDeadlines cannot see beneath moves it),
-			// and serving on would spin. The client reconnects.
+			// A kick can time a read out once more after the pass that
+			// saw it; many reads in a row that no kick since the last
+			// explains mean the deadline is not the stream's own (a
+			// wrapper ownDeadlines cannot see beneath moves it), and
+			// serving on would spin, whether or not events flow. The
+			// client reconnects.
 			if idle++; idle == maxIdleWakes {
 				t.log.Warn().Msg("sse: a taken-over stream's read deadline is not its own; the stream is ended")
 				return
 			}
 		}
+		seen = kicks.Load()
 	}
 }
 

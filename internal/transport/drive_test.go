@@ -113,14 +113,27 @@ func (c pastDeadlines) SetReadDeadline(d time.Time) error {
 }
 
 // A stream whose read deadline is not its own would wake from every read
-// at once and spin; it is ended instead, and says why.
+// at once and spin; it is ended instead, and says why, even while events
+// keep coming.
 func TestTakenOverStreamThatWouldSpinEnds(t *testing.T) {
 	logs := &th.LockedBuffer{}
 	h := newHarness(t, withOpts(func(o *Options) { o.Logger = zerolog.New(logs) }))
 	sess := NewClientSession(context.Background(), "s", SessionInit{EventLogSize: 16, Tenant: "t"}, time.Now())
 	t.Cleanup(sess.Terminate)
 	server, _ := tcpPair(t)
-	th.WaitChan(t, takenOver(h, sess, pastDeadlines{server}), "the stream to end")
+	done := takenOver(h, sess, pastDeadlines{server})
+	// Events flowing all the while: kicks must not keep it going.
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+				sess.standalone.append([]byte(`{"jsonrpc":"2.0","method":"notifications/message"}`))
+			}
+		}
+	}()
+	th.WaitChan(t, done, "the stream to end")
 	if !strings.Contains(logs.String(), "read deadline is not its own") {
 		t.Errorf("log %q does not say why the stream ended", logs.String())
 	}

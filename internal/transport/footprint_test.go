@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +178,27 @@ func TestInflightBookkeeping(t *testing.T) {
 	}
 	if s.inflight != nil {
 		t.Errorf("room for %d requests kept after a burst", cap(s.inflight))
+	}
+}
+
+// BenchmarkInflightLongIDs is the search of a session's requests in flight
+// at its bound, 256, when a client gives them ids of 64 KiB that differ
+// only in their last bytes: each begin and end compares hashes, not the
+// ids in full.
+func BenchmarkInflightLongIDs(b *testing.B) {
+	s := NewClientSession(context.Background(), "s", SessionInit{EventLogSize: 4, Tenant: "t"}, time.Now())
+	defer s.Terminate()
+	prefix := `"` + strings.Repeat("x", 64<<10)
+	for i := range maxInflight - 1 {
+		if err := s.begin(protocol.ID(fmt.Sprintf(`%s%04d"`, prefix, i)), context.Background(), func(error) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	id := protocol.ID(prefix + `zzzz"`) // as long as the others
+	for b.Loop() {
+		if err := s.begin(id, context.Background(), func(error) {}); err != nil {
+			b.Fatal(err)
+		}
+		s.end(id)
 	}
 }

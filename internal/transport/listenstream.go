@@ -97,8 +97,9 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 	// holds none.
 	wb := w.t.writeBufs.get()
 	defer w.t.writeBufs.put(wb)
-	// The end is looked at before the queue: what was offered before the
-	// server ended the listen is queued by then, and goes out first.
+	// The end is looked at before the queue: what was queued before the
+	// server ended the listen goes out first (but for a notification
+	// that found the queue full, which is what ended it).
 	end := false
 	select {
 	case <-w.l.end:
@@ -109,7 +110,9 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 		wb.b = appendListenEvent(wb.b, w.l.sub, w.first)
 		w.first = nil
 	}
-	wb.b = w.l.drain(wb.b)
+	// Ending, at most a queue's worth more: producers offer until the
+	// listen is removed, and must not keep the last pass going.
+	wb.b = w.l.drain(wb.b, end)
 	if ping {
 		wb.b = append(wb.b, keepAliveComment...)
 	}
@@ -125,9 +128,10 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 	return end
 }
 
-// drain appends every queued notification, as events.
-func (l *listener) drain(buf []byte) []byte {
-	for {
+// drain appends the queued notifications, as events: all of them, or
+// when last, at most the queue's capacity.
+func (l *listener) drain(buf []byte, last bool) []byte {
+	for i := 0; !last || i < cap(l.notes); i++ {
 		select {
 		case n := <-l.notes:
 			buf = appendListenEvent(buf, l.sub, n)
@@ -135,6 +139,7 @@ func (l *listener) drain(buf []byte) []byte {
 			return buf
 		}
 	}
+	return buf
 }
 
 // appendListenEnd appends the completion result that ends l
