@@ -22,8 +22,9 @@ import (
 // stream's producers the function that tells it of something to write,
 // and pass writes what is due (with a keep-alive comment when ping is
 // set) and reports whether the stream has ended. It returns once the
-// client has closed the connection, sent anything on it, or a pass ended
-// the stream.
+// client has closed the connection or sent anything on it, a pass ended
+// the stream, or the stream's read deadlines turned out not to be its
+// own (maxIdleWakes).
 func (t *Transport) drive(s *connSink, pass func(ping bool) (ended bool), hook func(kick func())) {
 	// The client sends nothing more on the connection: one that sends
 	// anything (or had, in what net/http read already) ends its stream,
