@@ -8,15 +8,49 @@ import (
 	"time"
 )
 
-// A stream taken over from net/http (detach.go) is served by one
-// goroutine: its connection's, which waits in a read for the client to
-// close it and, in between, writes what is due. Whatever the stream must
-// write — an event, its end, a keep-alive comment — is signalled by
-// making that read time out (a read deadline in the past), not on
-// channels: a writer goroutine parked in a select, beside a reader parked
-// on the connection, cost an idle stream a second stack and g, a ticker
-// and a channel, about as much as the rest of the stream (BENCHMARKS.md,
-// "10,000 subscribers on one replica").
+// A stream's writer (streamWriter, listenWriter) writes what is due a
+// pass at a time; producers tell it there is something by a kick, which
+// its driver gives them through a hook. Two drivers:
+//
+//   - drive, for a stream taken over from net/http (detach.go): its
+//     connection's goroutine waits in a read for the client to close it
+//     and makes a pass in between; a kick makes that read time out (a
+//     read deadline in the past). A writer goroutine parked on channels,
+//     beside a reader parked on the connection, cost an idle stream a
+//     second stack and g, a ticker and channels, about as much as the
+//     rest of the stream (BENCHMARKS.md, "10,000 subscribers on one
+//     replica").
+//   - serveWaiting, for a stream its handler serves (HTTP/2, POST
+//     responses): the handler's goroutine waits on a channel a kick
+//     fills, the keep-alive ticker and the client's going away.
+
+// serveWaiting serves a stream through its handler: hook gives the
+// stream's producers the function that tells it of something to write,
+// and pass writes what is due (with a keep-alive comment when ping is
+// set) and reports whether the stream has ended. It returns then, or
+// when the client has gone away.
+func (t *Transport) serveWaiting(s waitingSink, pass func(ping bool) (ended bool), hook func(kick func())) {
+	wake := make(chan struct{}, 1)
+	hook(func() {
+		select {
+		case wake <- struct{}{}:
+		default: // one pending is enough: a pass writes all that is due
+		}
+	})
+	keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
+	defer keepAlive.Stop()
+	ping := false
+	for !pass(ping) {
+		ping = false
+		select {
+		case <-wake:
+		case <-keepAlive.C:
+			ping = true
+		case <-s.gone():
+			return
+		}
+	}
+}
 
 // drive serves a stream taken over from net/http: hook gives the
 // stream's producers the function that tells it of something to write,

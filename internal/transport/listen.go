@@ -72,8 +72,8 @@ type listener struct {
 	notes     chan *listenNote
 	endOnce   sync.Once
 	end       chan struct{} // closed: the server ends the listen
-	// kick, once set, tells a stream taken over from net/http of a
-	// notification queued or the end (drive.go).
+	// kick, once set, tells the listen's writer of a notification
+	// queued or the end (drive.go).
 	kick atomic.Pointer[func()]
 }
 
@@ -93,8 +93,7 @@ func (l *listener) offer(n *listenNote) {
 	}
 }
 
-// drive has kick tell l's stream of what it would be told on its
-// channels.
+// drive has kick tell l's writer of what it must write.
 func (l *listener) drive(kick func()) { l.kick.Store(&kick) }
 
 func (l *listener) kicked() {

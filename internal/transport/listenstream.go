@@ -62,31 +62,16 @@ func (t *Transport) writeListen(s sseSink, l *listener) {
 	case *connSink:
 		t.drive(s, w.pass, l.drive)
 	case waitingSink:
-		keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-		defer keepAlive.Stop()
-		ping := false
-		for !w.pass(ping) {
-			ping = false
-			select {
-			case w.first = <-l.notes:
-			case <-keepAlive.C:
-				ping = true
-			case <-l.end: // the next pass ends the listen
-			case <-s.gone():
-				return
-			}
-		}
+		t.serveWaiting(s, w.pass, l.drive)
 	}
 }
 
-// listenWriter writes a listen's notifications, a pass at a time: by its
-// own goroutine waiting on channels (writeListen) or by the connection's,
-// woken from its read (drive).
+// listenWriter writes a listen's notifications, a pass at a time, as its
+// driver (drive.go) calls it.
 type listenWriter struct {
-	t     *Transport
-	s     sseSink
-	l     *listener
-	first *listenNote // taken from the queue before the pass
+	t *Transport
+	s sseSink
+	l *listener
 }
 
 // pass writes the queued notifications, and a keep-alive comment when
@@ -105,10 +90,6 @@ func (w *listenWriter) pass(ping bool) (ended bool) {
 	case <-w.l.end:
 		end = true
 	default:
-	}
-	if w.first != nil {
-		wb.b = appendListenEvent(wb.b, w.l.sub, w.first)
-		w.first = nil
 	}
 	// Ending, at most a queue's worth more: producers offer until the
 	// listen is removed, and must not keep the last pass going.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 )
 
 // startSSE writes the headers of an event stream and flushes them at
@@ -32,30 +31,17 @@ func (t *Transport) serveStream(s sseSink, st *Stream, c *streamConn, cursor uin
 	t.openStreams.Add(1)
 	defer t.openStreams.Add(-1)
 	w := &streamWriter{t: t, s: s, st: st, c: c, cursor: cursor, prime: prime}
+	hook := func(kick func()) { st.drive(c, kick) }
 	switch s := s.(type) {
 	case *connSink:
-		t.drive(s, w.pass, func(kick func()) { st.drive(c, kick) })
+		t.drive(s, w.pass, hook)
 	case waitingSink:
-		keepAlive := time.NewTicker(t.opts.KeepAliveInterval)
-		defer keepAlive.Stop()
-		ping := false
-		for !w.pass(ping) {
-			ping = false
-			select {
-			case <-c.wake:
-			case <-c.closed: // the next pass ends the stream
-			case <-keepAlive.C:
-				ping = true
-			case <-s.gone():
-				return
-			}
-		}
+		t.serveWaiting(s, w.pass, hook)
 	}
 }
 
 // streamWriter writes a stream's events to one connection, a pass at a
-// time: by its own goroutine waiting on channels (serveStream) or by the
-// connection's, woken from its read (drive).
+// time, as its driver (drive.go) calls it.
 type streamWriter struct {
 	t      *Transport
 	s      sseSink

@@ -107,13 +107,11 @@ func (localLog) Read(_ *Stream, _ uint64, buf []Event) ([]Event, bool, bool, boo
 
 // streamConn is one HTTP response serving a stream.
 type streamConn struct {
-	wake    chan struct{} // capacity 1: "the log grew"
 	closed  chan struct{} // closed when superseded or told to close
 	retryMs int           // set before closed is closed
-	// kick, when set, is how a connection taken over from net/http is
-	// told instead of wake, and after closed is closed: its goroutine
-	// waits in a read, not on the channels (drive.go). Set and read
-	// under the stream's lock.
+	// kick tells the connection's writer that the log grew or closed was
+	// closed (drive.go); nil until the writer is ready, which then makes
+	// a pass of its own. Set and read under the stream's lock.
 	kick func()
 }
 
@@ -125,7 +123,7 @@ func (c *streamConn) shut() {
 	}
 }
 
-// drive has kick tell c of what it would be told on its channels.
+// drive has kick tell c's writer of what it must write.
 func (s *Stream) drive(c *streamConn, kick func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,15 +212,8 @@ func (s *Stream) Notify() {
 }
 
 func (s *Stream) wake() {
-	if s.conn != nil {
-		if s.conn.kick != nil {
-			s.conn.kick()
-			return
-		}
-		select {
-		case s.conn.wake <- struct{}{}:
-		default:
-		}
+	if s.conn != nil && s.conn.kick != nil {
+		s.conn.kick()
 	}
 }
 
@@ -234,7 +225,7 @@ func (s *Stream) wake() {
 // connection flushed. Both happen under one lock, so no event is written by
 // the old connection after the new one chose its start.
 func (s *Stream) attach(resume int64) (*streamConn, uint64) {
-	c := &streamConn{wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	c := &streamConn{closed: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil {
