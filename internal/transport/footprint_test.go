@@ -62,6 +62,8 @@ func TestIdleSubscriberFootprint(t *testing.T) {
 // idle subscribers holds, and ends them.
 func idleSubscribers(t *testing.T, h *harness, takeOver bool) (heap, goroutines float64) {
 	const n = 500
+	// One listener for all the connections, not tcpPair: its cleanups
+	// would stay on the heap this measures.
 	var ln net.Listener
 	if takeOver {
 		var err error
@@ -121,7 +123,8 @@ func idleSubscribers(t *testing.T, h *harness, takeOver bool) (heap, goroutines 
 	for _, s := range all {
 		testutil.Eventually(t, time.Second, "the update flushed", func() bool { _, flushed := s.standalone.Position(); return flushed >= 1 })
 	}
-	// The writes' goroutines end just after their flush.
+	// A stream's writes run on its one goroutine: none is left over from
+	// the update's.
 	testutil.Eventually(t, time.Second, "one goroutine per idle subscriber", func() bool { return runtime.NumGoroutine()-g0 <= n })
 	// Twice: a sync.Pool keeps what it holds through one collection.
 	runtime.GC()
