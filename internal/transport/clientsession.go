@@ -427,16 +427,16 @@ type inflightRequest struct {
 // keeps: a burst's is let go.
 const keptInflight = 4
 
-// inflightIndex is the place of request id in s.inflight, or -1. Under
-// mu.
-func (s *ClientSession) inflightIndex(id protocol.ID) int {
+// inflightIndex is the place of request id in s.inflight, or -1, and
+// id's hash. Under mu.
+func (s *ClientSession) inflightIndex(id protocol.ID) (int, uint64) {
 	h := maphash.Bytes(s.idSeed, id)
 	for i, in := range s.inflight {
 		if in.hash == h && in.id == string(id) {
-			return i
+			return i, h
 		}
 	}
-	return -1
+	return -1, h
 }
 
 // begin registers an in-flight request so notifications/cancelled can reach
@@ -444,23 +444,24 @@ func (s *ClientSession) inflightIndex(id protocol.ID) int {
 func (s *ClientSession) begin(id protocol.ID, conn context.Context, cancel context.CancelCauseFunc) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	i, h := s.inflightIndex(id)
 	switch {
 	case s.ended, s.ctx.Err() != nil:
 		// Past the end, cancelInflight has run or runs without it.
 		return errSessionEnded
-	case s.inflightIndex(id) >= 0:
+	case i >= 0:
 		return errDuplicateID
 	case len(s.inflight) >= maxInflight:
 		return errTooManyInFlight
 	}
-	s.inflight = append(s.inflight, inflightRequest{hash: maphash.Bytes(s.idSeed, id), id: string(id), cancel: cancel, conn: conn})
+	s.inflight = append(s.inflight, inflightRequest{hash: h, id: string(id), cancel: cancel, conn: conn})
 	return nil
 }
 
 func (s *ClientSession) end(id protocol.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i := s.inflightIndex(id); i >= 0 {
+	if i, _ := s.inflightIndex(id); i >= 0 {
 		last := len(s.inflight) - 1
 		s.inflight[i] = s.inflight[last]
 		s.inflight[last] = inflightRequest{}
@@ -477,7 +478,7 @@ func (s *ClientSession) end(id protocol.ID) {
 func (s *ClientSession) CancelRequest(id protocol.ID) bool {
 	var cancel context.CancelCauseFunc
 	s.mu.Lock()
-	if i := s.inflightIndex(id); i >= 0 {
+	if i, _ := s.inflightIndex(id); i >= 0 {
 		cancel = s.inflight[i].cancel
 	}
 	s.mu.Unlock()
